@@ -1,0 +1,36 @@
+//! The evidence types of glassbox and their documented JSON wire format.
+//!
+//! Every other crate speaks these types: the recorder emits [`Event`]s, the MCP client writes
+//! [`TranscriptEntry`]s, checks turn an [`Evidence`] into [`Finding`]s, and reports render an
+//! [`AuditReport`]. This crate does no I/O.
+//!
+//! # Wire format
+//!
+//! An evidence bundle is a directory:
+//!
+//! | file | content |
+//! |---|---|
+//! | `manifest.json` | one [`Manifest`]: versions, kernel, target, sandbox settings, timings |
+//! | `events.jsonl` | one [`Event`] per line, in the order the recorder saw them |
+//! | `transcript.jsonl` | one [`TranscriptEntry`] per line: every line in both directions, raw |
+//! | `stderr.log` | the server's standard error, as written |
+//! | `report.json` | the [`AuditReport`] (written last) |
+//!
+//! Byte strings that come from the traced program (paths, argv, raw protocol lines) are
+//! [`Bytes`]: a JSON string when they are valid UTF-8, otherwise `{"bytes": "<base64>"}`, so no
+//! byte is ever lost or replaced.
+//!
+//! Times are nanoseconds since the start of the run (`t_ns`), from a monotonic clock; the
+//! manifest carries the wall-clock start.
+#![deny(missing_docs)]
+
+mod bytes;
+mod evidence;
+mod report;
+
+pub use bytes::Bytes;
+pub use evidence::*;
+pub use report::*;
+
+/// The version of glassbox that produced a bundle or a report.
+pub const GLASSBOX_VERSION: &str = env!("CARGO_PKG_VERSION");
