@@ -1,1 +1,409 @@
-//! glassbox-sandbox
+//! The namespace sandbox glassbox runs a server in.
+//!
+//! # Isolation steps, in order
+//!
+//! 1. glassbox forks the *outer* process, which enters new user, mount, pid, net, ipc, uts and
+//!    cgroup namespaces (`unshare`) and waits.
+//! 2. glassbox writes the outer process's uid and gid maps: the sandbox user (uid 1000) maps to
+//!    the caller's own uid, or, when glassbox runs as root, to an unprivileged host uid
+//!    ([`HOST_UID_WHEN_ROOT`]) so that nothing in the sandbox acts as the host's root.
+//! 3. The outer process forks pid 1 of the new pid namespace, which builds a private root (the
+//!    sequence bubblewrap uses: a tmpfs, `pivot_root`, binds from the old root, a second
+//!    `pivot_root`): the host's system directories bound read-only, a new `/proc`, a minimal
+//!    `/dev`, tmpfs `/tmp`, `/run`, `/var` and home, the working directory and the program's own
+//!    install prefix bound read-only at their host paths, the planted files; then brings up
+//!    loopback (the only network there is) and sets the hostname.
+//! 4. pid 1 forks the server process, which sets `no_new_privs`, tells glassbox its pid,
+//!    installs the seccomp filter ([`seccomp`]) with a user-notification listener, hands the
+//!    listener to glassbox (which takes it with `pidfd_getfd`), closes its own copy, and
+//!    executes the command. The listener never stays in the sandbox.
+//!
+//! # Lifetime
+//!
+//! Every process of the sandbox is in its pid namespace. When the server exits, pid 1 reports
+//! its status and exits, and the kernel kills everything left in the namespace, daemons
+//! included. pid 1 and the outer process die with their parents (`PR_SET_PDEATHSIG`), so a
+//! glassbox that is killed takes the whole tree with it. [`Sandbox::kill`] and `Drop` kill
+//! pid 1. Nothing is mounted outside the sandbox's own mount namespace, and no file is left on
+//! the host.
+#![deny(missing_docs)]
+
+mod child;
+pub mod honeytokens;
+pub mod seccomp;
+mod sys;
+
+use glassbox_model::{MountRecord, SandboxSettings, ServerExit};
+use std::ffi::OsString;
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+pub use honeytokens::PlantedFile;
+
+/// The host uid (and gid) the sandbox user maps to when glassbox runs as root: an id no
+/// account uses, so the server owns nothing on the host.
+pub const HOST_UID_WHEN_ROOT: u32 = 2_100_000_000;
+
+/// The sandbox user's uid and gid inside.
+pub const SANDBOX_UID: u32 = 1000;
+
+/// Host directories bound read-only into the private root (when present).
+pub const SYSTEM_DIRS: &[&str] = &[
+    "usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "opt",
+];
+
+/// What went wrong setting up or running the sandbox.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Not Linux.
+    #[error("glassbox's sandbox needs Linux namespaces; this system is not Linux")]
+    NotLinux,
+    /// User namespaces are unavailable.
+    #[error("cannot create a user namespace ({0}); enable unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, user.max_user_namespaces > 0) or run as root")]
+    NoUserNamespaces(String),
+    /// A step of the set-up failed.
+    #[error("sandbox set-up failed: {0}")]
+    Setup(String),
+    /// A system call failed in glassbox itself.
+    #[error("{what}: {source}")]
+    Io {
+        /// The operation.
+        what: String,
+        /// The error.
+        source: io::Error,
+    },
+}
+
+fn io_err(what: impl Into<String>) -> impl FnOnce(io::Error) -> Error {
+    let what = what.into();
+    move |source| Error::Io { what, source }
+}
+
+/// What to run and how to set up its sandbox.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Absolute host path of the program to execute (it must be visible inside: under a system
+    /// directory, the working directory, or `extra_ro`).
+    pub program: PathBuf,
+    /// The arguments, `argv[0]` first.
+    pub argv: Vec<OsString>,
+    /// The host directory the server runs in; bound read-only at the same path.
+    pub cwd: PathBuf,
+    /// More host paths bound read-only at the same path (an interpreter's install prefix, a
+    /// script named on the command line).
+    pub extra_ro: Vec<PathBuf>,
+    /// The sandbox user's name (home is `/home/<user>`).
+    pub user: String,
+    /// The hostname inside.
+    pub hostname: String,
+    /// Directories put in front of the default `PATH`.
+    pub path_prefix: Vec<String>,
+    /// More environment variables for the server.
+    pub env: Vec<(String, String)>,
+    /// Files created before the server starts (honeytokens).
+    pub files: Vec<PlantedFile>,
+    /// The seccomp rules routing recorded calls to the listener.
+    pub rules: Vec<seccomp::Rule>,
+}
+
+impl Config {
+    /// The home directory inside the sandbox.
+    pub fn home(&self) -> String {
+        format!("/home/{}", self.user)
+    }
+
+    /// The environment the server gets.
+    pub fn environment(&self) -> Vec<(String, String)> {
+        let home = self.home();
+        let mut path = self.path_prefix.clone();
+        path.extend(
+            ["/usr/local/bin", "/usr/bin", "/bin", "/usr/local/sbin", "/usr/sbin", "/sbin"]
+                .map(String::from),
+        );
+        let mut env = vec![
+            ("HOME".to_string(), home),
+            ("USER".to_string(), self.user.clone()),
+            ("LOGNAME".to_string(), self.user.clone()),
+            ("PATH".to_string(), path.join(":")),
+            ("LANG".to_string(), "C.UTF-8".to_string()),
+            ("SHELL".to_string(), "/bin/bash".to_string()),
+            ("PWD".to_string(), self.cwd.to_string_lossy().into_owned()),
+            ("TMPDIR".to_string(), "/tmp".to_string()),
+        ];
+        for (k, v) in &self.env {
+            env.retain(|(ek, _)| ek != k);
+            env.push((k.clone(), v.clone()));
+        }
+        env
+    }
+
+    /// The mounts of the private root, in the order they are made.
+    pub(crate) fn mount_plan(&self) -> Vec<MountPlan> {
+        let mut plan = Vec::new();
+        for d in SYSTEM_DIRS {
+            let host = Path::new("/").join(d);
+            match std::fs::symlink_metadata(&host) {
+                Ok(m) if m.file_type().is_symlink() => {
+                    if let Ok(t) = std::fs::read_link(&host) {
+                        plan.push(MountPlan::Symlink {
+                            link: host,
+                            target: t,
+                        });
+                    }
+                }
+                Ok(m) if m.is_dir() => plan.push(MountPlan::Bind {
+                    src: host.clone(),
+                    dst: host,
+                }),
+                _ => {}
+            }
+        }
+        let mut binds: Vec<PathBuf> = vec![self.cwd.clone()];
+        binds.extend(self.extra_ro.iter().cloned());
+        for b in binds {
+            let covered = SYSTEM_DIRS
+                .iter()
+                .any(|d| b.starts_with(Path::new("/").join(d)));
+            if b != Path::new("/") && !covered && b.exists() {
+                plan.push(MountPlan::Bind {
+                    src: b.clone(),
+                    dst: b,
+                });
+            }
+        }
+        plan
+    }
+
+    fn settings(&self, host_uid: u32) -> SandboxSettings {
+        let mut mounts = vec![
+            MountRecord {
+                target: "/".into(),
+                source: "tmpfs".into(),
+                read_only: true,
+            },
+            MountRecord {
+                target: "/proc".into(),
+                source: "proc (new, this pid namespace)".into(),
+                read_only: false,
+            },
+            MountRecord {
+                target: "/dev".into(),
+                source: "tmpfs with null, zero, full, random, urandom, tty".into(),
+                read_only: false,
+            },
+        ];
+        for t in ["/tmp", "/run", "/var", &self.home()] {
+            mounts.push(MountRecord {
+                target: t.to_string(),
+                source: "tmpfs".into(),
+                read_only: false,
+            });
+        }
+        for p in self.mount_plan() {
+            match p {
+                MountPlan::Bind { src, dst } => mounts.push(MountRecord {
+                    target: dst.to_string_lossy().into_owned(),
+                    source: format!("bind:{}", src.display()),
+                    read_only: true,
+                }),
+                MountPlan::Symlink { link, target } => mounts.push(MountRecord {
+                    target: link.to_string_lossy().into_owned(),
+                    source: format!("symlink:{}", target.display()),
+                    read_only: true,
+                }),
+            }
+        }
+        SandboxSettings {
+            backend: "namespaces".into(),
+            namespaces: ["user", "mount", "pid", "net", "ipc", "uts", "cgroup"]
+                .map(String::from)
+                .to_vec(),
+            uid: SANDBOX_UID,
+            host_uid,
+            home: self.home(),
+            cwd: self.cwd.to_string_lossy().into_owned(),
+            hostname: self.hostname.clone(),
+            network: "loopback-only".into(),
+            no_new_privs: true,
+            mounts,
+            env: self
+                .environment()
+                .into_iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect(),
+            honeytokens: Vec::new(),
+        }
+    }
+}
+
+/// One step of the private root beyond the fixed ones.
+#[derive(Clone, Debug)]
+pub(crate) enum MountPlan {
+    /// Bind a host path read-only.
+    Bind { src: PathBuf, dst: PathBuf },
+    /// Recreate a host symlink (`/bin -> usr/bin`).
+    Symlink { link: PathBuf, target: PathBuf },
+}
+
+/// A running sandbox.
+#[derive(Debug)]
+pub struct Sandbox {
+    /// The server's standard input.
+    pub stdin: Option<File>,
+    /// The server's standard output.
+    pub stdout: Option<File>,
+    /// The server's standard error.
+    pub stderr: Option<File>,
+    /// The seccomp user-notification listener of the server's filter.
+    pub listener: Option<OwnedFd>,
+    outer_pid: i32,
+    init_pid: i32,
+    server_pid: i32,
+    status_r: OwnedFd,
+    exit: Option<ServerExit>,
+    killed: bool,
+    settings: SandboxSettings,
+}
+
+impl Sandbox {
+    /// Builds the sandbox and starts the server in it, stopped at its first recorded system
+    /// call (its `execve`) until the listener is served.
+    pub fn spawn(cfg: &Config) -> Result<Sandbox, Error> {
+        if !cfg!(target_os = "linux") {
+            return Err(Error::NotLinux);
+        }
+        // SAFETY: geteuid cannot fail.
+        let euid = unsafe { libc::geteuid() };
+        // SAFETY: getegid cannot fail.
+        let egid = unsafe { libc::getegid() };
+        let (host_uid, host_gid) = if euid == 0 {
+            (HOST_UID_WHEN_ROOT, HOST_UID_WHEN_ROOT)
+        } else {
+            (euid, egid)
+        };
+        child::spawn(cfg, host_uid, host_gid).map(|parts| Sandbox {
+            stdin: Some(parts.stdin),
+            stdout: Some(parts.stdout),
+            stderr: Some(parts.stderr),
+            listener: Some(parts.listener),
+            outer_pid: parts.outer_pid,
+            init_pid: parts.init_pid,
+            server_pid: parts.server_pid,
+            status_r: parts.status_r,
+            exit: None,
+            killed: false,
+            settings: cfg.settings(host_uid),
+        })
+    }
+
+    /// How the sandbox was set up.
+    pub fn settings(&self) -> &SandboxSettings {
+        &self.settings
+    }
+
+    /// The server's pid as seen from glassbox.
+    pub fn server_pid(&self) -> i32 {
+        self.server_pid
+    }
+
+    /// Kills every process of the sandbox (pid 1 of its namespace, and so all the rest).
+    pub fn kill(&mut self) {
+        if !self.killed {
+            self.killed = true;
+            // SAFETY: plain kill(2) of processes we created and have not reaped yet.
+            unsafe {
+                libc::kill(self.init_pid, libc::SIGKILL);
+                libc::kill(self.outer_pid, libc::SIGKILL);
+            }
+        }
+    }
+
+    /// Waits up to `timeout` for the server to exit; returns how it ended, if it did.
+    pub fn wait_timeout(&mut self, timeout: Duration) -> Option<ServerExit> {
+        if self.exit.is_some() {
+            return self.exit.clone();
+        }
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match sys::poll_readable(self.status_r.as_raw_fd(), left.as_millis() as i32) {
+                Ok(true) => {
+                    let mut buf = [0u8; 4];
+                    let n = sys::read(self.status_r.as_raw_fd(), &mut buf).unwrap_or(0);
+                    self.exit = Some(if n == 4 {
+                        decode_status(i32::from_ne_bytes(buf), self.killed)
+                    } else if self.killed {
+                        ServerExit::Signaled {
+                            signal: libc::SIGKILL,
+                            by_glassbox: true,
+                        }
+                    } else {
+                        // pid 1 died without reporting: the namespace is gone.
+                        ServerExit::Signaled {
+                            signal: libc::SIGKILL,
+                            by_glassbox: false,
+                        }
+                    });
+                    return self.exit.clone();
+                }
+                Ok(false) if left.is_zero() => return None,
+                Ok(false) => {}
+                Err(_) => return None,
+            }
+        }
+    }
+
+    /// Kills the sandbox if it still runs and reaps its processes; returns how the server
+    /// ended.
+    pub fn finish(&mut self) -> ServerExit {
+        if let Some(e) = self.wait_timeout(Duration::ZERO) {
+            self.reap();
+            return e;
+        }
+        self.kill();
+        let e = self.wait_timeout(Duration::from_secs(10)).unwrap_or(ServerExit::Running);
+        self.reap();
+        match e {
+            ServerExit::Signaled { signal, .. } if signal == libc::SIGKILL => ServerExit::Running,
+            other => other,
+        }
+    }
+
+    fn reap(&mut self) {
+        let mut status = 0;
+        // SAFETY: waitpid on our own child; blocking is bounded because pid 1 is dead or dying
+        // (the outer process exits as soon as pid 1 is gone).
+        unsafe {
+            if libc::waitpid(self.outer_pid, &mut status, libc::WNOHANG) == 0 {
+                libc::kill(self.outer_pid, libc::SIGKILL);
+                libc::waitpid(self.outer_pid, &mut status, 0);
+            }
+        }
+        self.outer_pid = -1;
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        if self.outer_pid > 0 {
+            self.kill();
+            self.reap();
+        }
+    }
+}
+
+fn decode_status(status: i32, killed: bool) -> ServerExit {
+    if libc::WIFEXITED(status) {
+        ServerExit::Exited {
+            code: libc::WEXITSTATUS(status),
+        }
+    } else {
+        ServerExit::Signaled {
+            signal: libc::WTERMSIG(status),
+            by_glassbox: killed,
+        }
+    }
+}

@@ -1,0 +1,661 @@
+//! The forked side of the sandbox: the outer process, pid 1 and the server process.
+//!
+//! Code here runs in children of a possibly multi-threaded glassbox. It allocates (glibc's
+//! malloc is reset for the child by `fork`) but takes no Rust lock (no printing, no env), and a
+//! child never returns into glassbox's code: it ends with `_exit`, panics included.
+
+use crate::{io_err, seccomp, sys, Config, Error, MountPlan, SANDBOX_UID};
+use std::ffi::{CString, OsStr};
+use std::fs::File;
+use std::io::{self, Write};
+use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{symlink, DirBuilderExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+pub(crate) struct Parts {
+    pub stdin: File,
+    pub stdout: File,
+    pub stderr: File,
+    pub listener: OwnedFd,
+    pub outer_pid: i32,
+    pub init_pid: i32,
+    pub server_pid: i32,
+    pub status_r: OwnedFd,
+}
+
+/// Everything the children need, prepared before `fork`.
+struct Prepared<'a> {
+    cfg: &'a Config,
+    plan: Vec<MountPlan>,
+    program: CString,
+    argv: Vec<CString>,
+    env: Vec<CString>,
+    cwd: PathBuf,
+    prog: Vec<seccomp::Insn>,
+}
+
+fn to_cstring(s: &OsStr) -> CString {
+    CString::new(s.as_bytes()).unwrap_or_else(|_| {
+        CString::new(s.as_bytes().iter().copied().filter(|&b| b != 0).collect::<Vec<_>>())
+            .unwrap_or_default()
+    })
+}
+
+pub(crate) fn spawn(cfg: &Config, host_uid: u32, host_gid: u32) -> Result<Parts, Error> {
+    let prep = Prepared {
+        cfg,
+        plan: cfg.mount_plan(),
+        program: to_cstring(cfg.program.as_os_str()),
+        argv: cfg.argv.iter().map(|a| to_cstring(a)).collect(),
+        env: cfg
+            .environment()
+            .iter()
+            .map(|(k, v)| sys::cstr(&format!("{k}={v}")))
+            .collect(),
+        cwd: cfg.cwd.clone(),
+        prog: seccomp::build(&cfg.rules),
+    };
+    let (stdin_r, stdin_w) = sys::pipe().map_err(io_err("pipe"))?;
+    let (stdout_r, stdout_w) = sys::pipe().map_err(io_err("pipe"))?;
+    let (stderr_r, stderr_w) = sys::pipe().map_err(io_err("pipe"))?;
+    let (err_r, err_w) = sys::pipe().map_err(io_err("pipe"))?;
+    let (go_r, go_w) = sys::pipe().map_err(io_err("pipe"))?;
+    let (ready_r, ready_w) = sys::pipe().map_err(io_err("pipe"))?;
+    let (status_r, status_w) = sys::pipe().map_err(io_err("pipe"))?;
+    let (ctl_parent, ctl_child) = sys::socketpair_seqpacket().map_err(io_err("socketpair"))?;
+    // SAFETY: getpid cannot fail.
+    let parent_pid = unsafe { libc::getpid() };
+
+    // SAFETY: fork in a possibly multi-threaded process; the child only runs `outer`, which
+    // follows the rules in this module's doc and ends in `_exit`.
+    let outer_pid = unsafe { libc::fork() };
+    if outer_pid < 0 {
+        return Err(io_err("fork")(io::Error::last_os_error()));
+    }
+    if outer_pid == 0 {
+        drop((stdin_w, stdout_r, stderr_r, err_r, go_w, ready_r, status_r, ctl_parent));
+        let err_fd = err_w.as_raw_fd();
+        let code = run_child(err_fd, move || {
+            outer(
+                &prep,
+                parent_pid,
+                Fds {
+                    stdin: stdin_r,
+                    stdout: stdout_w,
+                    stderr: stderr_w,
+                    err: err_fd,
+                    go: go_r,
+                    ready: ready_w,
+                    status: status_w,
+                    ctl: ctl_child,
+                },
+            )
+        });
+        // SAFETY: leaving the child without running the parent's destructors.
+        unsafe { libc::_exit(code) };
+    }
+    drop((stdin_r, stdout_w, stderr_w, err_w, go_r, ready_w, status_w, ctl_child));
+
+    let fail = |fallback: String| -> Error {
+        let mut status = 0;
+        // SAFETY: killing and reaping our own child; its pid 1 then dies (PDEATHSIG).
+        unsafe {
+            libc::kill(outer_pid, libc::SIGKILL);
+            libc::waitpid(outer_pid, &mut status, 0);
+        }
+        let mut msg = Vec::new();
+        let mut buf = [0u8; 4096];
+        while sys::poll_readable(err_r.as_raw_fd(), 2_000).unwrap_or(false) {
+            match sys::read(err_r.as_raw_fd(), &mut buf) {
+                Ok(n) if n > 0 => msg.extend_from_slice(&buf[..n]),
+                _ => break,
+            }
+        }
+        let msg = String::from_utf8_lossy(&msg).trim().to_string();
+        if msg.starts_with("unshare:") {
+            Error::NoUserNamespaces(msg)
+        } else if msg.is_empty() {
+            Error::Setup(fallback)
+        } else {
+            Error::Setup(msg)
+        }
+    };
+
+    // 1. The outer process has unshared: write its maps.
+    let mut byte = [0u8; 1];
+    if !sys::poll_readable(ready_r.as_raw_fd(), 30_000).unwrap_or(false)
+        || sys::read(ready_r.as_raw_fd(), &mut byte).unwrap_or(0) != 1
+    {
+        return Err(fail("the sandbox process did not start".into()));
+    }
+    if let Err(e) = write_maps(outer_pid, host_uid, host_gid) {
+        let _ = sys::write_all(go_w.as_raw_fd(), b"x");
+        return Err(fail(format!("cannot write the user namespace maps: {e}")));
+    }
+    if sys::write_all(go_w.as_raw_fd(), b"g").is_err() {
+        return Err(fail("the sandbox process died".into()));
+    }
+    // 2. pid 1 reports its host pid; the server says hello with its credentials.
+    let mut pidbuf = [0u8; 4];
+    if !sys::poll_readable(ready_r.as_raw_fd(), 30_000).unwrap_or(false)
+        || sys::read(ready_r.as_raw_fd(), &mut pidbuf).unwrap_or(0) != 4
+    {
+        return Err(fail("pid 1 of the sandbox did not start".into()));
+    }
+    let init_pid = i32::from_ne_bytes(pidbuf);
+    let ctl = ctl_parent.as_raw_fd();
+    if !sys::poll_readable(ctl, 30_000).unwrap_or(false) {
+        return Err(fail("the sandbox set-up timed out".into()));
+    }
+    let server_pid = match sys::recv_hello(ctl) {
+        Ok(Some(pid)) => pid,
+        Ok(None) => return Err(fail("the sandbox set-up failed".into())),
+        Err(e) => return Err(fail(format!("no hello from the server process: {e}"))),
+    };
+    // 3. The listener's fd number; take it with pidfd_getfd, then let the server go on.
+    if !sys::poll_readable(ctl, 30_000).unwrap_or(false)
+        || sys::read(ctl, &mut pidbuf).unwrap_or(0) != 4
+    {
+        return Err(fail("the server process did not install its filter".into()));
+    }
+    let remote_fd = i32::from_ne_bytes(pidbuf);
+    let listener = sys::pidfd_open(server_pid)
+        .and_then(|pidfd| sys::pidfd_getfd(pidfd.as_raw_fd(), remote_fd));
+    let listener = match listener {
+        Ok(l) => l,
+        Err(e) => return Err(fail(format!("cannot take the seccomp listener: {e}"))),
+    };
+    if sys::write_all(ctl, b"k").is_err() {
+        return Err(fail("the server process died before executing".into()));
+    }
+    drop(ctl_parent);
+    // SAFETY: these pipe ends are ours alone; File takes ownership.
+    let (stdin, stdout, stderr) = unsafe {
+        (
+            File::from_raw_fd(stdin_w.into_raw_fd()),
+            File::from_raw_fd(stdout_r.into_raw_fd()),
+            File::from_raw_fd(stderr_r.into_raw_fd()),
+        )
+    };
+    Ok(Parts {
+        stdin,
+        stdout,
+        stderr,
+        listener,
+        outer_pid,
+        init_pid,
+        server_pid,
+        status_r,
+    })
+}
+
+fn write_maps(pid: i32, uid: u32, gid: u32) -> io::Result<()> {
+    std::fs::write(format!("/proc/{pid}/setgroups"), "deny")?;
+    std::fs::write(
+        format!("/proc/{pid}/uid_map"),
+        format!("{SANDBOX_UID} {uid} 1\n"),
+    )?;
+    std::fs::write(
+        format!("/proc/{pid}/gid_map"),
+        format!("{SANDBOX_UID} {gid} 1\n"),
+    )
+}
+
+struct Fds {
+    stdin: OwnedFd,
+    stdout: OwnedFd,
+    stderr: OwnedFd,
+    /// Owned by the caller of `run_child`, which writes errors to it after the body returns.
+    err: RawFd,
+    go: OwnedFd,
+    ready: OwnedFd,
+    status: OwnedFd,
+    ctl: OwnedFd,
+}
+
+/// Runs a child's body; on error writes the message to `err_fd`. Returns the exit code.
+fn run_child(err_fd: RawFd, body: impl FnOnce() -> Result<(), String>) -> i32 {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
+        Ok(Ok(())) => 0,
+        Ok(Err(msg)) => {
+            let _ = sys::write_all(err_fd, msg.as_bytes());
+            1
+        }
+        Err(_) => {
+            let _ = sys::write_all(err_fd, b"sandbox child panicked");
+            1
+        }
+    }
+}
+
+fn ctx<T>(what: &str, r: io::Result<T>) -> Result<T, String> {
+    r.map_err(|e| format!("{what}: {e}"))
+}
+
+fn set_pdeathsig(expected_parent: i32) -> Result<(), String> {
+    // SAFETY: prctl with integer arguments.
+    ctx("prctl(PR_SET_PDEATHSIG)", sys::check(unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0)
+    }
+    .into()))?;
+    // The parent may have died before the prctl: then nobody would kill us.
+    // SAFETY: getppid cannot fail.
+    if unsafe { libc::getppid() } != expected_parent {
+        return Err("parent died during start-up".into());
+    }
+    Ok(())
+}
+
+/// The outer process: unshare, wait for the maps, become the sandbox user, fork pid 1.
+fn outer(p: &Prepared<'_>, parent_pid: i32, fds: Fds) -> Result<(), String> {
+    set_pdeathsig(parent_pid)?;
+    let flags = libc::CLONE_NEWUSER
+        | libc::CLONE_NEWNS
+        | libc::CLONE_NEWPID
+        | libc::CLONE_NEWNET
+        | libc::CLONE_NEWIPC
+        | libc::CLONE_NEWUTS
+        | libc::CLONE_NEWCGROUP;
+    // SAFETY: unshare with flag bits only.
+    ctx("unshare", sys::check(unsafe { libc::unshare(flags) }.into()))?;
+    ctx("signal glassbox", sys::write_all(fds.ready.as_raw_fd(), b"r"))?;
+    let mut b = [0u8; 1];
+    if ctx("wait for glassbox", sys::read(fds.go.as_raw_fd(), &mut b))? != 1 || b[0] != b'g' {
+        return Err("glassbox stopped the set-up".into());
+    }
+    // SAFETY: set*id with plain ids; inside the new namespace we hold CAP_SETUID/CAP_SETGID.
+    // The ids were not root in this namespace, so the capabilities are kept.
+    unsafe {
+        ctx("setresgid", sys::check(libc::setresgid(SANDBOX_UID, SANDBOX_UID, SANDBOX_UID).into()))?;
+        ctx("setresuid", sys::check(libc::setresuid(SANDBOX_UID, SANDBOX_UID, SANDBOX_UID).into()))?;
+    }
+    // SAFETY: this process is single-threaded (a fork child); the child runs `init`.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(format!("fork pid 1: {}", io::Error::last_os_error()));
+    }
+    if pid == 0 {
+        let err = fds.err;
+        let code = run_child(err, || init(p, fds));
+        // SAFETY: leaving the child.
+        unsafe { libc::_exit(code) };
+    }
+    ctx("report pid 1", sys::write_all(fds.ready.as_raw_fd(), &pid.to_ne_bytes()))?;
+    drop(fds);
+    let mut status = 0;
+    // SAFETY: waiting for our only child.
+    unsafe { libc::waitpid(pid, &mut status, 0) };
+    Ok(())
+}
+
+fn c(p: &Path) -> CString {
+    to_cstring(p.as_os_str())
+}
+
+fn mkdirs(path: &Path, mode: u32) -> Result<(), String> {
+    ctx(
+        &format!("mkdir {}", path.display()),
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(mode)
+            .create(path),
+    )
+}
+
+/// The flags of the mount a path is on, to keep the ones a user namespace may not clear.
+fn locked_flags(path: &Path) -> libc::c_ulong {
+    // SAFETY: statvfs is plain old data; zero is valid.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    let cp = c(path);
+    // SAFETY: cp is a valid string and st a valid out-pointer.
+    if unsafe { libc::statvfs(cp.as_ptr(), &mut st) } != 0 {
+        return 0;
+    }
+    let mut f = 0;
+    for (st_flag, ms_flag) in [
+        (libc::ST_NOSUID, libc::MS_NOSUID),
+        (libc::ST_NODEV, libc::MS_NODEV),
+        (libc::ST_NOEXEC, libc::MS_NOEXEC),
+        (libc::ST_NOATIME, libc::MS_NOATIME),
+        (libc::ST_NODIRATIME, libc::MS_NODIRATIME),
+        (libc::ST_RELATIME, libc::MS_RELATIME),
+    ] {
+        if st.f_flag & st_flag != 0 {
+            f |= ms_flag;
+        }
+    }
+    f
+}
+
+/// Mount points at or below `dst`, from /proc/self/mountinfo.
+fn mounts_under(dst: &Path) -> Vec<PathBuf> {
+    let info = std::fs::read("/proc/self/mountinfo").unwrap_or_default();
+    let mut out = Vec::new();
+    for line in info.split(|&b| b == b'\n') {
+        if let Some(mp) = line.split(|&b| b == b' ').nth(4) {
+            let p = PathBuf::from(OsStr::from_bytes(&unescape_mountinfo(mp)));
+            if p.starts_with(dst) {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+/// mountinfo escapes space, tab, newline and backslash as `\ooo`.
+fn unescape_mountinfo(s: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(s.len());
+    let mut i = 0;
+    while i < s.len() {
+        if s[i] == b'\\' && i + 4 <= s.len() {
+            let oct = &s[i + 1..i + 4];
+            if oct.iter().all(|d| (b'0'..=b'7').contains(d)) {
+                out.push((oct[0] - b'0') * 64 + (oct[1] - b'0') * 8 + (oct[2] - b'0'));
+                i += 4;
+                continue;
+            }
+        }
+        out.push(s[i]);
+        i += 1;
+    }
+    out
+}
+
+fn bind_ro(src: &Path, dst: &Path) -> Result<(), String> {
+    let is_dir = std::fs::metadata(src).map(|m| m.is_dir()).unwrap_or(true);
+    if is_dir {
+        mkdirs(dst, 0o755)?;
+    } else {
+        if let Some(parent) = dst.parent() {
+            mkdirs(parent, 0o755)?;
+        }
+        ctx(&format!("create {}", dst.display()), File::create(dst))?;
+    }
+    ctx(
+        &format!("bind {} to {}", src.display(), dst.display()),
+        sys::mount(
+            Some(&c(src)),
+            &c(dst),
+            None,
+            libc::MS_BIND | libc::MS_REC,
+            None,
+        ),
+    )?;
+    for mp in mounts_under(dst) {
+        let flags = libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | libc::MS_NOSUID
+            | locked_flags(&mp);
+        ctx(
+            &format!("remount {} read-only", mp.display()),
+            sys::mount(None, &c(&mp), None, flags, None),
+        )?;
+    }
+    Ok(())
+}
+
+fn tmpfs(dst: &Path, mode: &str) -> Result<(), String> {
+    mkdirs(dst, 0o755)?;
+    let data = sys::cstr(&format!("mode={mode},size=1g"));
+    ctx(
+        &format!("mount tmpfs on {}", dst.display()),
+        sys::mount(
+            Some(c"tmpfs"),
+            &c(dst),
+            Some(c"tmpfs"),
+            libc::MS_NOSUID | libc::MS_NODEV,
+            Some(&data),
+        ),
+    )
+}
+
+fn loopback_up() -> Result<(), String> {
+    // SAFETY: socket with constant arguments.
+    let fd = ctx("socket", sys::check(unsafe {
+        libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0)
+    }
+    .into()))? as RawFd;
+    // SAFETY: the descriptor is new and ours.
+    let sock = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: ifreq is plain old data.
+    let mut ifr: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (i, b) in b"lo".iter().enumerate() {
+        ifr.ifr_name[i] = *b as libc::c_char;
+    }
+    // SAFETY: ifr is a valid ifreq for these ioctls.
+    unsafe {
+        ctx("SIOCGIFFLAGS lo", sys::check(libc::ioctl(sock.as_raw_fd(), libc::SIOCGIFFLAGS, &mut ifr).into()))?;
+        ifr.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short;
+        ctx("SIOCSIFFLAGS lo", sys::check(libc::ioctl(sock.as_raw_fd(), libc::SIOCSIFFLAGS, &ifr).into()))?;
+    }
+    Ok(())
+}
+
+/// pid 1: build the private root, fork the server, reap, report the server's status.
+fn init(p: &Prepared<'_>, fds: Fds) -> Result<(), String> {
+    // The outer process is outside this pid namespace: getppid() says 0 while it lives.
+    set_pdeathsig(0)?;
+    build_root(p)?;
+    let Fds {
+        stdin,
+        stdout,
+        stderr,
+        err,
+        go,
+        ready,
+        status,
+        ctl,
+    } = fds;
+    drop((go, ready));
+    // SAFETY: single-threaded child; the server child runs `server` and ends in exec or _exit.
+    let server = unsafe { libc::fork() };
+    if server < 0 {
+        return Err(format!("fork server: {}", io::Error::last_os_error()));
+    }
+    if server == 0 {
+        drop(status);
+        let code = run_child(err, || server_exec(p, stdin, stdout, stderr, ctl));
+        // SAFETY: leaving the child.
+        unsafe { libc::_exit(code) };
+    }
+    drop((stdin, stdout, stderr, ctl));
+    // SAFETY: pid 1 no longer reports set-up errors; close its copy so glassbox sees EOF.
+    unsafe { libc::close(err) };
+    loop {
+        let mut st = 0;
+        // SAFETY: reaping any child of pid 1 (orphans are re-parented to it).
+        let pid = unsafe { libc::waitpid(-1, &mut st, libc::__WALL) };
+        if pid == server {
+            let _ = sys::write_all(status.as_raw_fd(), &st.to_ne_bytes());
+            return Ok(());
+        }
+        if pid < 0 && io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return Ok(());
+        }
+    }
+}
+
+fn build_root(p: &Prepared<'_>) -> Result<(), String> {
+    let cfg = p.cfg;
+    ctx(
+        "make / private",
+        sys::mount(None, c"/", None, libc::MS_REC | libc::MS_PRIVATE, None),
+    )?;
+    tmpfs(Path::new("/tmp"), "0755")?;
+    ctx("chdir /tmp", std::env::set_current_dir("/tmp"))?;
+    mkdirs(Path::new("/tmp/newroot"), 0o755)?;
+    ctx(
+        "bind newroot",
+        sys::mount(
+            Some(c"/tmp/newroot"),
+            c"/tmp/newroot",
+            None,
+            libc::MS_BIND | libc::MS_REC,
+            None,
+        ),
+    )?;
+    mkdirs(Path::new("/tmp/oldroot"), 0o755)?;
+    ctx("pivot_root", sys::pivot_root(c"/tmp", c"/tmp/oldroot"))?;
+    ctx("chdir /", std::env::set_current_dir("/"))?;
+
+    let new = Path::new("/newroot");
+    let old = Path::new("/oldroot");
+    let rel = |p: &Path| p.strip_prefix("/").map(Path::to_path_buf).unwrap_or_default();
+    for step in &p.plan {
+        match step {
+            MountPlan::Symlink { link, target } => {
+                ctx(
+                    &format!("symlink {}", link.display()),
+                    symlink(target, new.join(rel(link))),
+                )?;
+            }
+            MountPlan::Bind { src, dst } => bind_ro(&old.join(rel(src)), &new.join(rel(dst)))?,
+        }
+    }
+    // /proc of the new pid namespace, mounted while the host's /proc is still visible (the
+    // kernel refuses a new proc mount in a user namespace otherwise).
+    mkdirs(&new.join("proc"), 0o555)?;
+    ctx(
+        "mount /proc",
+        sys::mount(
+            Some(c"proc"),
+            &c(&new.join("proc")),
+            Some(c"proc"),
+            libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+            None,
+        ),
+    )?;
+    let dev = new.join("dev");
+    tmpfs(&dev, "0755")?;
+    for node in ["null", "zero", "full", "random", "urandom", "tty"] {
+        let src = old.join("dev").join(node);
+        if src.exists() {
+            bind_dev(&src, &dev.join(node))?;
+        }
+    }
+    for (name, target) in [
+        ("fd", "/proc/self/fd"),
+        ("stdin", "/proc/self/fd/0"),
+        ("stdout", "/proc/self/fd/1"),
+        ("stderr", "/proc/self/fd/2"),
+    ] {
+        ctx("symlink in /dev", symlink(target, dev.join(name)))?;
+    }
+    tmpfs(&dev.join("shm"), "1777")?;
+    tmpfs(&new.join("tmp"), "1777")?;
+    tmpfs(&new.join("run"), "0755")?;
+    tmpfs(&new.join("var"), "0755")?;
+    mkdirs(&new.join("var/tmp"), 0o755)?;
+    set_mode(&new.join("var/tmp"), 0o1777)?;
+    let home = new.join(rel(Path::new(&cfg.home())));
+    tmpfs(&home, "0755")?;
+    for f in &cfg.files {
+        let path = new.join(rel(Path::new(&f.path)));
+        if let Some(parent) = path.parent() {
+            let mode = if parent.ends_with(".ssh") { 0o700 } else { 0o755 };
+            mkdirs(parent, mode)?;
+        }
+        let mut file = ctx(&format!("create {}", f.path), File::create(&path))?;
+        ctx(&format!("write {}", f.path), file.write_all(&f.contents))?;
+        set_mode(&path, f.mode)?;
+    }
+    let hostname = cfg.hostname.as_bytes();
+    // SAFETY: hostname is a valid buffer of the given length; we own this uts namespace.
+    ctx("sethostname", sys::check(unsafe {
+        libc::sethostname(hostname.as_ptr().cast(), hostname.len())
+    }
+    .into()))?;
+    loopback_up()?;
+
+    // Detach the host's root, then make /newroot the root.
+    ctx(
+        "make oldroot private",
+        sys::mount(None, c"/oldroot", None, libc::MS_REC | libc::MS_PRIVATE, None),
+    )?;
+    ctx("unmount oldroot", sys::umount_detach(c"/oldroot"))?;
+    ctx("chdir /newroot", std::env::set_current_dir("/newroot"))?;
+    ctx("pivot_root .", sys::pivot_root(c".", c"."))?;
+    ctx("unmount old /", sys::umount_detach(c"."))?;
+    ctx("chdir /", std::env::set_current_dir("/"))?;
+    ctx(
+        "remount / read-only",
+        sys::mount(
+            None,
+            c"/",
+            None,
+            libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV,
+            None,
+        ),
+    )?;
+    Ok(())
+}
+
+fn bind_dev(src: &Path, dst: &Path) -> Result<(), String> {
+    ctx(&format!("create {}", dst.display()), File::create(dst))?;
+    ctx(
+        &format!("bind {}", src.display()),
+        sys::mount(Some(&c(src)), &c(dst), None, libc::MS_BIND, None),
+    )
+}
+
+fn set_mode(path: &Path, mode: u32) -> Result<(), String> {
+    ctx(
+        &format!("chmod {}", path.display()),
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)),
+    )
+}
+
+/// The server process: stdio, no_new_privs, filter, hand over the listener, exec.
+fn server_exec(
+    p: &Prepared<'_>,
+    stdin: OwnedFd,
+    stdout: OwnedFd,
+    stderr: OwnedFd,
+    ctl: OwnedFd,
+) -> Result<(), String> {
+    // SAFETY: dup2 onto the standard descriptors; the sources are open pipe ends.
+    unsafe {
+        for (fd, target) in [(&stdin, 0), (&stdout, 1), (&stderr, 2)] {
+            ctx("dup2", sys::check(libc::dup2(fd.as_raw_fd(), target).into()))?;
+        }
+    }
+    drop((stdin, stdout, stderr));
+    ctx(
+        &format!("chdir {}", p.cwd.display()),
+        std::env::set_current_dir(&p.cwd),
+    )?;
+    // SAFETY: umask and prctl with integer arguments.
+    unsafe {
+        libc::umask(0o022);
+        ctx("prctl(PR_SET_NO_NEW_PRIVS)", sys::check(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0).into()))?;
+    }
+    let ctl_fd = ctl.as_raw_fd();
+    ctx("hello", sys::send_hello(ctl_fd))?;
+    let listener = ctx("seccomp", seccomp::install_with_listener(&p.prog))?;
+    // From here on the recorded calls wait for glassbox: only unrecorded ones (write, read,
+    // close) until the listener has been taken.
+    ctx("send listener", sys::write_all(ctl_fd, &listener.to_ne_bytes()))?;
+    let mut ack = [0u8; 1];
+    if ctx("wait for glassbox", sys::read(ctl_fd, &mut ack))? != 1 {
+        return Err("glassbox did not take the listener".into());
+    }
+    // SAFETY: closing descriptors this process owns; the listener must not stay reachable by
+    // the server.
+    unsafe { libc::close(listener) };
+    drop(ctl);
+    let mut argv: Vec<*const libc::c_char> = p.argv.iter().map(|a| a.as_ptr()).collect();
+    argv.push(std::ptr::null());
+    let mut envp: Vec<*const libc::c_char> = p.env.iter().map(|a| a.as_ptr()).collect();
+    envp.push(std::ptr::null());
+    // SAFETY: program, argv and envp are NUL-terminated strings in NULL-terminated arrays that
+    // live until exec replaces the process.
+    unsafe { libc::execve(p.program.as_ptr(), argv.as_ptr(), envp.as_ptr()) };
+    let e = io::Error::last_os_error();
+    let msg = format!(
+        "glassbox: cannot execute {}: {e}\n",
+        p.program.to_string_lossy()
+    );
+    // The server's stderr is where the audit looks for why it exited at once.
+    let _ = sys::write_all(2, msg.as_bytes());
+    // SAFETY: leaving the child after a failed exec.
+    unsafe { libc::_exit(127) }
+}

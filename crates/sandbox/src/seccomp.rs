@@ -1,0 +1,160 @@
+//! The seccomp filter installed in the server before it executes, as data.
+//!
+//! Each rule says why it is there. The program is built by hand: the filter is a short list of
+//! comparisons, and the crate made for seccomp policies (`seccompiler`) has no user-notification
+//! action, which the recorder needs.
+
+use std::io;
+
+// Classic BPF opcodes (linux/filter.h, linux/bpf_common.h).
+const BPF_LD_W_ABS: u16 = 0x00 | 0x00 | 0x20;
+const BPF_JEQ_K: u16 = 0x05 | 0x10;
+const BPF_JSET_K: u16 = 0x05 | 0x40;
+const BPF_RET_K: u16 = 0x06;
+
+const SECCOMP_RET_KILL_PROCESS: u32 = 0x8000_0000;
+const SECCOMP_RET_USER_NOTIF: u32 = 0x7fc0_0000;
+const SECCOMP_RET_ALLOW: u32 = 0x7fff_0000;
+const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
+const X32_SYSCALL_BIT: u32 = 0x4000_0000;
+
+// Offsets in struct seccomp_data.
+const OFF_NR: u32 = 0;
+const OFF_ARCH: u32 = 4;
+const fn off_arg_lo(i: u32) -> u32 {
+    16 + 8 * i
+}
+const fn off_arg_hi(i: u32) -> u32 {
+    16 + 8 * i + 4
+}
+
+/// One instruction of a classic BPF program (`struct sock_filter`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Insn {
+    code: u16,
+    jt: u8,
+    jf: u8,
+    k: u32,
+}
+
+const fn stmt(code: u16, k: u32) -> Insn {
+    Insn {
+        code,
+        jt: 0,
+        jf: 0,
+        k,
+    }
+}
+
+const fn jump(code: u16, k: u32, jt: u8, jf: u8) -> Insn {
+    Insn { code, jt, jf, k }
+}
+
+/// How the filter treats one system call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Route {
+    /// Hand the call to the recorder (user notification) every time.
+    Notify,
+    /// Hand the call to the recorder only when argument `arg` (a pointer) is not NULL: used for
+    /// `sendto`, whose destination argument is NULL on connected sockets.
+    NotifyIfArgNonNull(u32),
+}
+
+/// A rule of the filter, with the reason it exists.
+#[derive(Clone, Copy, Debug)]
+pub struct Rule {
+    /// The system call number (x86_64).
+    pub nr: u32,
+    /// What to do with it.
+    pub route: Route,
+    /// Why.
+    pub reason: &'static str,
+}
+
+/// Builds the program: kill foreign ABIs, route the recorded calls to the listener, allow the
+/// rest.
+pub fn build(rules: &[Rule]) -> Vec<Insn> {
+    let mut p = vec![
+        // Only the native ABI: an i386 `int 0x80` call has other numbers and would pass a
+        // filter written for x86_64 numbers unseen.
+        stmt(BPF_LD_W_ABS, OFF_ARCH),
+        jump(BPF_JEQ_K, AUDIT_ARCH_X86_64, 1, 0),
+        stmt(BPF_RET_K, SECCOMP_RET_KILL_PROCESS),
+        stmt(BPF_LD_W_ABS, OFF_NR),
+        // The x32 ABI shares the x86_64 arch value but sets this bit in the number.
+        jump(BPF_JSET_K, X32_SYSCALL_BIT, 0, 1),
+        stmt(BPF_RET_K, SECCOMP_RET_KILL_PROCESS),
+    ];
+    // Each rule: `if nr == rule.nr { body } ` where the body returns.
+    for rule in rules {
+        let body: Vec<Insn> = match rule.route {
+            Route::Notify => vec![stmt(BPF_RET_K, SECCOMP_RET_USER_NOTIF)],
+            Route::NotifyIfArgNonNull(arg) => vec![
+                stmt(BPF_LD_W_ABS, off_arg_lo(arg)),
+                jump(BPF_JEQ_K, 0, 0, 2),
+                stmt(BPF_LD_W_ABS, off_arg_hi(arg)),
+                jump(BPF_JEQ_K, 0, 1, 0),
+                stmt(BPF_RET_K, SECCOMP_RET_USER_NOTIF),
+                stmt(BPF_RET_K, SECCOMP_RET_ALLOW),
+            ],
+        };
+        p.push(jump(BPF_JEQ_K, rule.nr, 0, body.len() as u8));
+        p.extend(body);
+    }
+    p.push(stmt(BPF_RET_K, SECCOMP_RET_ALLOW));
+    p
+}
+
+/// Installs `prog` in the calling thread with a new listener; returns the listener fd.
+///
+/// Must be called after `PR_SET_NO_NEW_PRIVS`. Async-signal-safe (no allocation).
+pub(crate) fn install_with_listener(prog: &[Insn]) -> io::Result<i32> {
+    #[repr(C)]
+    struct SockFprog {
+        len: u16,
+        filter: *const Insn,
+    }
+    let fprog = SockFprog {
+        len: prog.len() as u16,
+        filter: prog.as_ptr(),
+    };
+    const SECCOMP_SET_MODE_FILTER: libc::c_ulong = 1;
+    const SECCOMP_FILTER_FLAG_NEW_LISTENER: libc::c_ulong = 1 << 3;
+    // SAFETY: fprog points at `prog`, which outlives the call; the kernel copies the program.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            SECCOMP_SET_MODE_FILTER,
+            SECCOMP_FILTER_FLAG_NEW_LISTENER,
+            &fprog as *const SockFprog,
+        )
+    };
+    crate::sys::check(fd).map(|fd| fd as i32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jumps_skip_exactly_the_rule_body() {
+        let p = build(&[
+            Rule {
+                nr: 2,
+                route: Route::Notify,
+                reason: "open",
+            },
+            Rule {
+                nr: 44,
+                route: Route::NotifyIfArgNonNull(4),
+                reason: "sendto",
+            },
+        ]);
+        // Header (6), rule 1 (2), rule 2 (7), final allow (1).
+        assert_eq!(p.len(), 16);
+        assert_eq!(p[6], jump(BPF_JEQ_K, 2, 0, 1));
+        assert_eq!(p[8], jump(BPF_JEQ_K, 44, 0, 6));
+        assert_eq!(p[15], stmt(BPF_RET_K, SECCOMP_RET_ALLOW));
+    }
+}

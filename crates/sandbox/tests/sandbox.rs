@@ -1,0 +1,87 @@
+//! The real sandbox, end to end (no recorder: an empty rule set routes nothing to the
+//! listener).
+
+use glassbox_sandbox::{Config, Sandbox};
+use glassbox_model::ServerExit;
+use std::io::Read;
+use std::time::Duration;
+
+fn config(script: &str) -> Config {
+    Config {
+        program: "/bin/sh".into(),
+        argv: vec!["sh".into(), "-c".into(), script.into()],
+        cwd: std::env::current_dir().unwrap(),
+        extra_ro: vec![],
+        user: "sam".into(),
+        hostname: "devbox".into(),
+        path_prefix: vec![],
+        env: vec![],
+        files: vec![glassbox_sandbox::PlantedFile {
+            path: "/home/sam/.aws/credentials".into(),
+            contents: b"[default]\n".to_vec(),
+            mode: 0o600,
+        }],
+        rules: vec![],
+    }
+}
+
+fn run(script: &str) -> (String, String, ServerExit) {
+    let mut sb = Sandbox::spawn(&config(script)).expect("spawn");
+    drop(sb.stdin.take());
+    let mut out = String::new();
+    sb.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    let mut err = String::new();
+    sb.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    let exit = sb.wait_timeout(Duration::from_secs(10)).expect("exit");
+    sb.finish();
+    (out, err, exit)
+}
+
+#[test]
+fn the_server_sees_a_private_root() {
+    let (out, err, exit) = run(
+        "id -u; hostname; echo HOME=$HOME; cat ~/.aws/credentials; ls /; \
+         grep -E '^(NoNewPrivs|Seccomp):' /proc/self/status; echo PID=$$; \
+         touch /usr/x 2>/dev/null || echo usr-ro; touch ./x 2>/dev/null || echo cwd-ro; \
+         touch ~/ok && echo home-rw; cat /etc/shadow >/dev/null 2>&1 || echo no-shadow; \
+         cat /proc/net/dev | grep -c : ; ip -o link 2>/dev/null | wc -l",
+    );
+    assert_eq!(exit, ServerExit::Exited { code: 0 }, "stderr: {err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], "1000");
+    assert_eq!(lines[1], "devbox");
+    assert_eq!(lines[2], "HOME=/home/sam");
+    assert!(out.contains("[default]"));
+    assert!(out.contains("NoNewPrivs:\t1"), "{out}");
+    assert!(out.contains("Seccomp:\t2"), "{out}");
+    assert!(out.contains("usr-ro"), "{out}");
+    assert!(out.contains("cwd-ro"), "{out}");
+    assert!(out.contains("home-rw"), "{out}");
+    assert!(out.contains("no-shadow"), "{out}");
+    assert!(!out.contains("\nroot\n"), "host's /root visible: {out}");
+    assert!(out.contains("PID=2"), "the server is the first child of pid 1: {out}");
+}
+
+#[test]
+fn daemons_die_with_the_server() {
+    let marker = format!("glassbox-daemon-{}", std::process::id());
+    let (_, _, exit) = run(&format!(
+        "(setsid sh -c 'exec -a {marker} sleep 300' &) ; sleep 0.2; exit 7"
+    ));
+    assert_eq!(exit, ServerExit::Exited { code: 7 });
+    std::thread::sleep(Duration::from_millis(300));
+    let ps = std::process::Command::new("pgrep").arg("-f").arg(&marker).output().unwrap();
+    assert!(ps.stdout.is_empty(), "daemon survived: {:?}", String::from_utf8_lossy(&ps.stdout));
+}
+
+#[test]
+fn a_missing_program_is_reported_on_stderr() {
+    let mut cfg = config("");
+    cfg.program = "/nonexistent/server".into();
+    let mut sb = Sandbox::spawn(&cfg).expect("spawn");
+    let mut err = String::new();
+    sb.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    let exit = sb.wait_timeout(Duration::from_secs(10));
+    assert_eq!(exit, Some(ServerExit::Exited { code: 127 }));
+    assert!(err.contains("cannot execute /nonexistent/server"), "{err}");
+}
