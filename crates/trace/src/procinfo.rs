@@ -1,0 +1,154 @@
+//! What the recorder reads about a caller: its memory, its links in /proc, its pids.
+
+use std::collections::HashMap;
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+
+/// Reads `buf.len()` bytes at `addr` of process `pid`; returns how many were read.
+pub(crate) fn read_mem(pid: u32, addr: u64, buf: &mut [u8]) -> io::Result<usize> {
+    if addr == 0 {
+        return Err(io::Error::from_raw_os_error(libc::EFAULT));
+    }
+    let local = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    let remote = libc::iovec {
+        iov_base: addr as *mut libc::c_void,
+        iov_len: buf.len(),
+    };
+    // SAFETY: `local` describes our own writable buffer; the remote range is only read by the
+    // kernel, which checks it.
+    let n = unsafe { libc::process_vm_readv(pid as i32, &local, 1, &remote, 1, 0) };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
+const PAGE: u64 = 4096;
+
+/// Reads a NUL-terminated string of at most `max` bytes, page by page so that a string ending
+/// just before an unmapped page is still read.
+pub(crate) fn read_cstr(pid: u32, addr: u64, max: usize) -> io::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut at = addr;
+    let mut chunk = [0u8; PAGE as usize];
+    while out.len() < max {
+        let to_page_end = (PAGE - (at % PAGE)) as usize;
+        let want = to_page_end.min(max - out.len());
+        let n = read_mem(pid, at, &mut chunk[..want])?;
+        if n == 0 {
+            break;
+        }
+        if let Some(end) = chunk[..n].iter().position(|&b| b == 0) {
+            out.extend_from_slice(&chunk[..end]);
+            return Ok(out);
+        }
+        out.extend_from_slice(&chunk[..n]);
+        at += n as u64;
+    }
+    Ok(out)
+}
+
+/// Reads a native-endian u64 at `addr`.
+pub(crate) fn read_u64(pid: u32, addr: u64) -> io::Result<u64> {
+    let mut b = [0u8; 8];
+    if read_mem(pid, addr, &mut b)? != 8 {
+        return Err(io::Error::from_raw_os_error(libc::EFAULT));
+    }
+    Ok(u64::from_ne_bytes(b))
+}
+
+/// The target of a /proc link of task `tid` (`cwd`, `fd/3`, `exe`), as bytes.
+///
+/// The kernel prints it relative to the sandbox's root: the sandbox's root is not reachable
+/// from glassbox's, so the path walk stops there.
+pub(crate) fn proc_link(tid: u32, what: &str) -> Option<Vec<u8>> {
+    std::fs::read_link(format!("/proc/{tid}/{what}"))
+        .ok()
+        .map(|p| p.as_os_str().as_bytes().to_vec())
+}
+
+/// Resolves `path` as the kernel would start to: absolute as is, relative against `dirfd`
+/// (`AT_FDCWD` for the working directory).
+pub(crate) fn absolute(tid: u32, dirfd: Option<i64>, path: &[u8]) -> Vec<u8> {
+    if path.first() == Some(&b'/') {
+        return path.to_vec();
+    }
+    let base = match dirfd {
+        None => proc_link(tid, "cwd"),
+        Some(fd) if fd as i32 == libc::AT_FDCWD => proc_link(tid, "cwd"),
+        Some(fd) => proc_link(tid, &format!("fd/{}", fd as i32)),
+    };
+    let mut out = base.unwrap_or_else(|| b"?".to_vec());
+    if path.is_empty() {
+        return out;
+    }
+    if out.last() != Some(&b'/') {
+        out.push(b'/');
+    }
+    out.extend_from_slice(path);
+    out
+}
+
+/// Host thread id → (pid, parent pid) inside the sandbox's pid namespace.
+#[derive(Debug, Default)]
+pub(crate) struct Pids {
+    by_tid: HashMap<u32, (i32, i32)>,
+    ns_of_host: HashMap<i32, i32>,
+}
+
+fn status_fields(pid: i32) -> Option<(Vec<i32>, i32)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let mut nstgid = Vec::new();
+    let mut ppid = 0;
+    for line in text.lines() {
+        if let Some(v) = line.strip_prefix("NStgid:") {
+            nstgid = v.split_whitespace().filter_map(|x| x.parse().ok()).collect();
+        } else if let Some(v) = line.strip_prefix("PPid:") {
+            ppid = v.trim().parse().unwrap_or(0);
+        }
+    }
+    Some((nstgid, ppid))
+}
+
+impl Pids {
+    /// The pid and parent pid inside the sandbox of host task `tid` (cached per task).
+    pub(crate) fn lookup(&mut self, tid: u32) -> (i32, i32) {
+        if let Some(&v) = self.by_tid.get(&tid) {
+            return v;
+        }
+        let v = match status_fields(tid as i32) {
+            Some((nstgid, host_ppid)) => {
+                let pid = nstgid.last().copied().unwrap_or(0);
+                (pid, self.ns_pid(host_ppid))
+            }
+            None => (0, 0),
+        };
+        self.by_tid.insert(tid, v);
+        v
+    }
+
+    /// Forgets a task (after an exec its thread id may change, and its parent may have).
+    pub(crate) fn forget(&mut self, tid: u32) {
+        self.by_tid.remove(&tid);
+    }
+
+    fn ns_pid(&mut self, host_pid: i32) -> i32 {
+        if host_pid <= 0 {
+            return 0;
+        }
+        if let Some(&v) = self.ns_of_host.get(&host_pid) {
+            return v;
+        }
+        // A parent outside the sandbox's namespace (one NStgid entry) is 0.
+        let v = match status_fields(host_pid) {
+            Some((nstgid, _)) if nstgid.len() > 1 => nstgid.last().copied().unwrap_or(0),
+            _ => 0,
+        };
+        self.ns_of_host.insert(host_pid, v);
+        v
+    }
+}
