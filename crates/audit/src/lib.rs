@@ -1,1 +1,404 @@
-//! glassbox-audit
+//! The pipeline of one glassbox audit, usable as a library.
+//!
+//! # Steps
+//!
+//! 1. Resolve the command on the host ([`target::resolve`]): the program, the read-only paths
+//!    it needs inside the sandbox.
+//! 2. Create the evidence bundle and write what is known (`manifest.json`).
+//! 3. Plant fresh secrets, start the server in the sandbox under the recorder; events go to
+//!    `events.jsonl`, the server's stderr to `stderr.log`, as they happen.
+//! 4. Run the MCP session (`glassbox-mcp`), every line to `transcript.jsonl` as it happens;
+//!    the recorder stamps events with the session's phase.
+//! 5. Close the session, give the server a moment to exit, kill whatever is left.
+//! 6. Evaluate the checks, decide the verdict, write `report.json` and the final manifest.
+//!
+//! [`trace`] runs steps 1 and 3 for any command, without MCP.
+#![deny(missing_docs)]
+
+mod bundle;
+mod run;
+pub mod target;
+
+pub use run::{EventSink, JsonLines};
+
+use glassbox_model::{
+    AuditReport, CheckVersion, Evidence, Manifest, Phase, PhaseTiming, RecorderSettings,
+    ServerExit, SessionSummary, Target, ToolSummary, TranscriptEntry, GLASSBOX_VERSION,
+};
+use std::ffi::OsString;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Why an audit could not be carried out (as opposed to a server found inconclusive).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Bad usage.
+    #[error("{0}")]
+    Usage(String),
+    /// The command is not on PATH.
+    #[error("command not found: {0}")]
+    CommandNotFound(String),
+    /// The sandbox could not be built.
+    #[error(transparent)]
+    Sandbox(#[from] glassbox_sandbox::Error),
+    /// Secrets could not be made.
+    #[error("cannot make the planted secrets: {0}")]
+    Honeytokens(std::io::Error),
+    /// The evidence bundle could not be written.
+    #[error("cannot write evidence to {path}: {source}")]
+    Evidence {
+        /// Where.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Anything else.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+/// How to run an audit.
+#[derive(Clone, Debug)]
+pub struct AuditOptions {
+    /// The server command.
+    pub command: Vec<OsString>,
+    /// The directory the server runs in (visible read-only).
+    pub cwd: PathBuf,
+    /// More host paths visible read-only.
+    pub extra_ro: Vec<PathBuf>,
+    /// The evidence bundle's directory; `None`: `./glassbox-evidence/<run-id>/`.
+    pub evidence_dir: Option<PathBuf>,
+    /// Session bounds.
+    pub session: glassbox_mcp::SessionConfig,
+    /// How long the server may take to exit after its stdin is closed.
+    pub exit_grace: Duration,
+}
+
+impl AuditOptions {
+    /// Options with the defaults for `command` run from `cwd`.
+    pub fn new(command: Vec<OsString>, cwd: PathBuf) -> AuditOptions {
+        AuditOptions {
+            command,
+            cwd,
+            extra_ro: Vec::new(),
+            evidence_dir: None,
+            session: glassbox_mcp::SessionConfig::default(),
+            exit_grace: Duration::from_secs(3),
+        }
+    }
+}
+
+/// Progress of a long audit, for a person watching.
+pub trait Progress: Sync {
+    /// A phase began.
+    fn phase(&self, phase: &Phase);
+}
+
+/// No progress output.
+#[derive(Debug)]
+pub struct Quiet;
+
+impl Progress for Quiet {
+    fn phase(&self, _: &Phase) {}
+}
+
+/// The result of an audit.
+#[derive(Debug)]
+pub struct Audit {
+    /// Everything recorded.
+    pub evidence: Evidence,
+    /// Checks, verdict, tools.
+    pub report: AuditReport,
+    /// Where the bundle is.
+    pub evidence_dir: PathBuf,
+}
+
+/// A run id: UTC time and 6 random hex digits, sortable and unique.
+fn run_id() -> String {
+    let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    let compact: String = now.chars().filter(|c| c.is_ascii_alphanumeric()).collect();
+    let rnd = glassbox_sandbox::honeytokens::random_bytes(3).unwrap_or_default();
+    let hex: String = rnd.iter().map(|b| format!("{b:02x}")).collect();
+    format!("{compact}-{hex}")
+}
+
+fn kernel() -> String {
+    // SAFETY: utsname is plain old data; uname fills it.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: u is a valid out-pointer.
+    if unsafe { libc::uname(&mut u) } != 0 {
+        return "unknown".into();
+    }
+    let field = |f: &[libc::c_char]| {
+        let bytes: Vec<u8> = f
+            .iter()
+            .take_while(|&&c| c != 0)
+            .map(|&c| c as u8)
+            .collect();
+        String::from_utf8_lossy(&bytes).into_owned()
+    };
+    format!(
+        "{} {} {} {}",
+        field(&u.sysname),
+        field(&u.release),
+        field(&u.version),
+        field(&u.machine)
+    )
+}
+
+struct Hooks<'a> {
+    clock: Arc<glassbox_trace::Clock>,
+    transcript: Mutex<bundle::Transcript>,
+    timings: Mutex<Vec<PhaseTiming>>,
+    progress: &'a dyn Progress,
+}
+
+impl glassbox_mcp::SessionHooks for Hooks<'_> {
+    fn set_phase(&self, phase: Phase) {
+        let now = self.clock.now_ns();
+        if let Ok(mut t) = self.timings.lock() {
+            if let Some(last) = t.last_mut() {
+                last.end_ns = now;
+            }
+            t.push(PhaseTiming {
+                phase: phase.clone(),
+                start_ns: now,
+                end_ns: now,
+            });
+        }
+        self.progress.phase(&phase);
+        self.clock.set_phase(phase);
+    }
+
+    fn transcript(&self, entry: TranscriptEntry) {
+        if let Ok(mut t) = self.transcript.lock() {
+            t.push(entry);
+        }
+    }
+
+    fn now_ns(&self) -> u64 {
+        self.clock.now_ns()
+    }
+}
+
+/// Runs one audit of an MCP stdio server.
+pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Error> {
+    let mut target = target::resolve(&opts.command, &opts.cwd)?;
+    target.extra_ro.extend(opts.extra_ro.iter().cloned());
+    let run_id = run_id();
+    let dir = opts
+        .evidence_dir
+        .clone()
+        .unwrap_or_else(|| opts.cwd.join("glassbox-evidence").join(&run_id));
+    let bundle = bundle::Bundle::create(&dir)?;
+    let mut manifest = Manifest {
+        format: 1,
+        glassbox_version: GLASSBOX_VERSION.into(),
+        run_id: run_id.clone(),
+        started_at: humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
+        finished_at: None,
+        kernel: kernel(),
+        target: Target {
+            command: opts
+                .command
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect(),
+            program: target.program.to_string_lossy().into_owned(),
+            cwd: opts.cwd.to_string_lossy().into_owned(),
+        },
+        sandbox: Default::default(),
+        recorder: RecorderSettings {
+            mechanism: "seccomp-user-notify".into(),
+            syscalls: Vec::new(),
+            channels: vec!["syscalls".into(), "mcp-transcript".into()],
+            lost: 0,
+        },
+        checks: glassbox_checks::registry()
+            .iter()
+            .map(|c| CheckVersion {
+                id: c.info.id.to_string(),
+                version: c.info.version,
+            })
+            .collect(),
+        timings: Vec::new(),
+        server_exit: None,
+        session: SessionSummary::default(),
+    };
+    bundle.write_manifest(&manifest)?;
+
+    let events_file = bundle.events_writer()?;
+    let mut running = run::start(&target, &opts.cwd, Box::new(JsonLines(events_file)), true)?;
+    manifest.sandbox = running.settings.clone();
+    bundle.write_manifest(&manifest)?;
+
+    // The server's stderr, copied as it comes (bounded).
+    let stderr = running.sandbox.stderr.take();
+    let stderr_file = bundle.stderr_writer()?;
+    let stderr_copy = std::thread::spawn(move || bundle::copy_bounded(stderr, stderr_file));
+
+    let hooks = Hooks {
+        clock: running.clock.clone(),
+        transcript: Mutex::new(bundle.transcript()?),
+        timings: Mutex::new(vec![PhaseTiming {
+            phase: Phase::Startup,
+            start_ns: 0,
+            end_ns: 0,
+        }]),
+        progress,
+    };
+    let stdin = running
+        .sandbox
+        .stdin
+        .take()
+        .ok_or_else(|| Error::Internal("no stdin".into()))?;
+    let stdout = running
+        .sandbox
+        .stdout
+        .take()
+        .ok_or_else(|| Error::Internal("no stdout".into()))?;
+    // The session ends in phase `shutdown` with the server's stdin closed.
+    let mut session = glassbox_mcp::run_session(stdin, stdout, &opts.session, &hooks);
+    // A well-behaved server exits now.
+    let exited = running.sandbox.wait_timeout(opts.exit_grace);
+    let (server_exit, recording) = running.finish();
+    let stderr_tail = stderr_copy.join().unwrap_or_default();
+    if let Ok(mut t) = hooks.timings.lock() {
+        if let Some(last) = t.last_mut() {
+            last.end_ns = running.clock.now_ns();
+        }
+        manifest.timings = std::mem::take(&mut t);
+    }
+    let transcript = hooks
+        .transcript
+        .into_inner()
+        .map(|t| t.finish())
+        .unwrap_or_default();
+    if let Some(e) = recording.write_error {
+        return Err(Error::Evidence {
+            path: dir.join("events.jsonl"),
+            source: e,
+        });
+    }
+
+    // A server that ended before the session did is why the session failed: say so.
+    if !session.completed {
+        if let (Some(ServerExit::Exited { code }), Some(f)) = (&exited, &session.failure) {
+            let mut reason = format!("{f} (server exited with status {code})");
+            if !stderr_tail.trim().is_empty() {
+                reason.push_str(&format!("; its stderr ends: {}", last_line(&stderr_tail)));
+            }
+            session.failure = Some(reason);
+        }
+    }
+    manifest.server_exit = Some(server_exit);
+    manifest.recorder.syscalls = recording.stats.syscalls.clone();
+    manifest.recorder.lost = recording.stats.lost;
+    manifest.session = session;
+    manifest.finished_at =
+        Some(humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string());
+
+    let evidence = Evidence {
+        manifest,
+        events: recording.events,
+        transcript,
+    };
+    let report = evaluate(&evidence, &dir);
+    bundle.write_manifest(&evidence.manifest)?;
+    bundle.write_report(&report)?;
+    Ok(Audit {
+        evidence,
+        report,
+        evidence_dir: dir,
+    })
+}
+
+fn last_line(s: &str) -> String {
+    let line = s.trim().lines().last().unwrap_or("").trim();
+    let mut out: String = line.chars().take(300).collect();
+    if line.chars().count() > 300 {
+        out.push('…');
+    }
+    out.escape_default()
+        .to_string()
+        .replace("\\'", "'")
+        .replace("\\\"", "\"")
+}
+
+/// Evaluates the current checks over stored or fresh evidence.
+pub fn evaluate(evidence: &Evidence, dir: &Path) -> AuditReport {
+    let session = &evidence.manifest.session;
+    let checks = glassbox_checks::evaluate_all(evidence);
+    let (verdict, inconclusive_reason) =
+        glassbox_checks::verdict(&checks, session.completed, session.failure.as_deref());
+    AuditReport {
+        glassbox_version: GLASSBOX_VERSION.into(),
+        run_id: evidence.manifest.run_id.clone(),
+        evidence_dir: dir.to_string_lossy().into_owned(),
+        verdict,
+        inconclusive_reason,
+        checks,
+        tools: session
+            .tools
+            .iter()
+            .map(|t| ToolSummary {
+                name: t.name.clone(),
+                called: t.called,
+                result: t.result,
+            })
+            .collect(),
+    }
+}
+
+/// Runs `command` in the sandbox under the recorder, without MCP: the command's standard
+/// streams are glassbox's own. Returns how it ended and the recorder's counters.
+pub fn trace(
+    command: &[OsString],
+    cwd: &Path,
+    extra_ro: &[PathBuf],
+    sink: Box<dyn EventSink>,
+) -> Result<(ServerExit, u64), Error> {
+    let mut target = target::resolve(command, cwd)?;
+    target.extra_ro.extend(extra_ro.iter().cloned());
+    let mut running = run::start(&target, cwd, sink, false)?;
+    let pump = |from: Option<std::fs::File>, mut to: Box<dyn std::io::Write + Send>| {
+        std::thread::spawn(move || {
+            if let Some(mut f) = from {
+                let _ = std::io::copy(&mut f, &mut to);
+            }
+        })
+    };
+    let out = pump(running.sandbox.stdout.take(), Box::new(std::io::stdout()));
+    let err = pump(running.sandbox.stderr.take(), Box::new(std::io::stderr()));
+    let stdin = running.sandbox.stdin.take();
+    // stdin is forwarded on a detached thread: a blocked read of our stdin must not keep the
+    // trace alive after the command ended.
+    std::thread::spawn(move || {
+        if let Some(mut w) = stdin {
+            let mut buf = [0u8; 8192];
+            let mut input = std::io::stdin();
+            while let Ok(n) = input.read(&mut buf) {
+                if n == 0 || std::io::Write::write_all(&mut w, &buf[..n]).is_err() {
+                    break;
+                }
+            }
+        }
+    });
+    let exit = loop {
+        if let Some(e) = running.sandbox.wait_timeout(Duration::from_millis(200)) {
+            break e;
+        }
+    };
+    let (_, recording) = running.finish();
+    let _ = out.join();
+    let _ = err.join();
+    if let Some(e) = recording.write_error {
+        return Err(Error::Evidence {
+            path: "trace output".into(),
+            source: e,
+        });
+    }
+    Ok((exit, recording.stats.events))
+}

@@ -111,12 +111,18 @@ mod tests {
 
     #[test]
     fn utf8_is_a_string_and_other_bytes_are_base64() {
-        assert_eq!(serde_json::to_string(&Bytes::from("a/b")).unwrap(), "\"a/b\"");
+        assert_eq!(
+            serde_json::to_string(&Bytes::from("a/b")).unwrap(),
+            "\"a/b\""
+        );
         let raw = Bytes(vec![0xff, b'x']);
         let json = serde_json::to_string(&raw).unwrap();
         assert_eq!(json, r#"{"bytes":"/3g="}"#);
         assert_eq!(serde_json::from_str::<Bytes>(&json).unwrap(), raw);
-        assert_eq!(serde_json::from_str::<Bytes>("\"a/b\"").unwrap(), Bytes::from("a/b"));
+        assert_eq!(
+            serde_json::from_str::<Bytes>("\"a/b\"").unwrap(),
+            Bytes::from("a/b")
+        );
     }
 
     #[test]

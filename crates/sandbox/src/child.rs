@@ -10,7 +10,7 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{symlink, DirBuilderExt, PermissionsExt};
+use std::os::unix::fs::{symlink, DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 pub(crate) struct Parts {
@@ -37,8 +37,14 @@ struct Prepared<'a> {
 
 fn to_cstring(s: &OsStr) -> CString {
     CString::new(s.as_bytes()).unwrap_or_else(|_| {
-        CString::new(s.as_bytes().iter().copied().filter(|&b| b != 0).collect::<Vec<_>>())
-            .unwrap_or_default()
+        CString::new(
+            s.as_bytes()
+                .iter()
+                .copied()
+                .filter(|&b| b != 0)
+                .collect::<Vec<_>>(),
+        )
+        .unwrap_or_default()
     })
 }
 
@@ -74,7 +80,9 @@ pub(crate) fn spawn(cfg: &Config, host_uid: u32, host_gid: u32) -> Result<Parts,
         return Err(io_err("fork")(io::Error::last_os_error()));
     }
     if outer_pid == 0 {
-        drop((stdin_w, stdout_r, stderr_r, err_r, go_w, ready_r, status_r, ctl_parent));
+        drop((
+            stdin_w, stdout_r, stderr_r, err_r, go_w, ready_r, status_r, ctl_parent,
+        ));
         let err_fd = err_w.as_raw_fd();
         let code = run_child(err_fd, move || {
             outer(
@@ -95,7 +103,9 @@ pub(crate) fn spawn(cfg: &Config, host_uid: u32, host_gid: u32) -> Result<Parts,
         // SAFETY: leaving the child without running the parent's destructors.
         unsafe { libc::_exit(code) };
     }
-    drop((stdin_r, stdout_w, stderr_w, err_w, go_r, ready_w, status_w, ctl_child));
+    drop((
+        stdin_r, stdout_w, stderr_w, err_w, go_r, ready_w, status_w, ctl_child,
+    ));
 
     let fail = |fallback: String| -> Error {
         let mut status = 0;
@@ -235,10 +245,8 @@ fn ctx<T>(what: &str, r: io::Result<T>) -> Result<T, String> {
 
 fn set_pdeathsig(expected_parent: i32) -> Result<(), String> {
     // SAFETY: prctl with integer arguments.
-    ctx("prctl(PR_SET_PDEATHSIG)", sys::check(unsafe {
-        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0)
-    }
-    .into()))?;
+    let ret = unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
+    ctx("prctl(PR_SET_PDEATHSIG)", sys::check(ret.into()))?;
     // The parent may have died before the prctl: then nobody would kill us.
     // SAFETY: getppid cannot fail.
     if unsafe { libc::getppid() } != expected_parent {
@@ -258,17 +266,31 @@ fn outer(p: &Prepared<'_>, parent_pid: i32, fds: Fds) -> Result<(), String> {
         | libc::CLONE_NEWUTS
         | libc::CLONE_NEWCGROUP;
     // SAFETY: unshare with flag bits only.
-    ctx("unshare", sys::check(unsafe { libc::unshare(flags) }.into()))?;
-    ctx("signal glassbox", sys::write_all(fds.ready.as_raw_fd(), b"r"))?;
+    let ret = unsafe { libc::unshare(flags) };
+    ctx("unshare", sys::check(ret.into()))?;
+    ctx(
+        "signal glassbox",
+        sys::write_all(fds.ready.as_raw_fd(), b"r"),
+    )?;
     let mut b = [0u8; 1];
     if ctx("wait for glassbox", sys::read(fds.go.as_raw_fd(), &mut b))? != 1 || b[0] != b'g' {
         return Err("glassbox stopped the set-up".into());
     }
+    // The bind sources, opened while this process still has glassbox's own host ids (the
+    // sandbox user may have no right to walk to a source such as a prefix under `/root`) and
+    // already in the new mount namespace (a bind must come from a mount of this namespace).
+    let sources = open_sources(&p.plan);
     // SAFETY: set*id with plain ids; inside the new namespace we hold CAP_SETUID/CAP_SETGID.
     // The ids were not root in this namespace, so the capabilities are kept.
     unsafe {
-        ctx("setresgid", sys::check(libc::setresgid(SANDBOX_UID, SANDBOX_UID, SANDBOX_UID).into()))?;
-        ctx("setresuid", sys::check(libc::setresuid(SANDBOX_UID, SANDBOX_UID, SANDBOX_UID).into()))?;
+        ctx(
+            "setresgid",
+            sys::check(libc::setresgid(SANDBOX_UID, SANDBOX_UID, SANDBOX_UID).into()),
+        )?;
+        ctx(
+            "setresuid",
+            sys::check(libc::setresuid(SANDBOX_UID, SANDBOX_UID, SANDBOX_UID).into()),
+        )?;
     }
     // SAFETY: this process is single-threaded (a fork child); the child runs `init`.
     let pid = unsafe { libc::fork() };
@@ -277,11 +299,14 @@ fn outer(p: &Prepared<'_>, parent_pid: i32, fds: Fds) -> Result<(), String> {
     }
     if pid == 0 {
         let err = fds.err;
-        let code = run_child(err, || init(p, fds));
+        let code = run_child(err, || init(p, fds, &sources));
         // SAFETY: leaving the child.
         unsafe { libc::_exit(code) };
     }
-    ctx("report pid 1", sys::write_all(fds.ready.as_raw_fd(), &pid.to_ne_bytes()))?;
+    ctx(
+        "report pid 1",
+        sys::write_all(fds.ready.as_raw_fd(), &pid.to_ne_bytes()),
+    )?;
     drop(fds);
     let mut status = 0;
     // SAFETY: waiting for our only child.
@@ -383,7 +408,10 @@ fn bind_ro(src: &Path, dst: &Path) -> Result<(), String> {
         ),
     )?;
     for mp in mounts_under(dst) {
-        let flags = libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | libc::MS_NOSUID
+        let flags = libc::MS_BIND
+            | libc::MS_REMOUNT
+            | libc::MS_RDONLY
+            | libc::MS_NOSUID
             | locked_flags(&mp);
         ctx(
             &format!("remount {} read-only", mp.display()),
@@ -410,10 +438,12 @@ fn tmpfs(dst: &Path, mode: &str) -> Result<(), String> {
 
 fn loopback_up() -> Result<(), String> {
     // SAFETY: socket with constant arguments.
-    let fd = ctx("socket", sys::check(unsafe {
-        libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0)
-    }
-    .into()))? as RawFd;
+    let fd = ctx(
+        "socket",
+        sys::check(
+            unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) }.into(),
+        ),
+    )? as RawFd;
     // SAFETY: the descriptor is new and ours.
     let sock = unsafe { OwnedFd::from_raw_fd(fd) };
     // SAFETY: ifreq is plain old data.
@@ -423,18 +453,24 @@ fn loopback_up() -> Result<(), String> {
     }
     // SAFETY: ifr is a valid ifreq for these ioctls.
     unsafe {
-        ctx("SIOCGIFFLAGS lo", sys::check(libc::ioctl(sock.as_raw_fd(), libc::SIOCGIFFLAGS, &mut ifr).into()))?;
+        ctx(
+            "SIOCGIFFLAGS lo",
+            sys::check(libc::ioctl(sock.as_raw_fd(), libc::SIOCGIFFLAGS, &mut ifr).into()),
+        )?;
         ifr.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short;
-        ctx("SIOCSIFFLAGS lo", sys::check(libc::ioctl(sock.as_raw_fd(), libc::SIOCSIFFLAGS, &ifr).into()))?;
+        ctx(
+            "SIOCSIFFLAGS lo",
+            sys::check(libc::ioctl(sock.as_raw_fd(), libc::SIOCSIFFLAGS, &ifr).into()),
+        )?;
     }
     Ok(())
 }
 
 /// pid 1: build the private root, fork the server, reap, report the server's status.
-fn init(p: &Prepared<'_>, fds: Fds) -> Result<(), String> {
+fn init(p: &Prepared<'_>, fds: Fds, sources: &[Option<OwnedFd>]) -> Result<(), String> {
     // The outer process is outside this pid namespace: getppid() says 0 while it lives.
     set_pdeathsig(0)?;
-    build_root(p)?;
+    build_root(p, sources)?;
     let Fds {
         stdin,
         stdout,
@@ -474,7 +510,21 @@ fn init(p: &Prepared<'_>, fds: Fds) -> Result<(), String> {
     }
 }
 
-fn build_root(p: &Prepared<'_>) -> Result<(), String> {
+fn open_sources(plan: &[MountPlan]) -> Vec<Option<OwnedFd>> {
+    plan.iter()
+        .map(|step| match step {
+            MountPlan::Bind { src, .. } => std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_PATH | libc::O_CLOEXEC)
+                .open(src)
+                .ok()
+                .map(OwnedFd::from),
+            MountPlan::Symlink { .. } => None,
+        })
+        .collect()
+}
+
+fn build_root(p: &Prepared<'_>, sources: &[Option<OwnedFd>]) -> Result<(), String> {
     let cfg = p.cfg;
     ctx(
         "make / private",
@@ -499,8 +549,12 @@ fn build_root(p: &Prepared<'_>) -> Result<(), String> {
 
     let new = Path::new("/newroot");
     let old = Path::new("/oldroot");
-    let rel = |p: &Path| p.strip_prefix("/").map(Path::to_path_buf).unwrap_or_default();
-    for step in &p.plan {
+    let rel = |p: &Path| {
+        p.strip_prefix("/")
+            .map(Path::to_path_buf)
+            .unwrap_or_default()
+    };
+    for (step, fd) in p.plan.iter().zip(sources) {
         match step {
             MountPlan::Symlink { link, target } => {
                 ctx(
@@ -508,7 +562,16 @@ fn build_root(p: &Prepared<'_>) -> Result<(), String> {
                     symlink(target, new.join(rel(link))),
                 )?;
             }
-            MountPlan::Bind { src, dst } => bind_ro(&old.join(rel(src)), &new.join(rel(dst)))?,
+            MountPlan::Bind { src, dst } => {
+                // The host's /proc is still at /oldroot/proc; "self" there is this process.
+                let from = match fd {
+                    Some(fd) => PathBuf::from(format!("/oldroot/proc/self/fd/{}", fd.as_raw_fd())),
+                    None => old.join(rel(src)),
+                };
+                bind_ro(&from, &new.join(rel(dst))).map_err(|e| {
+                    e.replace(&from.display().to_string(), &src.display().to_string())
+                })?
+            }
         }
     }
     // /proc of the new pid namespace, mounted while the host's /proc is still visible (the
@@ -551,7 +614,11 @@ fn build_root(p: &Prepared<'_>) -> Result<(), String> {
     for f in &cfg.files {
         let path = new.join(rel(Path::new(&f.path)));
         if let Some(parent) = path.parent() {
-            let mode = if parent.ends_with(".ssh") { 0o700 } else { 0o755 };
+            let mode = if parent.ends_with(".ssh") {
+                0o700
+            } else {
+                0o755
+            };
             mkdirs(parent, mode)?;
         }
         let mut file = ctx(&format!("create {}", f.path), File::create(&path))?;
@@ -560,16 +627,20 @@ fn build_root(p: &Prepared<'_>) -> Result<(), String> {
     }
     let hostname = cfg.hostname.as_bytes();
     // SAFETY: hostname is a valid buffer of the given length; we own this uts namespace.
-    ctx("sethostname", sys::check(unsafe {
-        libc::sethostname(hostname.as_ptr().cast(), hostname.len())
-    }
-    .into()))?;
+    let ret = unsafe { libc::sethostname(hostname.as_ptr().cast(), hostname.len()) };
+    ctx("sethostname", sys::check(ret.into()))?;
     loopback_up()?;
 
     // Detach the host's root, then make /newroot the root.
     ctx(
         "make oldroot private",
-        sys::mount(None, c"/oldroot", None, libc::MS_REC | libc::MS_PRIVATE, None),
+        sys::mount(
+            None,
+            c"/oldroot",
+            None,
+            libc::MS_REC | libc::MS_PRIVATE,
+            None,
+        ),
     )?;
     ctx("unmount oldroot", sys::umount_detach(c"/oldroot"))?;
     ctx("chdir /newroot", std::env::set_current_dir("/newroot"))?;
@@ -615,7 +686,10 @@ fn server_exec(
     // SAFETY: dup2 onto the standard descriptors; the sources are open pipe ends.
     unsafe {
         for (fd, target) in [(&stdin, 0), (&stdout, 1), (&stderr, 2)] {
-            ctx("dup2", sys::check(libc::dup2(fd.as_raw_fd(), target).into()))?;
+            ctx(
+                "dup2",
+                sys::check(libc::dup2(fd.as_raw_fd(), target).into()),
+            )?;
         }
     }
     drop((stdin, stdout, stderr));
@@ -626,14 +700,20 @@ fn server_exec(
     // SAFETY: umask and prctl with integer arguments.
     unsafe {
         libc::umask(0o022);
-        ctx("prctl(PR_SET_NO_NEW_PRIVS)", sys::check(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0).into()))?;
+        ctx(
+            "prctl(PR_SET_NO_NEW_PRIVS)",
+            sys::check(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0).into()),
+        )?;
     }
     let ctl_fd = ctl.as_raw_fd();
     ctx("hello", sys::send_hello(ctl_fd))?;
     let listener = ctx("seccomp", seccomp::install_with_listener(&p.prog))?;
     // From here on the recorded calls wait for glassbox: only unrecorded ones (write, read,
     // close) until the listener has been taken.
-    ctx("send listener", sys::write_all(ctl_fd, &listener.to_ne_bytes()))?;
+    ctx(
+        "send listener",
+        sys::write_all(ctl_fd, &listener.to_ne_bytes()),
+    )?;
     let mut ack = [0u8; 1];
     if ctx("wait for glassbox", sys::read(ctl_fd, &mut ack))? != 1 {
         return Err("glassbox did not take the listener".into());

@@ -116,12 +116,15 @@ fn ssh_keygen(kind: &str, bits: Option<&str>, comment: &str, dir: &Path) -> io::
     if let Some(b) = bits {
         cmd.args(["-b", b]);
     }
-    let out = cmd.stdin(std::process::Stdio::null()).output().map_err(|e| {
-        io::Error::new(
+    let out =
+        cmd.stdin(std::process::Stdio::null())
+            .output()
+            .map_err(|e| {
+                io::Error::new(
             e.kind(),
             format!("cannot run ssh-keygen (package openssh-client) to make fresh SSH keys: {e}"),
         )
-    })?;
+            })?;
     if !out.status.success() {
         return Err(io::Error::other(format!(
             "ssh-keygen -t {kind} failed: {}",
@@ -192,11 +195,20 @@ fn generate_once(
     };
 
     let ed_body = pem_body(&ed25519);
-    plant(".ssh/id_ed25519", "ssh-ed25519-key", ed25519, 0o600, vec![ed_body]);
+    plant(
+        ".ssh/id_ed25519",
+        "ssh-ed25519-key",
+        ed25519,
+        0o600,
+        vec![ed_body],
+    );
     let rsa_body = pem_body(&rsa);
     plant(".ssh/id_rsa", "ssh-rsa-key", rsa, 0o600, vec![rsa_body]);
 
-    let key_id = format!("AKIA{}", random_from(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 16)?);
+    let key_id = format!(
+        "AKIA{}",
+        random_from(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 16)?
+    );
     let secret = random_from(
         b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/",
         40,
@@ -314,6 +326,7 @@ mod tests {
             }
         }
         assert!(a.iter().any(|f| f.path.ends_with("/.ssh/id_rsa")
-            && String::from_utf8_lossy(&f.contents).starts_with("-----BEGIN OPENSSH PRIVATE KEY-----")));
+            && String::from_utf8_lossy(&f.contents)
+                .starts_with("-----BEGIN OPENSSH PRIVATE KEY-----")));
     }
 }

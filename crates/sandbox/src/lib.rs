@@ -120,8 +120,15 @@ impl Config {
         let home = self.home();
         let mut path = self.path_prefix.clone();
         path.extend(
-            ["/usr/local/bin", "/usr/bin", "/bin", "/usr/local/sbin", "/usr/sbin", "/sbin"]
-                .map(String::from),
+            [
+                "/usr/local/bin",
+                "/usr/bin",
+                "/bin",
+                "/usr/local/sbin",
+                "/usr/sbin",
+                "/sbin",
+            ]
+            .map(String::from),
         );
         let mut env = vec![
             ("HOME".to_string(), home),
@@ -261,6 +268,9 @@ pub struct Sandbox {
     pub listener: Option<OwnedFd>,
     outer_pid: i32,
     init_pid: i32,
+    /// pid 1's pidfd: readable once pid 1 is gone, which is after every process of its
+    /// namespace has been killed and reaped.
+    init_pidfd: Option<OwnedFd>,
     server_pid: i32,
     status_r: OwnedFd,
     exit: Option<ServerExit>,
@@ -291,6 +301,7 @@ impl Sandbox {
             listener: Some(parts.listener),
             outer_pid: parts.outer_pid,
             init_pid: parts.init_pid,
+            init_pidfd: sys::pidfd_open(parts.init_pid).ok(),
             server_pid: parts.server_pid,
             status_r: parts.status_r,
             exit: None,
@@ -364,7 +375,9 @@ impl Sandbox {
             return e;
         }
         self.kill();
-        let e = self.wait_timeout(Duration::from_secs(10)).unwrap_or(ServerExit::Running);
+        let e = self
+            .wait_timeout(Duration::from_secs(10))
+            .unwrap_or(ServerExit::Running);
         self.reap();
         match e {
             ServerExit::Signaled { signal, .. } if signal == libc::SIGKILL => ServerExit::Running,
@@ -372,10 +385,18 @@ impl Sandbox {
         }
     }
 
+    /// Waits until pid 1, and with it every process of the namespace, is gone; then reaps the
+    /// outer process.
     fn reap(&mut self) {
+        if let Some(fd) = &self.init_pidfd {
+            if !sys::poll_readable(fd.as_raw_fd(), 10_000).unwrap_or(false) {
+                // SAFETY: kill(2) of pid 1 of our sandbox, which has not exited.
+                unsafe { libc::kill(self.init_pid, libc::SIGKILL) };
+                let _ = sys::poll_readable(fd.as_raw_fd(), 10_000);
+            }
+        }
         let mut status = 0;
-        // SAFETY: waitpid on our own child; blocking is bounded because pid 1 is dead or dying
-        // (the outer process exits as soon as pid 1 is gone).
+        // SAFETY: waitpid on our own child; pid 1 is gone, so the outer process is exiting.
         unsafe {
             if libc::waitpid(self.outer_pid, &mut status, libc::WNOHANG) == 0 {
                 libc::kill(self.outer_pid, libc::SIGKILL);

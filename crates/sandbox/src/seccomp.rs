@@ -7,7 +7,8 @@
 use std::io;
 
 // Classic BPF opcodes (linux/filter.h, linux/bpf_common.h).
-const BPF_LD_W_ABS: u16 = 0x00 | 0x00 | 0x20;
+/// BPF_LD | BPF_W | BPF_ABS (0x00 | 0x00 | 0x20).
+const BPF_LD_W_ABS: u16 = 0x20;
 const BPF_JEQ_K: u16 = 0x05 | 0x10;
 const BPF_JSET_K: u16 = 0x05 | 0x40;
 const BPF_RET_K: u16 = 0x06;

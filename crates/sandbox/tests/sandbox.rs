@@ -1,8 +1,8 @@
 //! The real sandbox, end to end (no recorder: an empty rule set routes nothing to the
 //! listener).
 
-use glassbox_sandbox::{Config, Sandbox};
 use glassbox_model::ServerExit;
+use glassbox_sandbox::{Config, Sandbox};
 use std::io::Read;
 use std::time::Duration;
 
@@ -59,7 +59,10 @@ fn the_server_sees_a_private_root() {
     assert!(out.contains("home-rw"), "{out}");
     assert!(out.contains("no-shadow"), "{out}");
     assert!(!out.contains("\nroot\n"), "host's /root visible: {out}");
-    assert!(out.contains("PID=2"), "the server is the first child of pid 1: {out}");
+    assert!(
+        out.contains("PID=2"),
+        "the server is the first child of pid 1: {out}"
+    );
 }
 
 #[test]
@@ -70,8 +73,16 @@ fn daemons_die_with_the_server() {
     ));
     assert_eq!(exit, ServerExit::Exited { code: 7 });
     std::thread::sleep(Duration::from_millis(300));
-    let ps = std::process::Command::new("pgrep").arg("-f").arg(&marker).output().unwrap();
-    assert!(ps.stdout.is_empty(), "daemon survived: {:?}", String::from_utf8_lossy(&ps.stdout));
+    let ps = std::process::Command::new("pgrep")
+        .arg("-f")
+        .arg(&marker)
+        .output()
+        .unwrap();
+    assert!(
+        ps.stdout.is_empty(),
+        "daemon survived: {:?}",
+        String::from_utf8_lossy(&ps.stdout)
+    );
 }
 
 #[test]

@@ -13,9 +13,17 @@ const MAX_MMSG: u64 = 64;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
     /// Path in argument `path`, `dirfd` in argument `dirfd` when an `*at` call.
-    Open { dirfd: Option<usize>, path: usize },
-    Stat { dirfd: Option<usize>, path: usize },
-    Exec { at: bool },
+    Open {
+        dirfd: Option<usize>,
+        path: usize,
+    },
+    Stat {
+        dirfd: Option<usize>,
+        path: usize,
+    },
+    Exec {
+        at: bool,
+    },
     Connect,
     SendTo,
     SendMsg,
@@ -46,22 +54,141 @@ const OPEN_REASON: &str = "files opened: credential probing, persistence";
 const STAT_REASON: &str = "stat-only probes of credential paths (recorded under home)";
 
 static SPECS: &[Spec] = &[
-    spec(libc::SYS_execve, "execve", Kind::Exec { at: false }, "processes spawned"),
-    spec(libc::SYS_execveat, "execveat", Kind::Exec { at: true }, "processes spawned, fd and memfd execs"),
-    spec(libc::SYS_open, "open", Kind::Open { dirfd: None, path: 0 }, OPEN_REASON),
-    spec(libc::SYS_openat, "openat", Kind::Open { dirfd: Some(0), path: 1 }, OPEN_REASON),
-    spec(libc::SYS_openat2, "openat2", Kind::Open { dirfd: Some(0), path: 1 }, OPEN_REASON),
-    spec(libc::SYS_creat, "creat", Kind::Open { dirfd: None, path: 0 }, OPEN_REASON),
-    spec(libc::SYS_stat, "stat", Kind::Stat { dirfd: None, path: 0 }, STAT_REASON),
-    spec(libc::SYS_lstat, "lstat", Kind::Stat { dirfd: None, path: 0 }, STAT_REASON),
-    spec(libc::SYS_newfstatat, "newfstatat", Kind::Stat { dirfd: Some(0), path: 1 }, STAT_REASON),
-    spec(libc::SYS_statx, "statx", Kind::Stat { dirfd: Some(0), path: 1 }, STAT_REASON),
-    spec(libc::SYS_access, "access", Kind::Stat { dirfd: None, path: 0 }, STAT_REASON),
-    spec(libc::SYS_faccessat, "faccessat", Kind::Stat { dirfd: Some(0), path: 1 }, STAT_REASON),
-    spec(libc::SYS_faccessat2, "faccessat2", Kind::Stat { dirfd: Some(0), path: 1 }, STAT_REASON),
-    spec(libc::SYS_readlink, "readlink", Kind::Stat { dirfd: None, path: 0 }, STAT_REASON),
-    spec(libc::SYS_readlinkat, "readlinkat", Kind::Stat { dirfd: Some(0), path: 1 }, STAT_REASON),
-    spec(libc::SYS_connect, "connect", Kind::Connect, "outbound connections (inet, inet6, unix)"),
+    spec(
+        libc::SYS_execve,
+        "execve",
+        Kind::Exec { at: false },
+        "processes spawned",
+    ),
+    spec(
+        libc::SYS_execveat,
+        "execveat",
+        Kind::Exec { at: true },
+        "processes spawned, fd and memfd execs",
+    ),
+    spec(
+        libc::SYS_open,
+        "open",
+        Kind::Open {
+            dirfd: None,
+            path: 0,
+        },
+        OPEN_REASON,
+    ),
+    spec(
+        libc::SYS_openat,
+        "openat",
+        Kind::Open {
+            dirfd: Some(0),
+            path: 1,
+        },
+        OPEN_REASON,
+    ),
+    spec(
+        libc::SYS_openat2,
+        "openat2",
+        Kind::Open {
+            dirfd: Some(0),
+            path: 1,
+        },
+        OPEN_REASON,
+    ),
+    spec(
+        libc::SYS_creat,
+        "creat",
+        Kind::Open {
+            dirfd: None,
+            path: 0,
+        },
+        OPEN_REASON,
+    ),
+    spec(
+        libc::SYS_stat,
+        "stat",
+        Kind::Stat {
+            dirfd: None,
+            path: 0,
+        },
+        STAT_REASON,
+    ),
+    spec(
+        libc::SYS_lstat,
+        "lstat",
+        Kind::Stat {
+            dirfd: None,
+            path: 0,
+        },
+        STAT_REASON,
+    ),
+    spec(
+        libc::SYS_newfstatat,
+        "newfstatat",
+        Kind::Stat {
+            dirfd: Some(0),
+            path: 1,
+        },
+        STAT_REASON,
+    ),
+    spec(
+        libc::SYS_statx,
+        "statx",
+        Kind::Stat {
+            dirfd: Some(0),
+            path: 1,
+        },
+        STAT_REASON,
+    ),
+    spec(
+        libc::SYS_access,
+        "access",
+        Kind::Stat {
+            dirfd: None,
+            path: 0,
+        },
+        STAT_REASON,
+    ),
+    spec(
+        libc::SYS_faccessat,
+        "faccessat",
+        Kind::Stat {
+            dirfd: Some(0),
+            path: 1,
+        },
+        STAT_REASON,
+    ),
+    spec(
+        libc::SYS_faccessat2,
+        "faccessat2",
+        Kind::Stat {
+            dirfd: Some(0),
+            path: 1,
+        },
+        STAT_REASON,
+    ),
+    spec(
+        libc::SYS_readlink,
+        "readlink",
+        Kind::Stat {
+            dirfd: None,
+            path: 0,
+        },
+        STAT_REASON,
+    ),
+    spec(
+        libc::SYS_readlinkat,
+        "readlinkat",
+        Kind::Stat {
+            dirfd: Some(0),
+            path: 1,
+        },
+        STAT_REASON,
+    ),
+    spec(
+        libc::SYS_connect,
+        "connect",
+        Kind::Connect,
+        "outbound connections (inet, inet6, unix)",
+    ),
     Spec {
         nr: libc::SYS_sendto,
         name: "sendto",
@@ -70,10 +197,25 @@ static SPECS: &[Spec] = &[
         route: Route::NotifyIfArgNonNull(4),
         reason: "datagrams and TCP Fast Open with a destination",
     },
-    spec(libc::SYS_sendmsg, "sendmsg", Kind::SendMsg, "datagrams with a destination"),
-    spec(libc::SYS_sendmmsg, "sendmmsg", Kind::SendMmsg, "datagrams with a destination"),
+    spec(
+        libc::SYS_sendmsg,
+        "sendmsg",
+        Kind::SendMsg,
+        "datagrams with a destination",
+    ),
+    spec(
+        libc::SYS_sendmmsg,
+        "sendmmsg",
+        Kind::SendMmsg,
+        "datagrams with a destination",
+    ),
     spec(libc::SYS_bind, "bind", Kind::Bind, "listening sockets"),
-    spec(libc::SYS_socket, "socket", Kind::Socket, "socket families in use"),
+    spec(
+        libc::SYS_socket,
+        "socket",
+        Kind::Socket,
+        "socket families in use",
+    ),
 ];
 
 /// The seccomp rules that route the recorded calls to the recorder.
@@ -148,7 +290,11 @@ pub(crate) fn decode(tid: u32, nr: i32, args: &[u64; 6], home: &[u8]) -> Decoded
             })
         }
         Kind::Exec { at } => {
-            let (dirfd, path_arg, argv_arg) = if at { (Some(args[0] as i64), 1, 2) } else { (None, 0, 1) };
+            let (dirfd, path_arg, argv_arg) = if at {
+                (Some(args[0] as i64), 1, 2)
+            } else {
+                (None, 0, 1)
+            };
             let Ok(raw) = read_cstr(tid, args[path_arg], PATH_MAX) else {
                 return Decoded::Lost;
             };

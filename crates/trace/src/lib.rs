@@ -82,7 +82,10 @@ impl Clock {
 
     /// The current phase.
     pub fn phase(&self) -> Phase {
-        self.phase.lock().map(|p| p.clone()).unwrap_or(Phase::Startup)
+        self.phase
+            .lock()
+            .map(|p| p.clone())
+            .unwrap_or(Phase::Startup)
     }
 
     /// Enters a new phase.

@@ -106,7 +106,10 @@ fn status_fields(pid: i32) -> Option<(Vec<i32>, i32)> {
     let mut ppid = 0;
     for line in text.lines() {
         if let Some(v) = line.strip_prefix("NStgid:") {
-            nstgid = v.split_whitespace().filter_map(|x| x.parse().ok()).collect();
+            nstgid = v
+                .split_whitespace()
+                .filter_map(|x| x.parse().ok())
+                .collect();
         } else if let Some(v) = line.strip_prefix("PPid:") {
             ppid = v.trim().parse().unwrap_or(0);
         }

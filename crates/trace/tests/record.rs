@@ -71,16 +71,25 @@ fn execs_opens_stats_and_connects_are_recorded() {
     let execs: Vec<_> = events
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::Exec { path, argv, .. } => Some((e.pid, e.ppid, path.to_lossy(), argv.len())),
+            EventKind::Exec { path, argv, .. } => {
+                Some((e.pid, e.ppid, path.to_lossy(), argv.len()))
+            }
             _ => None,
         })
         .collect();
     assert_eq!(execs[0], (2, 1, "/bin/sh".to_string(), 3), "{execs:?}");
-    let cat = execs.iter().find(|e| e.2.ends_with("/cat")).expect("cat exec");
+    let cat = execs
+        .iter()
+        .find(|e| e.2.ends_with("/cat"))
+        .expect("cat exec");
     assert_eq!(cat.1, 2, "cat's parent is the shell");
     // The relative open is resolved against the working directory inside the sandbox.
     assert!(paths(&events, "open").contains(&"/home/sam/.aws/credentials".to_string()));
-    assert!(paths(&events, "stat").contains(&"/home/sam/.ssh/id_rsa".to_string()), "{:?}", paths(&events, "stat"));
+    assert!(
+        paths(&events, "stat").contains(&"/home/sam/.ssh/id_rsa".to_string()),
+        "{:?}",
+        paths(&events, "stat")
+    );
     let connects: Vec<_> = events
         .iter()
         .filter_map(|e| match &e.kind {
@@ -88,8 +97,18 @@ fn execs_opens_stats_and_connects_are_recorded() {
             _ => None,
         })
         .collect();
-    if std::process::Command::new("python3").arg("-V").output().is_ok() {
-        assert!(connects.contains(&SockAddr::Inet { ip: "127.0.0.1".into(), port: 9 }), "{connects:?}");
+    if std::process::Command::new("python3")
+        .arg("-V")
+        .output()
+        .is_ok()
+    {
+        assert!(
+            connects.contains(&SockAddr::Inet {
+                ip: "127.0.0.1".into(),
+                port: 9
+            }),
+            "{connects:?}"
+        );
     }
     // Ids are dense and ordered.
     for (i, e) in events.iter().enumerate() {

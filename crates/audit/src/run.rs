@@ -1,0 +1,159 @@
+//! What `audit` and `trace` share: a sandbox with planted secrets, its recorder, and the
+//! event stream written as it happens.
+
+use crate::target::Resolved;
+use crate::Error;
+use glassbox_model::{Event, Honeytoken, SandboxSettings};
+use glassbox_sandbox::{honeytokens, Config, Sandbox};
+use glassbox_trace::{rules, Clock, Recorder, RecorderStats};
+use std::io::Write;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+/// Where recorded events go, as they happen.
+pub trait EventSink: Send {
+    /// One event.
+    fn event(&mut self, e: &Event) -> std::io::Result<()>;
+    /// Called whenever the recorder has nothing more queued: make what was written durable.
+    fn flush(&mut self) -> std::io::Result<()>;
+}
+
+/// JSON lines to a writer.
+#[derive(Debug)]
+pub struct JsonLines<W: Write + Send>(pub W);
+
+impl<W: Write + Send> EventSink for JsonLines<W> {
+    fn event(&mut self, e: &Event) -> std::io::Result<()> {
+        serde_json::to_writer(&mut self.0, e)?;
+        self.0.write_all(b"\n")
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
+/// A started sandbox with its recorder running.
+pub(crate) struct Running {
+    pub sandbox: Sandbox,
+    pub clock: Arc<Clock>,
+    pub settings: SandboxSettings,
+    stop: Arc<AtomicBool>,
+    recorder: Option<JoinHandle<RecorderStats>>,
+    writer: Option<JoinHandle<(Vec<Event>, Option<std::io::Error>)>>,
+}
+
+/// The events and counters of a finished recording.
+pub(crate) struct Recording {
+    pub events: Vec<Event>,
+    pub stats: RecorderStats,
+    pub write_error: Option<std::io::Error>,
+}
+
+/// Plants fresh secrets, starts `target` in the sandbox, and records it into `sink`.
+/// `keep` says whether the events are also kept in memory (for checks).
+pub(crate) fn start(
+    target: &Resolved,
+    cwd: &Path,
+    mut sink: Box<dyn EventSink>,
+    keep: bool,
+) -> Result<Running, Error> {
+    let user = honeytokens::user_name().map_err(Error::Honeytokens)?;
+    let hostname = "devbox".to_string();
+    let home = format!("/home/{user}");
+    let (files, tokens): (_, Vec<Honeytoken>) =
+        honeytokens::generate(&home, &user, &hostname).map_err(Error::Honeytokens)?;
+    let cfg = Config {
+        program: target.program.clone(),
+        argv: target.argv.clone(),
+        cwd: cwd.to_path_buf(),
+        extra_ro: target.extra_ro.clone(),
+        user,
+        hostname,
+        path_prefix: target.path_prefix.clone(),
+        env: vec![],
+        files,
+        rules: rules(),
+    };
+    let clock = Arc::new(Clock::new());
+    let mut sandbox = Sandbox::spawn(&cfg)?;
+    let mut settings = sandbox.settings().clone();
+    settings.honeytokens = tokens;
+    let listener = sandbox
+        .listener
+        .take()
+        .ok_or_else(|| Error::Internal("no seccomp listener".into()))?;
+    let recorder = Recorder::new(listener, &home, clock.clone());
+    let stop = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = mpsc::channel::<Event>();
+    let stop2 = stop.clone();
+    let recorder = std::thread::Builder::new()
+        .name("recorder".into())
+        .spawn(move || {
+            recorder.run(1, &stop2, &mut |e| {
+                let _ = tx.send(e);
+            })
+        })
+        .map_err(|e| Error::Internal(format!("cannot start the recorder thread: {e}")))?;
+    let writer = std::thread::Builder::new()
+        .name("events".into())
+        .spawn(move || {
+            let mut kept = Vec::new();
+            let mut error = None;
+            while let Ok(first) = rx.recv() {
+                let mut next = Some(first);
+                while let Some(e) = next {
+                    if error.is_none() {
+                        error = sink.event(&e).err();
+                    }
+                    if keep {
+                        kept.push(e);
+                    }
+                    next = rx.try_recv().ok();
+                }
+                if error.is_none() {
+                    error = sink.flush().err();
+                }
+            }
+            (kept, error)
+        })
+        .map_err(|e| Error::Internal(format!("cannot start the event writer: {e}")))?;
+    Ok(Running {
+        sandbox,
+        clock,
+        settings,
+        stop,
+        recorder: Some(recorder),
+        writer: Some(writer),
+    })
+}
+
+impl Running {
+    /// Kills what is left of the sandbox and collects the recording.
+    pub(crate) fn finish(&mut self) -> (glassbox_model::ServerExit, Recording) {
+        let exit = self.sandbox.finish();
+        // Every process is gone: the listener hangs up and the recorder ends by itself; the
+        // flag is a backstop.
+        self.stop.store(true, Ordering::Relaxed);
+        let stats = self
+            .recorder
+            .take()
+            .and_then(|h| h.join().ok())
+            .unwrap_or_default();
+        let (events, write_error) = self
+            .writer
+            .take()
+            .and_then(|h| h.join().ok())
+            .unwrap_or_default();
+        (
+            exit,
+            Recording {
+                events,
+                stats,
+                write_error,
+            },
+        )
+    }
+}

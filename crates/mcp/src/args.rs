@@ -1,0 +1,1099 @@
+//! Arguments for `tools/call`, generated from a tool's `inputSchema`.
+//!
+//! [`generate_arguments`] returns an object that is valid against the schema wherever the schema
+//! allows and this generator understands it. It is hand-written: no well-kept Rust crate
+//! generates instances from a JSON Schema (validators exist, generators do not), and the
+//! generator must be defensive in ways a general one would not be.
+//!
+//! # What it understands
+//!
+//! - `type` (also arrays of types and OpenAPI `nullable`; a non-null type is preferred), or the
+//!   type implied by keywords (`properties` means object...); boolean schemas;
+//! - `const`, `enum` (the first entry that is safe, see below), `default` and `examples` when
+//!   they fit the schema and are safe;
+//! - objects: every property in `properties`, required or not (optional ones only up to a
+//!   nesting depth), `required` names missing from `properties` (from
+//!   `additionalProperties`), one extra entry when only `additionalProperties` describes the
+//!   object, `minProperties`, `maxProperties`;
+//! - strings: `minLength`, `maxLength`, `pattern` (literals, escapes, classes, groups,
+//!   alternation, quantifiers; lookaround and back-references fall back to a plain string),
+//!   `format` (`uri` `https://example.test/`, `email` `user@example.test`, `date`,
+//!   `date-time`, `time`, `uuid`, `ipv4` `192.0.2.1`, `ipv6` `2001:db8::1`, `hostname`
+//!   `host.example.test`...);
+//! - numbers and integers: `minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum` (both
+//!   the number and the draft-4 boolean forms), `multipleOf`;
+//! - arrays: `items`, `prefixItems` (and the older array form of `items` with
+//!   `additionalItems`), `minItems`, `maxItems`, `uniqueItems`;
+//! - `anyOf` / `oneOf` (the first option that can be generated, non-null options first),
+//!   `allOf` (merged), local `$ref` (`#`, `#/$defs/...`, `#/definitions/...`, any JSON pointer).
+//!
+//! # Safety of the values
+//!
+//! - Every URL, host, e-mail domain and IP address generated is under `.test` or `.example`, or
+//!   a documentation address (192.0.2.0/24, 2001:db8::/32): never a real host. A `default`,
+//!   example or pattern-generated string that names another host is not used. `const` and
+//!   `enum` values are the server's own and are used as they are when no safe entry exists.
+//! - A property whose name suggests a path (`path`, `file`, `filename`, `dir`, `directory`,
+//!   `folder`...) gets a relative, harmless path: `glassbox-probe.txt` (or `glassbox-probe` for
+//!   directories). Defaults that are absolute paths or climb with `..` are not used.
+//!
+//! # Bounds
+//!
+//! Broken schemas never panic and never allocate without bound: nesting and `$ref` chains are
+//! cut at a fixed depth (cyclic references included), arrays hold at most 16 items whatever
+//! `minItems` says, strings at most 10,000 characters, and the whole value at most 10,000
+//! values and about 1 MiB of strings (after that, optional parts are left out). Where nothing
+//! valid can be made the generator falls back to `{}` (the arguments) or `""` (a required
+//! property).
+//!
+//! # Order of choice
+//!
+//! `const`; a path for a path-like name; `default`, then `examples` (when they fit); the first
+//! safe `enum` entry; then a value built from the type and its constraints.
+
+use serde_json::{Map, Number, Value};
+
+mod pattern;
+
+/// Deepest nesting of schemas followed (objects, arrays, `$ref`, combinators).
+const MAX_DEPTH: usize = 40;
+/// Optional properties are generated only above this depth (recursive schemas stay small).
+const OPTIONAL_DEPTH: usize = 12;
+/// Most values generated in one call.
+const MAX_NODES: usize = 10_000;
+/// Most items in a generated array, and most extra object entries.
+const MAX_ITEMS: usize = 16;
+/// Longest generated string, in characters.
+const MAX_STRING: usize = 10_000;
+/// Most bytes of strings generated in one call.
+const MAX_BYTES: usize = 1 << 20;
+/// Most options of an `anyOf` / `oneOf` tried.
+const MAX_OPTIONS: usize = 16;
+/// Most `$ref` hops followed in a chain.
+const MAX_REF_HOPS: usize = 32;
+
+const PROBE_FILE: &str = "glassbox-probe.txt";
+const PROBE_DIR: &str = "glassbox-probe";
+const PROBE_URL: &str = "https://example.test/";
+const PROBE_HOST: &str = "host.example.test";
+const PROBE_EMAIL: &str = "user@example.test";
+const PROBE_IPV4: &str = "192.0.2.1";
+const PROBE_IPV6: &str = "2001:db8::1";
+const PROBE_STRING: &str = "glassbox";
+
+/// Generates the `arguments` of a `tools/call` from the tool's `inputSchema`.
+///
+/// Always returns a JSON object. See the [module documentation](self) for what is supported.
+pub fn generate_arguments(schema: &Value) -> Value {
+    let mut gen = Gen {
+        root: schema,
+        nodes: 0,
+        bytes: 0,
+    };
+    let ctx = Ctx {
+        hint: None,
+        variant: 0,
+        top: true,
+    };
+    match gen.value(schema, &ctx, 0) {
+        Some(v @ Value::Object(_)) => v,
+        _ => Value::Object(Map::new()),
+    }
+}
+
+/// What the property name suggests the value is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Hint {
+    File,
+    Dir,
+    Url,
+    Host,
+    Email,
+    Ip,
+}
+
+impl Hint {
+    fn from_name(name: &str) -> Option<Hint> {
+        let words = words(name);
+        let has = |list: &[&str]| words.iter().any(|w| list.contains(&w.as_str()));
+        if has(&[
+            "url", "urls", "uri", "uris", "endpoint", "href", "link", "website",
+        ]) {
+            Some(Hint::Url)
+        } else if has(&["email", "mail"]) {
+            Some(Hint::Email)
+        } else if has(&["host", "hostname", "domain", "hosts", "domains"]) {
+            Some(Hint::Host)
+        } else if has(&["ip", "ipv4", "ipaddress", "ips"]) {
+            Some(Hint::Ip)
+        } else if has(&[
+            "dir",
+            "dirs",
+            "directory",
+            "directories",
+            "folder",
+            "folders",
+            "dirname",
+            "cwd",
+        ]) {
+            Some(Hint::Dir)
+        } else if has(&[
+            "path",
+            "paths",
+            "file",
+            "files",
+            "filename",
+            "filenames",
+            "filepath",
+            "pathname",
+        ]) {
+            Some(Hint::File)
+        } else {
+            None
+        }
+    }
+
+    /// The value for this hint; `variant` makes distinct values for unique array items.
+    fn value(self, variant: usize) -> String {
+        match (self, variant) {
+            (Hint::File, 0) => PROBE_FILE.into(),
+            (Hint::File, n) => format!("glassbox-probe-{n}.txt"),
+            (Hint::Dir, 0) => PROBE_DIR.into(),
+            (Hint::Dir, n) => format!("{PROBE_DIR}-{n}"),
+            (Hint::Url, 0) => PROBE_URL.into(),
+            (Hint::Url, n) => format!("{PROBE_URL}{n}"),
+            (Hint::Host, 0) => PROBE_HOST.into(),
+            (Hint::Host, n) => format!("host{n}.example.test"),
+            (Hint::Email, 0) => PROBE_EMAIL.into(),
+            (Hint::Email, n) => format!("user{n}@example.test"),
+            (Hint::Ip, 0) => PROBE_IPV4.into(),
+            (Hint::Ip, n) => format!("192.0.2.{}", 1 + n % 254),
+        }
+    }
+
+    fn is_path(self) -> bool {
+        matches!(self, Hint::File | Hint::Dir)
+    }
+}
+
+/// Lowercase words of an identifier: `filePath`, `file_path`, `file-path` all give
+/// `["file", "path"]`.
+fn words(name: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut current = String::new();
+    let mut prev_lower = false;
+    for c in name.chars() {
+        if !c.is_alphanumeric() {
+            if !current.is_empty() {
+                words.push(std::mem::take(&mut current));
+            }
+            prev_lower = false;
+            continue;
+        }
+        if c.is_uppercase() && prev_lower && !current.is_empty() {
+            words.push(std::mem::take(&mut current));
+        }
+        prev_lower = c.is_lowercase() || c.is_ascii_digit();
+        current.extend(c.to_lowercase());
+    }
+    if !current.is_empty() {
+        words.push(current);
+    }
+    words
+}
+
+/// Where in the arguments a value is generated.
+#[derive(Clone, Copy, Debug)]
+struct Ctx {
+    hint: Option<Hint>,
+    /// Which of several values to produce (array item index), so unique items can differ.
+    variant: usize,
+    /// The arguments object itself.
+    top: bool,
+}
+
+struct Gen<'a> {
+    root: &'a Value,
+    /// Values generated so far.
+    nodes: usize,
+    /// Bytes of strings generated so far.
+    bytes: usize,
+}
+
+/// Keys that say nothing about which values are valid.
+const ANNOTATIONS: &[&str] = &[
+    "$ref",
+    "$id",
+    "$schema",
+    "$anchor",
+    "$comment",
+    "title",
+    "description",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+    "$defs",
+    "definitions",
+];
+
+impl<'a> Gen<'a> {
+    fn exhausted(&self) -> bool {
+        self.nodes >= MAX_NODES || self.bytes >= MAX_BYTES
+    }
+
+    fn value(&mut self, schema: &Value, ctx: &Ctx, depth: usize) -> Option<Value> {
+        if depth > MAX_DEPTH || self.exhausted() {
+            return None;
+        }
+        self.nodes += 1;
+        let obj = match schema {
+            Value::Bool(false) => return None,
+            Value::Object(obj) => obj,
+            // `true`, and anything that is not a schema at all: no constraint.
+            _ => return Some(self.untyped(ctx)),
+        };
+
+        if let Some(reference) = obj.get("$ref") {
+            let target = reference.as_str().and_then(|r| self.resolve(r));
+            let rest = without(obj, &["$ref"]);
+            let only_annotations = rest.keys().all(|k| ANNOTATIONS.contains(&k.as_str()));
+            return match target {
+                Some(target) if only_annotations => self.value(target, ctx, depth + 1),
+                Some(target) => {
+                    let merged = merge(target, &Value::Object(rest));
+                    self.value(&merged, ctx, depth + 1)
+                }
+                // A reference glassbox cannot follow (another document, an anchor): ignore it.
+                None => self.value(&Value::Object(rest), ctx, depth + 1),
+            };
+        }
+        if let Some(Value::Array(all)) = obj.get("allOf") {
+            let mut merged = Value::Object(without(obj, &["allOf"]));
+            for sub in all.iter().take(MAX_OPTIONS) {
+                merged = merge(&merged, self.deref(sub));
+            }
+            return self.value(&merged, ctx, depth + 1);
+        }
+        for key in ["anyOf", "oneOf"] {
+            let Some(Value::Array(options)) = obj.get(key) else {
+                continue;
+            };
+            let base = Value::Object(without(obj, &[key]));
+            let non_null = options.iter().filter(|o| !is_null_schema(o));
+            let null = options.iter().filter(|o| is_null_schema(o));
+            for option in non_null.chain(null).take(MAX_OPTIONS) {
+                let candidate = merge(&base, self.deref(option));
+                if let Some(v) = self.value(&candidate, ctx, depth + 1) {
+                    return Some(v);
+                }
+            }
+            // No option works: try without them.
+            return self.value(&base, ctx, depth + 1);
+        }
+
+        if let Some(c) = obj.get("const") {
+            return Some(c.clone());
+        }
+        let enumerated = match obj.get("enum") {
+            Some(Value::Array(values)) if !values.is_empty() => Some(values),
+            _ => None,
+        };
+        let types = types_of(obj, ctx);
+        let string_ok = types.iter().any(|t| *t == "string" || *t == "any");
+        if let Some(hint) = ctx.hint.filter(|h| h.is_path()) {
+            if string_ok
+                && enumerated.is_none()
+                && !obj.contains_key("format")
+                && !obj.contains_key("pattern")
+            {
+                let s = hint.value(ctx.variant);
+                if length_ok(obj, &s) {
+                    return Some(Value::String(s));
+                }
+            }
+        }
+        // The schema's own suggestions, for the first of several values only (the others must
+        // differ for `uniqueItems`).
+        if ctx.variant == 0 {
+            let examples = match obj.get("examples") {
+                Some(Value::Array(list)) => list.iter().take(MAX_OPTIONS).collect(),
+                _ => Vec::new(),
+            };
+            for candidate in obj.get("default").into_iter().chain(examples) {
+                if fits(candidate, obj) && is_safe_value(candidate) {
+                    return Some(candidate.clone());
+                }
+            }
+        }
+        if let Some(values) = enumerated {
+            let safe: Vec<&Value> = values
+                .iter()
+                .filter(|v| !v.is_null() && is_safe_value(v))
+                .collect();
+            return Some(match safe.len() {
+                0 => values[0].clone(),
+                n => safe[ctx.variant % n].clone(),
+            });
+        }
+        types.iter().find_map(|t| self.typed(t, obj, ctx, depth))
+    }
+
+    /// A value for a schema that says nothing.
+    fn untyped(&mut self, ctx: &Ctx) -> Value {
+        if ctx.top {
+            Value::Object(Map::new())
+        } else if let Some(hint) = ctx.hint {
+            Value::String(hint.value(ctx.variant))
+        } else {
+            Value::String(plain(ctx.variant))
+        }
+    }
+
+    fn typed(
+        &mut self,
+        t: &str,
+        obj: &Map<String, Value>,
+        ctx: &Ctx,
+        depth: usize,
+    ) -> Option<Value> {
+        match t {
+            "string" => {
+                let s = string(obj, ctx);
+                self.bytes += s.len();
+                Some(Value::String(s))
+            }
+            "integer" => Some(number(obj, true, ctx.variant)),
+            "number" => Some(number(obj, false, ctx.variant)),
+            "boolean" => Some(Value::Bool(ctx.variant % 2 == 1)),
+            "null" => Some(Value::Null),
+            "object" => Some(self.object(obj, ctx, depth)),
+            "array" => Some(self.array(obj, ctx, depth)),
+            "any" => Some(self.untyped(ctx)),
+            // An unknown type name: nothing is known to be valid.
+            _ => None,
+        }
+    }
+
+    fn object(&mut self, obj: &Map<String, Value>, ctx: &Ctx, depth: usize) -> Value {
+        let required: Vec<&str> = match obj.get("required") {
+            Some(Value::Array(names)) => names.iter().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
+        };
+        let additional = obj.get("additionalProperties");
+        let extra_schema = match additional {
+            Some(s @ Value::Object(_)) => Some(s),
+            Some(Value::Bool(false)) => None,
+            _ => Some(&Value::Bool(true)),
+        };
+        let mut out = Map::new();
+        let properties = obj.get("properties").and_then(Value::as_object);
+        if let Some(properties) = properties {
+            for (name, sub) in properties {
+                if self.exhausted() {
+                    break;
+                }
+                let is_required = required.contains(&name.as_str());
+                if !is_required && depth >= OPTIONAL_DEPTH {
+                    continue;
+                }
+                let pctx = Ctx {
+                    hint: Hint::from_name(name),
+                    variant: ctx.variant,
+                    top: false,
+                };
+                match self.value(sub, &pctx, depth + 1) {
+                    Some(v) => {
+                        out.insert(name.clone(), v);
+                    }
+                    None if is_required => {
+                        out.insert(name.clone(), Value::String(String::new()));
+                    }
+                    None => {}
+                }
+            }
+        }
+        for name in &required {
+            if out.contains_key(*name) || self.exhausted() {
+                continue;
+            }
+            let pctx = Ctx {
+                hint: Hint::from_name(name),
+                variant: ctx.variant,
+                top: false,
+            };
+            let schema = extra_schema.unwrap_or(&Value::Bool(true));
+            let v = self
+                .value(schema, &pctx, depth + 1)
+                .unwrap_or_else(|| Value::String(String::new()));
+            out.insert((*name).to_string(), v);
+        }
+        // An object described only by `additionalProperties` (a map): one entry shows it.
+        let min = get_usize(obj, "minProperties").unwrap_or(0).min(MAX_ITEMS);
+        let wants_example =
+            none_or(properties, |p| p.is_empty()) && matches!(additional, Some(Value::Object(_)));
+        if let Some(schema) = extra_schema {
+            let mut n = 0;
+            while (out.len() < min || (wants_example && n == 0)) && self.nodes < MAX_NODES {
+                let key = if n == 0 {
+                    PROBE_STRING.to_string()
+                } else {
+                    format!("{PROBE_STRING}{n}")
+                };
+                n += 1;
+                if n > MAX_ITEMS {
+                    break;
+                }
+                if out.contains_key(&key) {
+                    continue;
+                }
+                let ictx = Ctx {
+                    hint: None,
+                    variant: ctx.variant,
+                    top: false,
+                };
+                match self.value(schema, &ictx, depth + 1) {
+                    Some(v) => {
+                        out.insert(key, v);
+                    }
+                    None => break,
+                }
+            }
+        }
+        if let Some(max) = get_usize(obj, "maxProperties") {
+            let optional: Vec<String> = out
+                .keys()
+                .filter(|k| !required.contains(&k.as_str()))
+                .cloned()
+                .collect();
+            for key in optional.iter().rev() {
+                if out.len() <= max {
+                    break;
+                }
+                out.remove(key);
+            }
+        }
+        Value::Object(out)
+    }
+
+    fn array(&mut self, obj: &Map<String, Value>, ctx: &Ctx, depth: usize) -> Value {
+        let min = get_usize(obj, "minItems").unwrap_or(0);
+        let max = get_usize(obj, "maxItems").unwrap_or(usize::MAX);
+        // 2020-12 `prefixItems` + `items`, or the older array `items` + `additionalItems`.
+        let (prefix, rest): (&[Value], Option<&Value>) =
+            match (obj.get("prefixItems"), obj.get("items")) {
+                (Some(Value::Array(prefix)), items) => (prefix, items),
+                (_, Some(Value::Array(prefix))) => (prefix, obj.get("additionalItems")),
+                (_, items) => (&[], items),
+            };
+        let rest = rest.unwrap_or(&Value::Bool(true));
+        let mut want = min
+            .max(1)
+            .max(prefix.len().min(MAX_ITEMS))
+            .min(max)
+            .min(MAX_ITEMS);
+        if *rest == Value::Bool(false) {
+            want = want.min(prefix.len());
+        }
+        let mut items: Vec<Value> = Vec::new();
+        for i in 0..want {
+            if self.exhausted() {
+                break;
+            }
+            let schema = prefix.get(i).unwrap_or(rest);
+            let ictx = Ctx {
+                hint: ctx.hint,
+                // Items described by one schema are made to differ, for `uniqueItems`.
+                variant: i.saturating_sub(prefix.len()),
+                top: false,
+            };
+            match self.value(schema, &ictx, depth + 1) {
+                Some(v) => items.push(v),
+                None if i < min => items.push(Value::String(String::new())),
+                None => break,
+            }
+        }
+        if obj.get("uniqueItems") == Some(&Value::Bool(true)) {
+            let mut unique: Vec<Value> = Vec::with_capacity(items.len());
+            for item in items {
+                if !unique.contains(&item) {
+                    unique.push(item);
+                }
+            }
+            items = unique;
+        }
+        Value::Array(items)
+    }
+
+    /// Resolves a local reference.
+    fn resolve(&self, reference: &str) -> Option<&'a Value> {
+        let fragment = reference.strip_prefix('#')?;
+        if fragment.is_empty() {
+            return Some(self.root);
+        }
+        if !fragment.starts_with('/') {
+            return None;
+        }
+        self.root.pointer(&percent_decode(fragment))
+    }
+
+    /// Follows a chain of bare `$ref`s.
+    fn deref<'s>(&self, mut schema: &'s Value) -> &'s Value
+    where
+        'a: 's,
+    {
+        for _ in 0..MAX_REF_HOPS {
+            let Some(obj) = schema.as_object() else {
+                break;
+            };
+            let bare = obj.keys().all(|k| ANNOTATIONS.contains(&k.as_str()));
+            match obj
+                .get("$ref")
+                .and_then(Value::as_str)
+                .and_then(|r| self.resolve(r))
+            {
+                Some(target) if bare => schema = target,
+                _ => break,
+            }
+        }
+        schema
+    }
+}
+
+/// A copy of `obj` without `keys`.
+fn without(obj: &Map<String, Value>, keys: &[&str]) -> Map<String, Value> {
+    obj.iter()
+        .filter(|(k, _)| !keys.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+fn is_null_schema(schema: &Value) -> bool {
+    schema.get("type").and_then(Value::as_str) == Some("null")
+        || schema.get("const") == Some(&Value::Null)
+}
+
+/// Merges two schemas into one that asks for both (approximately: what the generator reads).
+fn merge(a: &Value, b: &Value) -> Value {
+    let (a_obj, b_obj) = match (a, b) {
+        (Value::Bool(false), _) | (_, Value::Bool(false)) => return Value::Bool(false),
+        (Value::Object(a), Value::Object(b)) => (a, b),
+        (Value::Object(_), _) => return a.clone(),
+        _ => return b.clone(),
+    };
+    let mut out = a_obj.clone();
+    for (key, bv) in b_obj {
+        let Some(av) = out.get_mut(key) else {
+            out.insert(key.clone(), bv.clone());
+            continue;
+        };
+        match key.as_str() {
+            "properties" => {
+                if let (Value::Object(ap), Value::Object(bp)) = (&mut *av, bv) {
+                    for (name, schema) in bp {
+                        let merged = match ap.get(name) {
+                            Some(existing) => merge(existing, schema),
+                            None => schema.clone(),
+                        };
+                        ap.insert(name.clone(), merged);
+                    }
+                }
+            }
+            "required" => {
+                if let (Value::Array(ar), Value::Array(br)) = (&mut *av, bv) {
+                    for name in br {
+                        if !ar.contains(name) {
+                            ar.push(name.clone());
+                        }
+                    }
+                }
+            }
+            "minimum" | "exclusiveMinimum" | "minLength" | "minItems" | "minProperties" => {
+                if let (Some(x), Some(y)) = (av.as_f64(), bv.as_f64()) {
+                    if y > x {
+                        *av = bv.clone();
+                    }
+                }
+            }
+            "maximum" | "exclusiveMaximum" | "maxLength" | "maxItems" | "maxProperties" => {
+                if let (Some(x), Some(y)) = (av.as_f64(), bv.as_f64()) {
+                    if y < x {
+                        *av = bv.clone();
+                    }
+                }
+            }
+            "type" => {
+                let ta = type_names(av);
+                let tb = type_names(bv);
+                let mut both: Vec<Value> = Vec::new();
+                for t in &ta {
+                    let keep = if tb.contains(t) {
+                        Some(*t)
+                    } else if *t == "integer" && tb.contains(&"number") {
+                        Some("integer")
+                    } else if *t == "number" && tb.contains(&"integer") {
+                        Some("integer")
+                    } else {
+                        None
+                    };
+                    if let Some(keep) = keep {
+                        if !both.iter().any(|v| v.as_str() == Some(keep)) {
+                            both.push(Value::String(keep.to_string()));
+                        }
+                    }
+                }
+                if !both.is_empty() {
+                    *av = Value::Array(both);
+                }
+            }
+            "enum" => {
+                if let (Value::Array(ae), Value::Array(be)) = (&mut *av, bv) {
+                    ae.retain(|v| be.contains(v));
+                }
+            }
+            "allOf" | "anyOf" | "oneOf" | "$ref" => {
+                // Both sides constrain: keep both, as an `allOf` the generator merges later.
+                let extra = Value::Object(Map::from_iter([(key.clone(), bv.clone())]));
+                match out.get_mut("allOf") {
+                    Some(Value::Array(all)) => all.push(extra),
+                    _ => {
+                        out.insert("allOf".into(), Value::Array(vec![extra]));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    Value::Object(out)
+}
+
+fn type_names(v: &Value) -> Vec<&str> {
+    match v {
+        Value::String(t) => vec![t.as_str()],
+        Value::Array(ts) => ts.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The types to try, in order: the declared ones (non-null first), or the one implied by the
+/// keywords, or `any`.
+fn types_of<'s>(obj: &'s Map<String, Value>, ctx: &Ctx) -> Vec<&'s str> {
+    let mut types: Vec<&str> = match obj.get("type") {
+        Some(t) => type_names(t),
+        None => {
+            let has = |keys: &[&str]| keys.iter().any(|k| obj.contains_key(*k));
+            let implied = if has(&[
+                "properties",
+                "required",
+                "additionalProperties",
+                "patternProperties",
+                "minProperties",
+                "maxProperties",
+            ]) {
+                "object"
+            } else if has(&[
+                "items",
+                "prefixItems",
+                "minItems",
+                "maxItems",
+                "uniqueItems",
+            ]) {
+                "array"
+            } else if has(&["minLength", "maxLength", "pattern", "format"]) {
+                "string"
+            } else if has(&[
+                "minimum",
+                "maximum",
+                "exclusiveMinimum",
+                "exclusiveMaximum",
+                "multipleOf",
+            ]) {
+                "number"
+            } else if ctx.top {
+                "object"
+            } else {
+                "any"
+            };
+            vec![implied]
+        }
+    };
+    if obj.get("nullable") == Some(&Value::Bool(true)) && !types.contains(&"null") {
+        types.push("null");
+    }
+    // Prefer a real value over null.
+    types.sort_by_key(|t| *t == "null");
+    types
+}
+
+fn get_usize(obj: &Map<String, Value>, key: &str) -> Option<usize> {
+    let v = obj.get(key)?;
+    if let Some(n) = v.as_u64() {
+        return Some(usize::try_from(n).unwrap_or(usize::MAX));
+    }
+    // `3.0` is an integer too; negative or fractional bounds are broken: ignore them.
+    v.as_f64()
+        .filter(|f| *f >= 0.0 && f.fract() == 0.0)
+        .map(|f| {
+            if f >= usize::MAX as f64 {
+                usize::MAX
+            } else {
+                f as usize
+            }
+        })
+}
+
+fn plain(variant: usize) -> String {
+    if variant == 0 {
+        PROBE_STRING.into()
+    } else {
+        format!("{PROBE_STRING}{variant}")
+    }
+}
+
+/// The value for a known `format`.
+fn format_value(format: &str, variant: usize) -> Option<String> {
+    Some(match format {
+        "uri" | "url" | "iri" | "uri-reference" | "iri-reference" => Hint::Url.value(variant),
+        "uri-template" => "https://example.test/{id}".into(),
+        "email" | "idn-email" => Hint::Email.value(variant),
+        "hostname" | "idn-hostname" => Hint::Host.value(variant),
+        "ipv4" => Hint::Ip.value(variant),
+        "ipv6" => PROBE_IPV6.into(),
+        "date" => format!("2024-01-{:02}", 1 + variant % 28),
+        "date-time" => format!("2024-01-{:02}T00:00:00Z", 1 + variant % 28),
+        "time" => "00:00:00Z".into(),
+        "duration" => format!("P{}D", 1 + variant),
+        "uuid" => format!(
+            "00000000-0000-4000-8000-{:012}",
+            variant % 1_000_000_000_000
+        ),
+        "json-pointer" => "/glassbox".into(),
+        "relative-json-pointer" => "0".into(),
+        "regex" => PROBE_STRING.into(),
+        _ => return None,
+    })
+}
+
+fn length_bounds(obj: &Map<String, Value>) -> (usize, Option<usize>) {
+    let min = get_usize(obj, "minLength").unwrap_or(0).min(MAX_STRING);
+    let max = get_usize(obj, "maxLength");
+    (min, max)
+}
+
+fn length_ok(obj: &Map<String, Value>, s: &str) -> bool {
+    let (min, max) = length_bounds(obj);
+    let n = s.chars().count();
+    n >= min && none_or(max, |m| n <= m)
+}
+
+fn string(obj: &Map<String, Value>, ctx: &Ctx) -> String {
+    let (min, max) = length_bounds(obj);
+    let pattern = obj.get("pattern").and_then(Value::as_str);
+    if pattern.is_none() {
+        if let Some(s) = obj
+            .get("format")
+            .and_then(Value::as_str)
+            .and_then(|f| format_value(f, ctx.variant))
+        {
+            if length_ok(obj, &s) {
+                return s;
+            }
+        }
+    }
+    if let Some(p) = pattern {
+        if let Some(s) = pattern::generate(p, min, max, MAX_STRING) {
+            if is_safe_string(&s) {
+                return s;
+            }
+            // The pattern asks for a real host: be safe rather than valid.
+            if s.contains("://") {
+                return PROBE_URL.into();
+            }
+        }
+    }
+    if let Some(hint) = ctx.hint {
+        let s = hint.value(ctx.variant);
+        if pattern.is_none() && length_ok(obj, &s) {
+            return s;
+        }
+    }
+    let mut s = plain(ctx.variant);
+    let n = s.chars().count();
+    if n < min {
+        s.extend(std::iter::repeat('x').take(min - n));
+    }
+    if let Some(max) = max {
+        if n > max {
+            s = s.chars().take(max).collect();
+        }
+    }
+    s
+}
+
+/// Lower and upper bounds of a number schema: `(value, exclusive)`.
+type Bound = Option<(f64, bool)>;
+
+fn bounds(obj: &Map<String, Value>) -> (Bound, Bound) {
+    let num = |k: &str| obj.get(k).and_then(Value::as_f64);
+    let flag = |k: &str| obj.get(k) == Some(&Value::Bool(true));
+    let mut lo = num("minimum").map(|m| (m, flag("exclusiveMinimum")));
+    let mut hi = num("maximum").map(|m| (m, flag("exclusiveMaximum")));
+    if let Some(x) = num("exclusiveMinimum") {
+        if none_or(lo, |(m, _)| x >= m) {
+            lo = Some((x, true));
+        }
+    }
+    if let Some(x) = num("exclusiveMaximum") {
+        if none_or(hi, |(m, _)| x <= m) {
+            hi = Some((x, true));
+        }
+    }
+    (lo, hi)
+}
+
+fn number(obj: &Map<String, Value>, integer: bool, variant: usize) -> Value {
+    let (lo, hi) = bounds(obj);
+    let step = obj
+        .get("multipleOf")
+        .and_then(Value::as_f64)
+        .filter(|m| *m > 0.0 && m.is_finite());
+    let (lo, hi, step) = if integer {
+        (
+            lo.map(|(v, ex)| if ex { v.floor() + 1.0 } else { v.ceil() }),
+            hi.map(|(v, ex)| if ex { v.ceil() - 1.0 } else { v.floor() }),
+            Some(match step {
+                Some(m) if m.fract() == 0.0 => m,
+                _ => 1.0,
+            }),
+        )
+    } else {
+        // For numbers an exclusive bound is moved inwards by one (or to the middle).
+        let lo_v = lo.map(|(v, ex)| {
+            if !ex {
+                v
+            } else {
+                match hi {
+                    Some((h, _)) if v + 1.0 >= h => v + (h - v) / 2.0,
+                    _ => v + 1.0,
+                }
+            }
+        });
+        let hi_v = hi.map(|(v, ex)| {
+            if !ex {
+                v
+            } else {
+                match lo {
+                    Some((l, _)) if v - 1.0 <= l => v - (v - l) / 2.0,
+                    _ => v - 1.0,
+                }
+            }
+        });
+        (lo_v, hi_v, step)
+    };
+    let in_range = |x: f64| none_or(lo, |l| x >= l) && none_or(hi, |h| x <= h);
+    let mut x = match (lo, hi) {
+        (Some(l), _) => l,
+        (None, Some(h)) if h < 1.0 => h,
+        _ => 1.0,
+    };
+    if let Some(m) = step {
+        let up = (x / m).ceil() * m;
+        let down = hi.map(|h| (h / m).floor() * m);
+        x = if in_range(up) {
+            up
+        } else {
+            match down {
+                Some(d) if in_range(d) => d,
+                _ => x,
+            }
+        };
+        let varied = x + m * variant as f64;
+        if variant > 0 && in_range(varied) {
+            x = varied;
+        }
+    } else if variant > 0 && in_range(x + variant as f64) {
+        x += variant as f64;
+    }
+    if !x.is_finite() {
+        x = 0.0;
+    }
+    if x.fract() == 0.0 && x.abs() < 9.0e15 {
+        Value::from(x as i64)
+    } else {
+        Number::from_f64(x).map_or(Value::from(0), Value::Number)
+    }
+}
+
+/// Whether `value` is valid against the parts of `schema` that can be checked cheaply; used to
+/// decide whether a `default` or an example can be used. Errs on the side of `false`.
+fn fits(value: &Value, schema: &Map<String, Value>) -> bool {
+    if let Some(t) = schema.get("type") {
+        let mut types = type_names(t);
+        if schema.get("nullable") == Some(&Value::Bool(true)) {
+            types.push("null");
+        }
+        let ok = types.iter().any(|t| match *t {
+            "string" => value.is_string(),
+            "integer" => {
+                value.is_i64() || value.is_u64() || value.as_f64().is_some_and(|f| f.fract() == 0.0)
+            }
+            "number" => value.is_number(),
+            "boolean" => value.is_boolean(),
+            "null" => value.is_null(),
+            "object" => value.is_object(),
+            "array" => value.is_array(),
+            _ => false,
+        });
+        if !ok {
+            return false;
+        }
+    }
+    if let Some(Value::Array(values)) = schema.get("enum") {
+        if !values.contains(value) {
+            return false;
+        }
+    }
+    if let Some(c) = schema.get("const") {
+        if c != value {
+            return false;
+        }
+    }
+    match value {
+        Value::String(s) => {
+            // Patterns and formats cannot be checked here: generate instead.
+            !schema.contains_key("pattern")
+                && !schema.contains_key("format")
+                && length_ok(schema, s)
+        }
+        Value::Number(n) => {
+            let Some(x) = n.as_f64() else { return false };
+            let (lo, hi) = bounds(schema);
+            let lo_ok = none_or(lo, |(l, ex)| if ex { x > l } else { x >= l });
+            let hi_ok = none_or(hi, |(h, ex)| if ex { x < h } else { x <= h });
+            let step_ok = match schema.get("multipleOf").and_then(Value::as_f64) {
+                Some(m) if m > 0.0 => (x / m).fract() == 0.0,
+                _ => true,
+            };
+            lo_ok && hi_ok && step_ok
+        }
+        Value::Array(items) => {
+            none_or(get_usize(schema, "minItems"), |m| items.len() >= m)
+                && none_or(get_usize(schema, "maxItems"), |m| items.len() <= m)
+        }
+        Value::Object(map) => match schema.get("required") {
+            Some(Value::Array(names)) => names
+                .iter()
+                .filter_map(Value::as_str)
+                .all(|n| map.contains_key(n)),
+            _ => true,
+        },
+        _ => true,
+    }
+}
+
+/// Whether every string inside `value` is safe to send (see [`is_safe_string`]) and is not an
+/// absolute or climbing path.
+fn is_safe_value(value: &Value) -> bool {
+    match value {
+        Value::String(s) => {
+            is_safe_string(s)
+                && !s.starts_with('/')
+                && !s.starts_with('~')
+                && !s.starts_with('\\')
+                && !s.contains("..")
+                && !(s.len() >= 2
+                    && s.as_bytes()[1] == b':'
+                    && s.as_bytes()[0].is_ascii_alphabetic())
+        }
+        Value::Array(items) => items.iter().all(is_safe_value),
+        Value::Object(map) => map.values().all(is_safe_value),
+        _ => true,
+    }
+}
+
+/// Whether a string names no host other than a test or documentation one: every URL's host,
+/// every e-mail domain and a bare IPv4 address must be under `.test` / `.example` or in
+/// 192.0.2.0/24 (2001:db8::/32 for IPv6).
+pub(crate) fn is_safe_string(s: &str) -> bool {
+    let lower = s.to_ascii_lowercase();
+    let mut rest = lower.as_str();
+    while let Some(i) = rest.find("://") {
+        rest = &rest[i + 3..];
+        let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+        let host_port = authority.rsplit('@').next().unwrap_or("");
+        let host = if let Some(v6) = host_port.strip_prefix('[') {
+            v6.split(']').next().unwrap_or("")
+        } else {
+            host_port.split(':').next().unwrap_or("")
+        };
+        if !is_safe_host(host) {
+            return false;
+        }
+    }
+    if lower.starts_with("www.") {
+        return false;
+    }
+    for (i, _) in lower.match_indices('@') {
+        let domain: String = lower[i + 1..]
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '.' || *c == '-')
+            .collect();
+        if domain.contains('.') && !is_safe_host(&domain) {
+            return false;
+        }
+    }
+    if is_ipv4(&lower) && !is_safe_host(&lower) {
+        return false;
+    }
+    true
+}
+
+fn is_safe_host(host: &str) -> bool {
+    let host = host.trim_end_matches('.');
+    host == "test"
+        || host == "example"
+        || host.ends_with(".test")
+        || host.ends_with(".example")
+        || (is_ipv4(host) && host.starts_with("192.0.2."))
+        || host.starts_with("2001:db8:")
+}
+
+fn is_ipv4(s: &str) -> bool {
+    let parts: Vec<&str> = s.split('.').collect();
+    parts.len() == 4
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.len() <= 3 && p.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Decodes `%XX` escapes in a URI fragment (JSON pointers in `$ref` may carry them).
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && i + 2 < bytes.len()
+            && bytes[i + 1].is_ascii_hexdigit()
+            && bytes[i + 2].is_ascii_hexdigit()
+        {
+            let hex = |b: u8| (b as char).to_digit(16).unwrap_or(0) as u8;
+            out.push(hex(bytes[i + 1]) * 16 + hex(bytes[i + 2]));
+            i += 3;
+            continue;
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// `true` when `o` is `None` or `f` holds for its value.
+fn none_or<T>(o: Option<T>, f: impl FnOnce(T) -> bool) -> bool {
+    match o {
+        Some(v) => f(v),
+        None => true,
+    }
+}
+
+#[cfg(test)]
+mod tests;

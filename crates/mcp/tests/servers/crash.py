@@ -1,0 +1,22 @@
+"""Crashes: `after-init` right after answering initialize, `during-call` when `boom` is called."""
+import os
+import sys
+
+from mcp_common import initialize_result, messages, result, text
+
+mode = sys.argv[1]
+TOOLS = [{"name": n, "inputSchema": {"type": "object"}} for n in ("first", "boom", "last")]
+
+for msg in messages():
+    method = msg.get("method")
+    msg_id = msg.get("id")
+    if method == "initialize":
+        result(msg_id, initialize_result(msg))
+        if mode == "after-init":
+            os._exit(3)
+    elif method == "tools/list":
+        result(msg_id, {"tools": TOOLS})
+    elif method == "tools/call":
+        if msg["params"]["name"] == "boom":
+            os._exit(1)
+        result(msg_id, text("fine"))
