@@ -9,7 +9,6 @@ use glassbox_trace::{rules, Clock, Recorder, RecorderStats};
 use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
@@ -41,8 +40,7 @@ pub(crate) struct Running {
     pub clock: Arc<Clock>,
     pub settings: SandboxSettings,
     stop: Arc<AtomicBool>,
-    recorder: Option<JoinHandle<RecorderStats>>,
-    writer: Option<JoinHandle<(Vec<Event>, Option<std::io::Error>)>>,
+    recorder: Option<JoinHandle<(RecorderStats, Vec<Event>, Option<std::io::Error>)>>,
 }
 
 /// The events and counters of a finished recording.
@@ -57,7 +55,7 @@ pub(crate) struct Recording {
 pub(crate) fn start(
     target: &Resolved,
     cwd: &Path,
-    mut sink: Box<dyn EventSink>,
+    sink: Box<dyn EventSink>,
     keep: bool,
 ) -> Result<Running, Error> {
     let user = honeytokens::user_name().map_err(Error::Honeytokens)?;
@@ -87,47 +85,53 @@ pub(crate) fn start(
         .ok_or_else(|| Error::Internal("no seccomp listener".into()))?;
     let recorder = Recorder::new(listener, &home, clock.clone());
     let stop = Arc::new(AtomicBool::new(false));
-    let (tx, rx) = mpsc::channel::<Event>();
     let stop2 = stop.clone();
     let recorder = std::thread::Builder::new()
         .name("recorder".into())
         .spawn(move || {
-            recorder.run(1, &stop2, &mut |e| {
-                let _ = tx.send(e);
-            })
+            let mut out = Writer {
+                sink,
+                keep,
+                kept: Vec::new(),
+                error: None,
+            };
+            let stats = recorder.run(1, &stop2, &mut out);
+            (stats, out.kept, out.error)
         })
         .map_err(|e| Error::Internal(format!("cannot start the recorder thread: {e}")))?;
-    let writer = std::thread::Builder::new()
-        .name("events".into())
-        .spawn(move || {
-            let mut kept = Vec::new();
-            let mut error = None;
-            while let Ok(first) = rx.recv() {
-                let mut next = Some(first);
-                while let Some(e) = next {
-                    if error.is_none() {
-                        error = sink.event(&e).err();
-                    }
-                    if keep {
-                        kept.push(e);
-                    }
-                    next = rx.try_recv().ok();
-                }
-                if error.is_none() {
-                    error = sink.flush().err();
-                }
-            }
-            (kept, error)
-        })
-        .map_err(|e| Error::Internal(format!("cannot start the event writer: {e}")))?;
     Ok(Running {
         sandbox,
         clock,
         settings,
         stop,
         recorder: Some(recorder),
-        writer: Some(writer),
     })
+}
+
+/// The recorder's sink: the event sink (flushed whenever the recorder is idle), plus the
+/// events kept in memory for the checks.
+struct Writer {
+    sink: Box<dyn EventSink>,
+    keep: bool,
+    kept: Vec<Event>,
+    error: Option<std::io::Error>,
+}
+
+impl glassbox_trace::Sink for Writer {
+    fn event(&mut self, e: Event) {
+        if self.error.is_none() {
+            self.error = self.sink.event(&e).err();
+        }
+        if self.keep {
+            self.kept.push(e);
+        }
+    }
+
+    fn idle(&mut self) {
+        if self.error.is_none() {
+            self.error = self.sink.flush().err();
+        }
+    }
 }
 
 impl Running {
@@ -137,13 +141,8 @@ impl Running {
         // Every process is gone: the listener hangs up and the recorder ends by itself; the
         // flag is a backstop.
         self.stop.store(true, Ordering::Relaxed);
-        let stats = self
+        let (stats, events, write_error) = self
             .recorder
-            .take()
-            .and_then(|h| h.join().ok())
-            .unwrap_or_default();
-        let (events, write_error) = self
-            .writer
             .take()
             .and_then(|h| h.join().ok())
             .unwrap_or_default();

@@ -628,9 +628,9 @@ fn merge(a: &Value, b: &Value) -> Value {
                 for t in &ta {
                     let keep = if tb.contains(t) {
                         Some(*t)
-                    } else if *t == "integer" && tb.contains(&"number") {
-                        Some("integer")
-                    } else if *t == "number" && tb.contains(&"integer") {
+                    } else if (*t == "integer" && tb.contains(&"number"))
+                        || (*t == "number" && tb.contains(&"integer"))
+                    {
                         Some("integer")
                     } else {
                         None
@@ -819,7 +819,9 @@ fn string(obj: &Map<String, Value>, ctx: &Ctx) -> String {
     let mut s = plain(ctx.variant);
     let n = s.chars().count();
     if n < min {
-        s.extend(std::iter::repeat('x').take(min - n));
+        for _ in n..min {
+            s.push('x');
+        }
     }
     if let Some(max) = max {
         if n > max {

@@ -39,23 +39,27 @@
 //! - `server answered unsupported protocol version "1999-01-01"`
 //! - `initialize failed: JSON-RPC error -32600: ...`
 //! - `invalid JSON-RPC: initialize result is not an object`
-//! - `tools/list repeated cursor "abc"`, `tools/list did not end after 100 pages`
+//! - `tools/list repeated cursor "abc"`, `tools/list did not end after 100 pages`,
+//!   `tools/list listed more than 1000 tools: only the first 1000 are called`
 //! - `could not write to the server during tools/list: Broken pipe (os error 32)`
 //!
 //! Some problems do not stop the session but still make it incomplete: a listing that does not
-//! end, an invalid listing result, a JSON-RPC error to `tools/list` from a server that declared
+//! end, more tools than [`SessionConfig::max_tools`], an invalid listing result, a JSON-RPC error to `tools/list` from a server that declared
 //! tools. A JSON-RPC error to `resources/list` or `prompts/list` is only recorded. A `tools/call`
 //! answered with an error response, or with a result that is not an object, counts as
 //! [`CallResult::RpcError`]. A tool whose call was sent but never answered because the session
 //! ended has `called: true` and [`CallResult::NotCalled`]. Tools that appear only in the final
-//! listing are appended with `called: false` and `relisted_unchanged: Some(false)`. Listed
+//! listing are appended (up to twice [`SessionConfig::max_tools`] records in all) with
+//! `called: false` and `relisted_unchanged: Some(false)`. Listed
 //! items without a string `name` are skipped; a repeated name keeps its first definition.
 //!
 //! # Transcript
 //!
 //! Every line in both directions goes to [`SessionHooks::transcript`] as it is sent or handled,
 //! raw (the server's bytes as written, without the newline), with the current phase. `seq`
-//! counts from 1 within the session. `json` is true when the line is valid JSON (whether it is
+//! counts from 1 within the session. A line from the server carries the phase current when the
+//! session handled it (a banner printed at startup is in `initialize`: the session starts
+//! reading when it sends `initialize`). `json` is true when the line is valid JSON (whether it is
 //! a well-formed JSON-RPC message is a separate question: malformed messages are recorded and
 //! skipped). Lines that are not JSON (logs printed on stdout, garbage) are recorded with
 //! `json: false`, skipped, and counted in [`SessionSummary::non_json_lines`]. Lines longer than
@@ -78,6 +82,7 @@
 //!   glassbox's own requests are always stored;
 //! - the writer queue is bounded: replies to a server that does not read its stdin are dropped,
 //!   and a request that cannot be queued ends the session;
+//! - at most [`SessionConfig::max_tools`] tools are kept and called;
 //! - argument generation caps depth, sizes and total work (see [`args`]).
 //!
 //! Time is bounded by the two timeouts; a flood does not extend them.
@@ -127,6 +132,8 @@ pub struct SessionConfig {
     pub protocol_version: String,
     /// Most pages followed in one listing (default 100).
     pub max_pages: usize,
+    /// Most tools called (default 1,000); a longer listing makes the session incomplete.
+    pub max_tools: usize,
     /// Most unsolicited lines stored in the transcript (default 10,000); see the crate doc.
     pub max_noise_lines: usize,
     /// Most bytes of unsolicited lines stored in the transcript (default 64 MiB).
@@ -143,6 +150,7 @@ impl Default for SessionConfig {
             max_line_bytes: 16 << 20,
             protocol_version: DEFAULT_PROTOCOL_VERSION.to_string(),
             max_pages: 100,
+            max_tools: 1000,
             max_noise_lines: 10_000,
             max_noise_bytes: 64 << 20,
             shutdown_grace: Duration::from_secs(2),

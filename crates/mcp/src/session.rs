@@ -172,7 +172,7 @@ impl<'a> Session<'a> {
         }
         summary.server_info = init.remove("serverInfo");
         let capabilities = init.remove("capabilities").unwrap_or(Value::Null);
-        self.notify("notifications/initialized", None)?;
+        self.notify("notifications/initialized", None);
         self.just_initialized = true;
 
         // first listing
@@ -186,11 +186,23 @@ impl<'a> Session<'a> {
         match self.list_all("tools/list", "tools") {
             Ok(listing) => {
                 soft_fail(summary, listing.problem);
+                let max = self.cfg.max_tools;
                 for (record, listed) in parse_tools(listing.items) {
-                    if !first.contains_key(&record.name) {
-                        first.insert(record.name.clone(), listed);
-                        summary.tools.push(record);
+                    if first.contains_key(&record.name) {
+                        continue;
                     }
+                    if summary.tools.len() >= max {
+                        soft_fail(
+                            summary,
+                            Some(format!(
+                                "tools/list listed more than {max} tools: only the first {max} \
+                                 are called"
+                            )),
+                        );
+                        break;
+                    }
+                    first.insert(record.name.clone(), listed);
+                    summary.tools.push(record);
                 }
             }
             Err(fail) if fail.is_fatal() => return Err(fail),
@@ -256,7 +268,7 @@ impl<'a> Session<'a> {
                     // Tell the server to stop working on it; then go on with the next tool.
                     let id = self.next_id - 1;
                     let cancel = json!({"requestId": id, "reason": "glassbox: request timed out"});
-                    self.notify("notifications/cancelled", Some(cancel))?;
+                    self.notify("notifications/cancelled", Some(cancel));
                     CallResult::Timeout
                 }
                 Err(fatal) => {
@@ -285,7 +297,7 @@ impl<'a> Session<'a> {
             if last.contains_key(&record.name) {
                 continue;
             }
-            if !first.contains_key(&record.name) {
+            if !first.contains_key(&record.name) && summary.tools.len() < 2 * self.cfg.max_tools {
                 // A tool that appeared only now: drift by definition.
                 summary.tools.push(ToolRecord {
                     relisted_unchanged: Some(false),
@@ -378,14 +390,13 @@ impl<'a> Session<'a> {
     }
 
     /// Sends a notification (no answer expected).
-    fn notify(&mut self, method: &str, params: Option<Value>) -> Result<(), Fail> {
+    fn notify(&mut self, method: &str, params: Option<Value>) {
         let mut msg = json!({"jsonrpc": "2.0", "method": method});
         if let Some(params) = params {
             msg["params"] = params;
         }
         // A failed write shows again, with a better reason, at the next request.
         let _ = self.send(&msg, false);
-        Ok(())
     }
 
     /// Follows `nextCursor` over every page of a listing.

@@ -53,9 +53,10 @@ mod notify;
 mod procinfo;
 
 pub use decode::rules;
-pub use notify::{Recorder, RecorderStats};
+pub use notify::{Recorder, RecorderStats, Sink};
 
 use glassbox_model::Phase;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -64,6 +65,8 @@ use std::time::Instant;
 pub struct Clock {
     start: Instant,
     phase: Mutex<Phase>,
+    /// Bumped at every phase change, so readers re-read the phase only when it changed.
+    generation: AtomicU64,
 }
 
 impl Clock {
@@ -72,6 +75,7 @@ impl Clock {
         Clock {
             start: Instant::now(),
             phase: Mutex::new(Phase::Startup),
+            generation: AtomicU64::new(0),
         }
     }
 
@@ -92,6 +96,17 @@ impl Clock {
     pub fn set_phase(&self, phase: Phase) {
         if let Ok(mut p) = self.phase.lock() {
             *p = phase;
+            self.generation.fetch_add(1, Ordering::Release);
+        }
+    }
+
+    /// The current phase with its generation, reusing `cached` when the phase has not
+    /// changed since (no lock, no allocation on the recorder's hot path).
+    pub fn phase_cached(&self, cached: Option<(u64, Phase)>) -> (u64, Phase) {
+        let generation = self.generation.load(Ordering::Acquire);
+        match cached {
+            Some(c) if c.0 == generation => c,
+            _ => (generation, self.phase()),
         }
     }
 }

@@ -84,12 +84,10 @@ impl Recorder {
 
     /// Serves notifications until every process under the filter has exited or `stop` is
     /// set, passing each event to `sink` (ids from `first_id`). Returns the counters.
-    pub fn run(
-        self,
-        first_id: u64,
-        stop: &AtomicBool,
-        sink: &mut dyn FnMut(Event),
-    ) -> RecorderStats {
+    ///
+    /// The sink runs on this thread, after the caller was let go: handing events to another
+    /// thread costs a wake-up per event, which measured more than the serialization itself.
+    pub fn run(self, first_id: u64, stop: &AtomicBool, sink: &mut dyn Sink) -> RecorderStats {
         let fd = self.listener.as_raw_fd();
         let mut stats = RecorderStats {
             syscalls: syscall_names(),
@@ -97,14 +95,28 @@ impl Recorder {
         };
         let mut pids = Pids::default();
         let mut next_id = first_id;
+        let mut phase = self.clock.phase_cached(None);
+        let mut idle = true;
         loop {
             let mut p = libc::pollfd {
                 fd,
                 events: libc::POLLIN,
                 revents: 0,
             };
-            // SAFETY: p is a valid pollfd.
-            let n = unsafe { libc::poll(&mut p, 1, 100) };
+            // Nothing pending: let the sink make what it has durable, then block.
+            let mut n = 0;
+            if !idle {
+                // SAFETY: p is a valid pollfd.
+                n = unsafe { libc::poll(&mut p, 1, 0) };
+                if n == 0 {
+                    sink.idle();
+                    idle = true;
+                }
+            }
+            if idle {
+                // SAFETY: p is a valid pollfd.
+                n = unsafe { libc::poll(&mut p, 1, 100) };
+            }
             if stop.load(Ordering::Relaxed) {
                 break;
             }
@@ -121,6 +133,7 @@ impl Recorder {
                 // POLLHUP: no process is left under the filter.
                 break;
             }
+            idle = false;
             let mut req = SeccompNotif::default();
             // SAFETY: req is a zeroed seccomp_notif, as RECV requires.
             if unsafe { libc::ioctl(fd, IOCTL_NOTIF_RECV, &mut req) } < 0 {
@@ -152,12 +165,13 @@ impl Recorder {
                         pids.forget(req.pid);
                     }
                     stats.events += 1;
-                    sink(Event {
+                    phase = self.clock.phase_cached(Some(phase));
+                    sink.event(Event {
                         id: next_id,
                         t_ns: self.clock.now_ns(),
                         pid,
                         ppid,
-                        phase: self.clock.phase(),
+                        phase: phase.1.clone(),
                         kind,
                     });
                     next_id += 1;
@@ -166,6 +180,15 @@ impl Recorder {
                 _ => stats.lost += 1,
             }
         }
+        sink.idle();
         stats
     }
+}
+
+/// Where the recorder puts events.
+pub trait Sink {
+    /// One event.
+    fn event(&mut self, e: Event);
+    /// The recorder has nothing pending: make what was written durable.
+    fn idle(&mut self);
 }

@@ -29,10 +29,17 @@ fn record(program: &str, argv: &[&str]) -> (Vec<Event>, String) {
     let clock = Arc::new(Clock::new());
     let rec = Recorder::new(sb.listener.take().unwrap(), "/home/sam", clock);
     let stop = AtomicBool::new(false);
+    struct Keep(Vec<Event>);
+    impl glassbox_trace::Sink for Keep {
+        fn event(&mut self, e: Event) {
+            self.0.push(e);
+        }
+        fn idle(&mut self) {}
+    }
     let t = std::thread::spawn(move || {
-        let mut events = Vec::new();
-        rec.run(1, &stop, &mut |e| events.push(e));
-        events
+        let mut events = Keep(Vec::new());
+        rec.run(1, &stop, &mut events);
+        events.0
     });
     drop(sb.stdin.take());
     let mut out = String::new();

@@ -196,17 +196,16 @@ impl Parser {
         self.pos += 1;
         Some(match c {
             '(' => {
-                if self.eat('?') {
-                    if self.eat(':') {
-                    } else if self.peek() == Some('<')
-                        && !matches!(self.chars.get(self.pos + 1), Some('=' | '!'))
-                    {
-                        self.skip_name()?;
-                    } else if self.eat('P') && self.peek() == Some('<') {
-                        self.skip_name()?;
-                    } else {
-                        return None; // lookaround or a flag group
+                if self.eat('?') && !self.eat(':') {
+                    // A named group, `(?<name>` or `(?P<name>`; anything else is lookaround or
+                    // flags, not supported.
+                    self.eat('P');
+                    let named = self.peek() == Some('<')
+                        && !matches!(self.chars.get(self.pos + 1), Some('=' | '!'));
+                    if !named {
+                        return None;
                     }
+                    self.skip_name()?;
                 }
                 let alternatives = self.alternatives(depth + 1)?;
                 if !self.eat(')') {

@@ -1,0 +1,648 @@
+//! End-to-end sessions against real (small, stdlib-only Python) MCP servers in
+//! `tests/servers/`, run directly without a sandbox.
+
+use glassbox_mcp::{
+    run_session, CallResult, Direction, Phase, SessionConfig, SessionHooks, SessionSummary,
+    TranscriptEntry,
+};
+use serde_json::{json, Value};
+use std::io::Read;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// What the hooks saw, in order.
+#[derive(Debug)]
+enum Seen {
+    Phase(Phase),
+    Entry(TranscriptEntry),
+}
+
+struct Recorder {
+    start: Instant,
+    seen: Mutex<Vec<Seen>>,
+}
+
+impl Recorder {
+    fn new() -> Self {
+        Recorder {
+            start: Instant::now(),
+            seen: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn phases(&self) -> Vec<Phase> {
+        let seen = self.seen.lock().unwrap();
+        seen.iter()
+            .filter_map(|s| match s {
+                Seen::Phase(p) => Some(p.clone()),
+                Seen::Entry(_) => None,
+            })
+            .collect()
+    }
+
+    fn entries(&self) -> Vec<TranscriptEntry> {
+        let seen = self.seen.lock().unwrap();
+        seen.iter()
+            .filter_map(|s| match s {
+                Seen::Entry(e) => Some(e.clone()),
+                Seen::Phase(_) => None,
+            })
+            .collect()
+    }
+}
+
+impl SessionHooks for Recorder {
+    fn set_phase(&self, phase: Phase) {
+        self.seen.lock().unwrap().push(Seen::Phase(phase));
+    }
+    fn transcript(&self, entry: TranscriptEntry) {
+        self.seen.lock().unwrap().push(Seen::Entry(entry));
+    }
+    fn now_ns(&self) -> u64 {
+        self.start.elapsed().as_nanos() as u64
+    }
+}
+
+fn spawn(server: &str, args: &[&str]) -> Child {
+    Command::new("python3")
+        .arg(format!(
+            "{}/tests/servers/{server}",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .args(args)
+        .current_dir(env!("CARGO_TARGET_TMPDIR"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("python3 runs")
+}
+
+struct Run {
+    summary: SessionSummary,
+    hooks: Recorder,
+    elapsed: Duration,
+    /// How the server ended within a few seconds after the session, if it did.
+    exit: Option<ExitStatus>,
+}
+
+fn run_child(mut child: Child, cfg: &SessionConfig) -> Run {
+    let hooks = Recorder::new();
+    let stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let start = Instant::now();
+    let summary = run_session(stdin, stdout, cfg, &hooks);
+    let elapsed = start.elapsed();
+    let mut exit = None;
+    for _ in 0..30 {
+        if let Some(status) = child.try_wait().unwrap() {
+            exit = Some(status);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    if exit.is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    Run {
+        summary,
+        hooks,
+        elapsed,
+        exit,
+    }
+}
+
+fn run(server: &str, args: &[&str], cfg: &SessionConfig) -> Run {
+    run_child(spawn(server, args), cfg)
+}
+
+/// Short timeouts, but long enough for Python to start on a loaded machine.
+fn quick() -> SessionConfig {
+    SessionConfig {
+        request_timeout: Duration::from_secs(5),
+        shutdown_grace: Duration::from_millis(500),
+        ..SessionConfig::default()
+    }
+}
+
+fn parse(entry: &TranscriptEntry) -> Value {
+    serde_json::from_slice(entry.raw.as_slice()).expect("a JSON line")
+}
+
+/// The methods glassbox sent, in order.
+fn sent_methods(entries: &[TranscriptEntry]) -> Vec<String> {
+    entries
+        .iter()
+        .filter(|e| e.dir == Direction::ClientToServer)
+        .filter_map(|e| parse(e)["method"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// Every transcript entry carries the phase set last before it, and `seq` counts from 1.
+fn assert_consistent(hooks: &Recorder) {
+    let seen = hooks.seen.lock().unwrap();
+    let mut phase = Phase::Startup;
+    let mut seq = 0;
+    for s in seen.iter() {
+        match s {
+            Seen::Phase(p) => phase = p.clone(),
+            Seen::Entry(e) => {
+                seq += 1;
+                assert_eq!(e.seq, seq);
+                assert_eq!(e.phase, phase, "entry {e:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn normal_server_full_session() {
+    let r = run("normal.py", &[], &quick());
+    let s = &r.summary;
+    assert_eq!(s.failure, None);
+    assert!(s.completed);
+    assert_eq!(s.protocol_version.as_deref(), Some("2025-06-18"));
+    assert_eq!(
+        s.server_info.as_ref().unwrap()["name"],
+        "normal-test-server"
+    );
+    let names: Vec<&str> = s.tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["echo", "read_file", "add"]);
+    let results: Vec<CallResult> = s.tools.iter().map(|t| t.result).collect();
+    assert_eq!(
+        results,
+        [CallResult::Ok, CallResult::ToolError, CallResult::Ok]
+    );
+    assert!(s.tools.iter().all(|t| t.called));
+    assert_eq!(s.tools[0].arguments, Some(json!({"text": "glassbox"})));
+    assert_eq!(
+        s.tools[1].arguments,
+        Some(json!({"path": "glassbox-probe.txt"}))
+    );
+    assert_eq!(s.tools[2].arguments, Some(json!({"a": 10, "b": -5})));
+    assert_eq!(s.tools[2].description.as_deref(), Some("Add two integers"));
+    assert!(s.tools.iter().all(|t| t.relisted_unchanged == Some(true)));
+    assert_eq!(s.resources, ["readme", "mem://notes"]);
+    assert_eq!(s.prompts, ["summarize"]);
+    assert_eq!(s.non_json_lines, 0);
+
+    assert_eq!(
+        r.hooks.phases(),
+        [
+            Phase::Initialize,
+            Phase::List,
+            Phase::Call("echo".into()),
+            Phase::Call("read_file".into()),
+            Phase::Call("add".into()),
+            Phase::List,
+            Phase::Shutdown,
+        ]
+    );
+    assert_consistent(&r.hooks);
+    let entries = r.hooks.entries();
+    assert_eq!(
+        sent_methods(&entries),
+        [
+            "initialize",
+            "notifications/initialized",
+            "tools/list",
+            "tools/list",
+            "resources/list",
+            "prompts/list",
+            "tools/call",
+            "tools/call",
+            "tools/call",
+            "tools/list",
+            "tools/list",
+        ]
+    );
+    let init = parse(&entries[0]);
+    assert_eq!(entries[0].dir, Direction::ClientToServer);
+    assert_eq!(entries[0].phase, Phase::Initialize);
+    assert_eq!(init["params"]["protocolVersion"], "2025-06-18");
+    assert_eq!(init["params"]["capabilities"], json!({}));
+    assert_eq!(init["params"]["clientInfo"]["name"], "glassbox");
+    // The server's answer is kept byte for byte (Python's separators, not serde_json's).
+    assert_eq!(entries[1].dir, Direction::ServerToClient);
+    assert_eq!(entries[1].phase, Phase::Initialize);
+    let raw = entries[1].raw.as_str().unwrap();
+    assert!(
+        raw.starts_with(r#"{"jsonrpc": "2.0", "id": 1, "result": {"#),
+        "{raw}"
+    );
+    assert!(entries.iter().all(|e| e.json && !e.truncated));
+    // The second page asked with the cursor.
+    assert_eq!(parse(&entries[5])["params"]["cursor"], "page-2");
+    // Every request got its answer, in the request's phase.
+    let answers = entries
+        .iter()
+        .filter(|e| e.dir == Direction::ServerToClient)
+        .count();
+    assert_eq!(answers, 10);
+    let call = entries
+        .iter()
+        .find(|e| e.dir == Direction::ServerToClient && e.phase == Phase::Call("add".into()))
+        .unwrap();
+    assert_eq!(parse(call)["result"]["content"][0]["text"], "5");
+    // t_ns grows.
+    assert!(entries.windows(2).all(|w| w[0].t_ns <= w[1].t_ns));
+    // stdin was closed: the server saw the end and exited by itself.
+    assert!(r.exit.expect("server exited").success());
+}
+
+#[test]
+fn changed_tool_definition_is_detected() {
+    let r = run("normal.py", &["--drift"], &quick());
+    assert!(r.summary.completed, "{:?}", r.summary.failure);
+    let relisted: Vec<Option<bool>> = r
+        .summary
+        .tools
+        .iter()
+        .map(|t| t.relisted_unchanged)
+        .collect();
+    assert_eq!(relisted, [Some(true), Some(true), Some(false)]);
+}
+
+#[test]
+fn number_of_tools_is_bounded() {
+    let cfg = SessionConfig {
+        max_tools: 2,
+        ..quick()
+    };
+    let r = run("normal.py", &[], &cfg);
+    let s = &r.summary;
+    assert_eq!(
+        s.failure.as_deref(),
+        Some("tools/list listed more than 2 tools: only the first 2 are called")
+    );
+    let names: Vec<&str> = s.tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["echo", "read_file", "add"],
+        "add reappears in the final listing"
+    );
+    assert!(!s.tools[2].called);
+}
+
+#[test]
+fn older_protocol_version_is_accepted() {
+    let cfg = SessionConfig {
+        protocol_version: "2024-11-05".into(),
+        ..quick()
+    };
+    let r = run("normal.py", &[], &cfg);
+    assert!(r.summary.completed, "{:?}", r.summary.failure);
+    assert_eq!(r.summary.protocol_version.as_deref(), Some("2024-11-05"));
+}
+
+#[test]
+fn non_json_lines_are_recorded_and_skipped() {
+    let r = run("noisy.py", &[], &quick());
+    let s = &r.summary;
+    assert!(s.completed, "{:?}", s.failure);
+    assert_eq!(s.tools[0].result, CallResult::Ok);
+    // 3 at start, one per request (initialize, tools/list, tools/call, tools/list), and "bye"
+    // after stdin closed.
+    assert_eq!(s.non_json_lines, 8);
+    assert_consistent(&r.hooks);
+    let entries = r.hooks.entries();
+    let junk: Vec<&TranscriptEntry> = entries.iter().filter(|e| !e.json).collect();
+    assert_eq!(junk.len(), 8);
+    assert!(junk.iter().all(|e| e.dir == Direction::ServerToClient));
+    assert_eq!(
+        junk[0].raw.as_str(),
+        Some("Starting noisy server v1 on stdio...")
+    );
+    assert_eq!(junk[1].raw.as_slice(), b"\xff\xfe binary junk \x00\x01");
+    assert_eq!(junk[2].raw.as_slice(), b"");
+    assert_eq!(junk[3].raw.as_str(), Some("DEBUG handling initialize"));
+    assert_eq!(junk[5].phase, Phase::Call("noisy_tool".into()));
+    assert_eq!(junk[7].raw.as_str(), Some("bye"));
+    assert_eq!(junk[7].phase, Phase::Shutdown);
+}
+
+#[test]
+fn unsolicited_lines_stop_being_stored_after_the_cap() {
+    let cfg = SessionConfig {
+        max_noise_lines: 10,
+        ..quick()
+    };
+    let r = run("noisy.py", &["50"], &cfg);
+    let s = &r.summary;
+    assert!(s.completed, "{:?}", s.failure);
+    assert_eq!(s.non_json_lines, 58);
+    let entries = r.hooks.entries();
+    let junk: Vec<&TranscriptEntry> = entries.iter().filter(|e| !e.json).collect();
+    // 10 stored, then the note.
+    assert_eq!(junk.len(), 11);
+    let note = junk[10].raw.as_str().unwrap();
+    assert!(
+        note.starts_with("glassbox: transcript storage capped after 10 unsolicited lines"),
+        "{note}"
+    );
+    // Answers to glassbox's requests are still stored.
+    assert_eq!(
+        entries
+            .iter()
+            .filter(|e| e.dir == Direction::ServerToClient && e.json)
+            .count(),
+        4
+    );
+}
+
+#[test]
+fn server_that_never_answers_times_out_initialize() {
+    let cfg = SessionConfig {
+        request_timeout: Duration::from_secs(1),
+        ..quick()
+    };
+    let r = run("silent.py", &[], &cfg);
+    assert!(!r.summary.completed);
+    assert_eq!(
+        r.summary.failure.as_deref(),
+        Some("no answer to initialize within 1s")
+    );
+    assert!(r.elapsed < Duration::from_secs(5), "{:?}", r.elapsed);
+    assert_eq!(r.hooks.phases(), [Phase::Initialize, Phase::Shutdown]);
+    // stdin was closed at shutdown: the silent server's read loop ended.
+    assert!(r.exit.expect("server exited").success());
+}
+
+#[test]
+fn server_crashing_after_initialize() {
+    let r = run("crash.py", &["after-init"], &quick());
+    assert!(!r.summary.completed);
+    assert_eq!(
+        r.summary.failure.as_deref(),
+        Some("server closed stdout after initialize")
+    );
+    assert_eq!(r.summary.protocol_version.as_deref(), Some("2025-06-18"));
+    assert_eq!(r.exit.and_then(|e| e.code()), Some(3));
+    assert_consistent(&r.hooks);
+}
+
+#[test]
+fn server_crashing_during_a_call() {
+    let r = run("crash.py", &["during-call"], &quick());
+    let s = &r.summary;
+    assert!(!s.completed);
+    assert_eq!(
+        s.failure.as_deref(),
+        Some("server closed stdout during call:boom")
+    );
+    let outcome: Vec<(bool, CallResult)> = s.tools.iter().map(|t| (t.called, t.result)).collect();
+    assert_eq!(
+        outcome,
+        [
+            (true, CallResult::Ok),
+            (true, CallResult::NotCalled),
+            (false, CallResult::NotCalled)
+        ]
+    );
+    assert!(s.tools.iter().all(|t| t.relisted_unchanged.is_none()));
+    assert_eq!(
+        r.hooks.phases().last(),
+        Some(&Phase::Shutdown),
+        "shutdown still happens"
+    );
+}
+
+#[test]
+fn server_exiting_at_once() {
+    let r = run("crash.py", &["immediately"], &quick());
+    assert_eq!(
+        r.summary.failure.as_deref(),
+        Some("server closed stdout during initialize")
+    );
+}
+
+#[test]
+fn writing_to_a_server_that_closed_stdin_is_a_failure_not_a_panic() {
+    let mut child = spawn("crash.py", &["close-stdin"]);
+    // Wait until the server has closed its stdin, so the first write fails for sure.
+    let mut stdout = child.stdout.take().unwrap();
+    let mut byte = [0u8; 1];
+    let mut ready = Vec::new();
+    while !ready.ends_with(b"\n") {
+        stdout.read_exact(&mut byte).unwrap();
+        ready.push(byte[0]);
+    }
+    assert_eq!(ready, b"stdin closed\n");
+    child.stdout = Some(stdout);
+    let r = run_child(child, &quick());
+    let failure = r.summary.failure.unwrap();
+    assert!(
+        failure.starts_with("could not write to the server during initialize: "),
+        "{failure}"
+    );
+    assert!(failure.contains("Broken pipe"), "{failure}");
+    assert!(r.elapsed < Duration::from_secs(5));
+}
+
+#[test]
+fn flood_of_garbage_keeps_memory_bounded() {
+    let cfg = SessionConfig {
+        request_timeout: Duration::from_secs(60),
+        shutdown_grace: Duration::from_millis(500),
+        ..SessionConfig::default()
+    };
+    let r = run("flood.py", &[], &cfg);
+    let s = &r.summary;
+    assert!(s.completed, "{:?}", s.failure);
+    assert_eq!(s.tools[0].result, CallResult::Ok);
+    assert_eq!(s.non_json_lines, 4 + 500_000);
+    let entries = r.hooks.entries();
+    let stored: usize = entries.iter().map(|e| e.raw.as_slice().len()).sum();
+    assert!(stored <= (64 << 20) + 4096, "{stored} bytes stored");
+    let long: Vec<&TranscriptEntry> = entries.iter().filter(|e| e.truncated).collect();
+    assert_eq!(long.len(), 4);
+    assert!(long
+        .iter()
+        .all(|e| e.raw.as_slice().len() == 16 << 20 && !e.json));
+    let notes: Vec<&TranscriptEntry> = entries
+        .iter()
+        .filter(|e| {
+            e.raw
+                .as_str()
+                .is_some_and(|t| t.starts_with("glassbox: transcript storage capped"))
+        })
+        .collect();
+    assert_eq!(notes.len(), 1);
+    // The short garbage lines were counted, not stored.
+    assert!(entries.len() < 100, "{} entries", entries.len());
+}
+
+#[test]
+fn server_requests_get_safe_answers() {
+    let r = run("server_requests.py", &[], &quick());
+    let s = &r.summary;
+    assert!(s.completed, "{:?}", s.failure);
+    assert_eq!(
+        s.tools[0].result,
+        CallResult::Ok,
+        "the server checked the answers"
+    );
+    assert_consistent(&r.hooks);
+    let entries = r.hooks.entries();
+    let in_call: Vec<Value> = entries
+        .iter()
+        .filter(|e| e.phase == Phase::Call("ask".into()))
+        .map(parse)
+        .collect();
+    let replies = entries
+        .iter()
+        .filter(|e| e.phase == Phase::Call("ask".into()) && e.dir == Direction::ClientToServer)
+        .filter(|e| parse(e).get("method").is_none())
+        .count();
+    assert_eq!(replies, 4, "{in_call:#?}");
+    assert!(in_call.contains(&json!({"jsonrpc": "2.0", "id": "p-1", "result": {}})));
+    for id in [json!(7), json!("r-1"), json!(8)] {
+        assert!(
+            in_call.contains(&json!({"jsonrpc": "2.0", "id": id, "error": {
+            "code": -32601, "message": "glassbox does not provide this"}}))
+        );
+    }
+    // Notifications were recorded in the call's phase.
+    assert!(in_call
+        .iter()
+        .any(|m| m["method"] == "notifications/tools/list_changed"));
+}
+
+fn failure_of(mode: &str) -> String {
+    let r = run("invalid.py", &[mode], &quick());
+    assert!(!r.summary.completed, "{mode}");
+    r.summary.failure.unwrap()
+}
+
+#[test]
+fn invalid_initialize_answers() {
+    assert_eq!(
+        failure_of("init-not-object"),
+        "invalid JSON-RPC: initialize result is not an object"
+    );
+    assert_eq!(
+        failure_of("bad-version"),
+        "server answered unsupported protocol version \"1999-01-01\""
+    );
+    assert_eq!(
+        failure_of("init-error"),
+        "initialize failed: JSON-RPC error -32600: nope"
+    );
+    assert_eq!(
+        failure_of("wrong-id"),
+        "no answer to initialize within 5s (ignored a response with id \"1\" while waiting for id 1)"
+    );
+    assert_eq!(
+        failure_of("list-not-object"),
+        "invalid JSON-RPC: tools/list result is not an object"
+    );
+}
+
+#[test]
+fn malformed_messages_are_skipped_and_bad_calls_recorded() {
+    let cfg = SessionConfig {
+        request_timeout: Duration::from_secs(2),
+        ..quick()
+    };
+    let r = run("invalid.py", &["junk-then-ok"], &cfg);
+    let s = &r.summary;
+    assert!(s.completed, "{:?}", s.failure);
+    assert_eq!(s.non_json_lines, 0, "junk lines are valid JSON");
+    let results: Vec<(&str, CallResult)> = s
+        .tools
+        .iter()
+        .map(|t| (t.name.as_str(), t.result))
+        .collect();
+    assert_eq!(
+        results,
+        [
+            ("not_object", CallResult::RpcError),
+            ("rpc_error", CallResult::RpcError),
+            ("hang", CallResult::Timeout),
+            ("both", CallResult::RpcError),
+            ("ok", CallResult::Ok),
+        ]
+    );
+    // The duplicate `ok` kept its first definition.
+    assert_eq!(s.tools[4].description, None);
+    let entries = r.hooks.entries();
+    let sent = sent_methods(&entries);
+    assert!(sent.contains(&"notifications/cancelled".to_string()));
+    // Every junk line is in the transcript, in the initialize phase.
+    let junk = entries
+        .iter()
+        .filter(|e| e.phase == Phase::Initialize && e.dir == Direction::ServerToClient)
+        .count();
+    assert_eq!(junk, 12 + 1);
+    // The `id: null` ping was not answered: nothing but initialize and initialized was sent.
+    assert_eq!(
+        entries
+            .iter()
+            .filter(|e| e.phase == Phase::Initialize && e.dir == Direction::ClientToServer)
+            .count(),
+        2
+    );
+}
+
+#[test]
+fn repeating_cursor_ends_the_listing() {
+    let r = run("invalid.py", &["loop-cursor"], &quick());
+    let s = &r.summary;
+    assert!(!s.completed);
+    assert_eq!(
+        s.failure.as_deref(),
+        Some("tools/list repeated cursor \"again\"")
+    );
+    assert_eq!(s.tools.len(), 1);
+    assert_eq!(s.tools[0].result, CallResult::Ok);
+}
+
+#[test]
+fn endless_pages_are_bounded() {
+    let cfg = SessionConfig {
+        max_pages: 5,
+        ..quick()
+    };
+    let r = run("invalid.py", &["endless-pages"], &cfg);
+    let s = &r.summary;
+    assert_eq!(
+        s.failure.as_deref(),
+        Some("tools/list did not end after 5 pages")
+    );
+    // The final listing went on with new names: they are appended as tools never seen before.
+    assert_eq!(s.tools.len(), 10);
+    assert!(s.tools[..5]
+        .iter()
+        .all(|t| t.called && t.result == CallResult::Ok && t.relisted_unchanged == Some(false)));
+    assert!(s.tools[5..]
+        .iter()
+        .all(|t| !t.called && t.relisted_unchanged == Some(false)));
+}
+
+#[test]
+fn session_timeout_bounds_the_whole_session() {
+    let cfg = SessionConfig {
+        request_timeout: Duration::from_millis(1500),
+        session_timeout: Duration::from_millis(2500),
+        shutdown_grace: Duration::from_millis(200),
+        ..SessionConfig::default()
+    };
+    let r = run("invalid.py", &["slow-tools"], &cfg);
+    let s = &r.summary;
+    assert_eq!(
+        s.failure.as_deref(),
+        Some("session timeout (2500ms) reached during call:t2")
+    );
+    let outcome: Vec<(bool, CallResult)> = s.tools.iter().map(|t| (t.called, t.result)).collect();
+    assert_eq!(
+        outcome,
+        [
+            (true, CallResult::Timeout),
+            (true, CallResult::NotCalled),
+            (false, CallResult::NotCalled)
+        ]
+    );
+    assert!(r.elapsed < Duration::from_secs(5), "{:?}", r.elapsed);
+}
