@@ -40,8 +40,11 @@ pub(crate) struct Running {
     pub clock: Arc<Clock>,
     pub settings: SandboxSettings,
     stop: Arc<AtomicBool>,
-    recorder: Option<JoinHandle<(RecorderStats, Vec<Event>, Option<std::io::Error>)>>,
+    recorder: Option<JoinHandle<RecorderResult>>,
 }
+
+/// What the recorder thread hands back: its counters, the kept events, a write error.
+type RecorderResult = (RecorderStats, Vec<Event>, Option<std::io::Error>);
 
 /// The events and counters of a finished recording.
 pub(crate) struct Recording {
