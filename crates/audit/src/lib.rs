@@ -19,7 +19,7 @@ mod bundle;
 mod run;
 pub mod target;
 
-pub use run::{EventSink, JsonLines};
+pub use run::{EventSink, JsonLines, RecorderChoice};
 
 use glassbox_model::{
     AuditReport, CheckVersion, Evidence, Manifest, Phase, PhaseTiming, RecorderSettings,
@@ -74,6 +74,8 @@ pub struct AuditOptions {
     pub session: glassbox_mcp::SessionConfig,
     /// How long the server may take to exit after its stdin is closed.
     pub exit_grace: Duration,
+    /// How the open and stat families are recorded.
+    pub recorder: RecorderChoice,
 }
 
 impl AuditOptions {
@@ -86,6 +88,7 @@ impl AuditOptions {
             evidence_dir: None,
             session: glassbox_mcp::SessionConfig::default(),
             exit_grace: Duration::from_secs(3),
+            recorder: RecorderChoice::Auto,
         }
     }
 }
@@ -211,7 +214,7 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
         },
         sandbox: Default::default(),
         recorder: RecorderSettings {
-            mechanism: "seccomp-user-notify".into(),
+            mechanism: String::new(),
             syscalls: Vec::new(),
             channels: vec!["syscalls".into(), "mcp-transcript".into()],
             lost: 0,
@@ -230,8 +233,15 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
     bundle.write_manifest(&manifest)?;
 
     let events_file = bundle.events_writer()?;
-    let mut running = run::start(&target, &opts.cwd, Box::new(JsonLines(events_file)), true)?;
+    let mut running = run::start(
+        &target,
+        &opts.cwd,
+        Box::new(JsonLines(events_file)),
+        true,
+        opts.recorder,
+    )?;
     manifest.sandbox = running.settings.clone();
+    manifest.recorder.mechanism = running.mechanism.clone();
     bundle.write_manifest(&manifest)?;
 
     // The server's stderr, copied as it comes (bounded).
@@ -359,10 +369,11 @@ pub fn trace(
     cwd: &Path,
     extra_ro: &[PathBuf],
     sink: Box<dyn EventSink>,
+    recorder: RecorderChoice,
 ) -> Result<(ServerExit, u64), Error> {
     let mut target = target::resolve(command, cwd)?;
     target.extra_ro.extend(extra_ro.iter().cloned());
-    let mut running = run::start(&target, cwd, sink, false)?;
+    let mut running = run::start(&target, cwd, sink, false, recorder)?;
     let pump = |from: Option<std::fs::File>, mut to: Box<dyn std::io::Write + Send>| {
         std::thread::spawn(move || {
             if let Some(mut f) = from {

@@ -5,7 +5,7 @@ use crate::target::Resolved;
 use crate::Error;
 use glassbox_model::{Event, Honeytoken, SandboxSettings};
 use glassbox_sandbox::{honeytokens, Config, Sandbox};
-use glassbox_trace::{rules, Clock, Recorder, RecorderStats};
+use glassbox_trace::{rules, Clock, FileChannel, Recorder, RecorderStats};
 use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -34,11 +34,25 @@ impl<W: Write + Send> EventSink for JsonLines<W> {
     }
 }
 
+/// Which mechanism records the open and stat families.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RecorderChoice {
+    /// eBPF where this host allows it (root), seccomp user notification otherwise.
+    #[default]
+    Auto,
+    /// seccomp user notification for every recorded call.
+    Notify,
+    /// eBPF for the open and stat families; an error where it is not available.
+    Ebpf,
+}
+
 /// A started sandbox with its recorder running.
 pub(crate) struct Running {
     pub sandbox: Sandbox,
     pub clock: Arc<Clock>,
     pub settings: SandboxSettings,
+    /// How calls are recorded.
+    pub mechanism: String,
     stop: Arc<AtomicBool>,
     recorder: Option<JoinHandle<RecorderResult>>,
 }
@@ -60,7 +74,20 @@ pub(crate) fn start(
     cwd: &Path,
     sink: Box<dyn EventSink>,
     keep: bool,
+    choice: RecorderChoice,
 ) -> Result<Running, Error> {
+    let files_by_ebpf = match choice {
+        RecorderChoice::Notify => false,
+        RecorderChoice::Auto => glassbox_trace::file_channel_available().is_ok(),
+        RecorderChoice::Ebpf => {
+            glassbox_trace::file_channel_available().map_err(|e| {
+                Error::Usage(format!(
+                    "the eBPF recorder is not available here ({e}); it needs CAP_BPF and CAP_PERFMON (root): use --recorder notify"
+                ))
+            })?;
+            true
+        }
+    };
     let user = honeytokens::user_name().map_err(Error::Honeytokens)?;
     let hostname = "devbox".to_string();
     let home = format!("/home/{user}");
@@ -76,17 +103,30 @@ pub(crate) fn start(
         path_prefix: target.path_prefix.clone(),
         env: vec![],
         files,
-        rules: rules(),
+        rules: rules(files_by_ebpf),
     };
     let clock = Arc::new(Clock::new());
-    let mut sandbox = Sandbox::spawn(&cfg)?;
+    let mut files = None;
+    let mut sandbox = Sandbox::spawn_with(&cfg, &mut |server_pid| {
+        if files_by_ebpf {
+            files = Some(
+                FileChannel::attach(server_pid)
+                    .map_err(|e| format!("cannot attach the eBPF recorder: {e}"))?,
+            );
+        }
+        Ok(())
+    })?;
     let mut settings = sandbox.settings().clone();
     settings.honeytokens = tokens;
     let listener = sandbox
         .listener
         .take()
         .ok_or_else(|| Error::Internal("no seccomp listener".into()))?;
-    let recorder = Recorder::new(listener, &home, clock.clone());
+    let mut recorder = Recorder::new(listener, &home, clock.clone());
+    if let Some(f) = files {
+        recorder = recorder.with_file_channel(f);
+    }
+    let mechanism = recorder.mechanism().to_string();
     let stop = Arc::new(AtomicBool::new(false));
     let stop2 = stop.clone();
     let recorder = std::thread::Builder::new()
@@ -106,6 +146,7 @@ pub(crate) fn start(
         sandbox,
         clock,
         settings,
+        mechanism,
         stop,
         recorder: Some(recorder),
     })

@@ -5,7 +5,7 @@
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
-use glassbox_audit::{AuditOptions, EventSink, JsonLines, Progress};
+use glassbox_audit::{AuditOptions, EventSink, JsonLines, Progress, RecorderChoice};
 use glassbox_model::{Event, EventKind, Phase, ServerExit};
 use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
@@ -47,6 +47,9 @@ enum Command {
         /// No progress lines on stderr.
         #[arg(long, short)]
         quiet: bool,
+        /// How to record the open and stat families.
+        #[arg(long, value_enum, default_value_t = Recorder::Auto)]
+        recorder: Recorder,
         /// The server command and its arguments.
         #[arg(last = true, required = true, value_name = "COMMAND")]
         cmd: Vec<OsString>,
@@ -59,10 +62,34 @@ enum Command {
         /// Make another host path visible, read-only (repeatable).
         #[arg(long = "ro", value_name = "PATH")]
         read_only: Vec<PathBuf>,
+        /// How to record the open and stat families.
+        #[arg(long, value_enum, default_value_t = Recorder::Auto)]
+        recorder: Recorder,
         /// The command and its arguments.
         #[arg(last = true, required = true, value_name = "COMMAND")]
         cmd: Vec<OsString>,
     },
+}
+
+/// `--recorder`.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum Recorder {
+    /// eBPF where allowed (root), seccomp user notification otherwise.
+    Auto,
+    /// seccomp user notification for every recorded call.
+    Notify,
+    /// eBPF for the open and stat families (fails where not allowed).
+    Ebpf,
+}
+
+impl From<Recorder> for RecorderChoice {
+    fn from(r: Recorder) -> Self {
+        match r {
+            Recorder::Auto => RecorderChoice::Auto,
+            Recorder::Notify => RecorderChoice::Notify,
+            Recorder::Ebpf => RecorderChoice::Ebpf,
+        }
+    }
 }
 
 struct StderrProgress {
@@ -146,9 +173,11 @@ fn run(cli: Cli) -> Result<i32> {
             request_timeout,
             session_timeout,
             quiet,
+            recorder,
             cmd,
         } => {
             let mut opts = AuditOptions::new(cmd, cwd);
+            opts.recorder = recorder.into();
             opts.evidence_dir = evidence;
             opts.extra_ro = absolute(read_only)?;
             opts.session.request_timeout = Duration::from_secs(request_timeout.max(1));
@@ -178,6 +207,7 @@ fn run(cli: Cli) -> Result<i32> {
         Command::Trace {
             out,
             read_only,
+            recorder,
             cmd,
         } => {
             let sink: Box<dyn EventSink> = match &out {
@@ -187,7 +217,8 @@ fn run(cli: Cli) -> Result<i32> {
                 ))),
                 None => Box::new(Readable(std::io::stderr())),
             };
-            let (exit, events) = glassbox_audit::trace(&cmd, &cwd, &absolute(read_only)?, sink)?;
+            let (exit, events) =
+                glassbox_audit::trace(&cmd, &cwd, &absolute(read_only)?, sink, recorder.into())?;
             if let Some(p) = &out {
                 eprintln!("glassbox: {events} events written to {}", p.display());
             }

@@ -48,7 +48,12 @@ fn to_cstring(s: &OsStr) -> CString {
     })
 }
 
-pub(crate) fn spawn(cfg: &Config, host_uid: u32, host_gid: u32) -> Result<Parts, Error> {
+pub(crate) fn spawn(
+    cfg: &Config,
+    host_uid: u32,
+    host_gid: u32,
+    before_exec: &mut dyn FnMut(i32) -> Result<(), String>,
+) -> Result<Parts, Error> {
     let prep = Prepared {
         cfg,
         plan: cfg.mount_plan(),
@@ -176,6 +181,9 @@ pub(crate) fn spawn(cfg: &Config, host_uid: u32, host_gid: u32) -> Result<Parts,
         Ok(l) => l,
         Err(e) => return Err(fail(format!("cannot take the seccomp listener: {e}"))),
     };
+    if let Err(e) = before_exec(server_pid) {
+        return Err(fail(e));
+    }
     if sys::write_all(ctl, b"k").is_err() {
         return Err(fail("the server process died before executing".into()));
     }

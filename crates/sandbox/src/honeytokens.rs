@@ -172,7 +172,8 @@ fn generate_once(
     let comment = format!("{user}@{hostname}");
     let keys = (|| {
         let ed = ssh_keygen("ed25519", None, &comment, &tmp)?;
-        let rsa = ssh_keygen("rsa", Some("3072"), &comment, &tmp)?;
+        // 2048 bits: as common in the wild as 3072, and half the CPU to make on every run.
+        let rsa = ssh_keygen("rsa", Some("2048"), &comment, &tmp)?;
         Ok::<_, io::Error>((ed, rsa))
     })();
     let _ = std::fs::remove_dir_all(&tmp);

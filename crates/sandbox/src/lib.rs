@@ -282,6 +282,16 @@ impl Sandbox {
     /// Builds the sandbox and starts the server in it, stopped at its first recorded system
     /// call (its `execve`) until the listener is served.
     pub fn spawn(cfg: &Config) -> Result<Sandbox, Error> {
+        Sandbox::spawn_with(cfg, &mut |_| Ok(()))
+    }
+
+    /// As [`Sandbox::spawn`], calling `before_exec` with the server's host pid once its
+    /// namespaces exist and before it executes (to attach observers to them). An error there
+    /// stops the set-up.
+    pub fn spawn_with(
+        cfg: &Config,
+        before_exec: &mut dyn FnMut(i32) -> Result<(), String>,
+    ) -> Result<Sandbox, Error> {
         if !cfg!(target_os = "linux") {
             return Err(Error::NotLinux);
         }
@@ -294,7 +304,7 @@ impl Sandbox {
         } else {
             (euid, egid)
         };
-        child::spawn(cfg, host_uid, host_gid).map(|parts| Sandbox {
+        child::spawn(cfg, host_uid, host_gid, before_exec).map(|parts| Sandbox {
             stdin: Some(parts.stdin),
             stdout: Some(parts.stdout),
             stderr: Some(parts.stderr),

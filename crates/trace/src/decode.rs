@@ -218,10 +218,12 @@ static SPECS: &[Spec] = &[
     ),
 ];
 
-/// The seccomp rules that route the recorded calls to the recorder.
-pub fn rules() -> Vec<Rule> {
+/// The seccomp rules that route the recorded calls to the recorder. With `files_by_ebpf`,
+/// the open and stat families are left to the eBPF channel and not routed.
+pub fn rules(files_by_ebpf: bool) -> Vec<Rule> {
     SPECS
         .iter()
+        .filter(|s| !(files_by_ebpf && matches!(s.kind, Kind::Open { .. } | Kind::Stat { .. })))
         .map(|s| Rule {
             nr: s.nr as u32,
             route: s.route,
@@ -252,42 +254,24 @@ pub(crate) fn decode(tid: u32, nr: i32, args: &[u64; 6], home: &[u8]) -> Decoded
     };
     let syscall = spec.name.to_string();
     match spec.kind {
-        Kind::Open { dirfd, path } => {
+        Kind::Open { path, .. } | Kind::Stat { path, .. } => {
             let Ok(raw) = read_cstr(tid, args[path], PATH_MAX) else {
                 return Decoded::Lost;
             };
-            let flags = match nr as i64 {
-                libc::SYS_creat => (libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC) as u64,
-                libc::SYS_openat2 => read_u64(tid, args[2]).unwrap_or(0),
-                libc::SYS_open => args[1],
-                _ => args[2],
+            let openat2_flags = if nr as i64 == libc::SYS_openat2 {
+                read_u64(tid, args[2]).unwrap_or(0)
+            } else {
+                0
             };
-            let path = absolute(tid, dirfd.map(|i| args[i] as i64), &raw);
-            Decoded::Event(EventKind::Open {
-                syscall,
-                path: Bytes(path),
-                flags,
-                flags_text: open_flags_text(flags),
-                result: None,
-            })
-        }
-        Kind::Stat { dirfd, path } => {
-            let Ok(raw) = read_cstr(tid, args[path], PATH_MAX) else {
-                return Decoded::Lost;
-            };
-            // fstat (an empty path with AT_EMPTY_PATH) is about an open descriptor, whose
-            // open was recorded.
-            if raw.is_empty() {
-                return Decoded::Skip;
-            }
-            let path = absolute(tid, dirfd.map(|i| args[i] as i64), &raw);
-            if !under(&path, home) {
-                return Decoded::Skip;
-            }
-            Decoded::Event(EventKind::Stat {
-                syscall,
-                path: Bytes(path),
-            })
+            file_event(
+                nr as i64,
+                args,
+                &raw,
+                openat2_flags,
+                None,
+                home,
+                |dirfd, raw| absolute(tid, dirfd, raw),
+            )
         }
         Kind::Exec { at } => {
             let (dirfd, path_arg, argv_arg) = if at {
@@ -376,6 +360,57 @@ pub(crate) fn decode(tid: u32, nr: i32, args: &[u64; 6], home: &[u8]) -> Decoded
             sock_type: args[1] as i32,
             protocol: args[2] as i32,
         }),
+    }
+}
+
+/// The event of an open- or stat-family call whose path string is `raw`, whichever channel saw
+/// it. `resolve` makes a relative path absolute (given the call's `dirfd`, if it has one).
+pub(crate) fn file_event(
+    nr: i64,
+    args: &[u64; 6],
+    raw: &[u8],
+    openat2_flags: u64,
+    result: Option<i64>,
+    home: &[u8],
+    resolve: impl FnOnce(Option<i64>, &[u8]) -> Vec<u8>,
+) -> Decoded {
+    let Some(spec) = SPECS.iter().find(|s| s.nr == nr) else {
+        return Decoded::Skip;
+    };
+    let syscall = spec.name.to_string();
+    match spec.kind {
+        Kind::Open { dirfd, .. } => {
+            let flags = match nr {
+                libc::SYS_creat => (libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC) as u64,
+                libc::SYS_openat2 => openat2_flags,
+                libc::SYS_open => args[1],
+                _ => args[2],
+            };
+            let path = resolve(dirfd.map(|i| args[i] as i64), raw);
+            Decoded::Event(EventKind::Open {
+                syscall,
+                path: Bytes(path),
+                flags,
+                flags_text: open_flags_text(flags),
+                result,
+            })
+        }
+        Kind::Stat { dirfd, .. } => {
+            // fstat (an empty path with AT_EMPTY_PATH) is about an open descriptor, whose
+            // open was recorded.
+            if raw.is_empty() {
+                return Decoded::Skip;
+            }
+            let path = resolve(dirfd.map(|i| args[i] as i64), raw);
+            if !under(&path, home) {
+                return Decoded::Skip;
+            }
+            Decoded::Event(EventKind::Stat {
+                syscall,
+                path: Bytes(path),
+            })
+        }
+        _ => Decoded::Skip,
     }
 }
 

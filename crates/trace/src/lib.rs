@@ -49,22 +49,34 @@
 #![deny(missing_docs)]
 
 mod decode;
+mod ebpf;
 mod notify;
 mod procinfo;
 
 pub use decode::rules;
-pub use notify::{Recorder, RecorderStats, Sink};
+pub use notify::{FileChannel, Recorder, RecorderStats, Sink};
 
 use glassbox_model::Phase;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
-use std::time::Instant;
 
-/// The run's clock and current MCP phase, shared by the recorder and the MCP client.
+/// `CLOCK_MONOTONIC` in nanoseconds: the clock eBPF's `bpf_ktime_get_ns` reads.
+pub(crate) fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid out-pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The run's clock and MCP phases, shared by the recorder and the MCP client.
 #[derive(Debug)]
 pub struct Clock {
-    start: Instant,
-    phase: Mutex<Phase>,
+    start: u64,
+    /// Every phase with the run time it began at, in order.
+    phases: Mutex<Vec<(u64, Phase)>>,
     /// Bumped at every phase change, so readers re-read the phase only when it changed.
     generation: AtomicU64,
 }
@@ -73,29 +85,45 @@ impl Clock {
     /// A clock starting now, in phase `startup`.
     pub fn new() -> Clock {
         Clock {
-            start: Instant::now(),
-            phase: Mutex::new(Phase::Startup),
+            start: monotonic_ns(),
+            phases: Mutex::new(vec![(0, Phase::Startup)]),
             generation: AtomicU64::new(0),
         }
     }
 
     /// Nanoseconds since the start of the run.
     pub fn now_ns(&self) -> u64 {
-        self.start.elapsed().as_nanos() as u64
+        monotonic_ns().saturating_sub(self.start)
+    }
+
+    /// Run time of a kernel timestamp (`CLOCK_MONOTONIC` ns).
+    pub(crate) fn since_start(&self, ktime: u64) -> u64 {
+        ktime.saturating_sub(self.start)
     }
 
     /// The current phase.
     pub fn phase(&self) -> Phase {
-        self.phase
+        self.phases
             .lock()
-            .map(|p| p.clone())
+            .ok()
+            .and_then(|p| p.last().map(|(_, ph)| ph.clone()))
             .unwrap_or(Phase::Startup)
+    }
+
+    /// The phase at run time `t_ns` (for events reported after the fact).
+    pub fn phase_at(&self, t_ns: u64) -> Phase {
+        let Ok(p) = self.phases.lock() else {
+            return Phase::Startup;
+        };
+        let i = p.partition_point(|(start, _)| *start <= t_ns);
+        p[i.saturating_sub(1)].1.clone()
     }
 
     /// Enters a new phase.
     pub fn set_phase(&self, phase: Phase) {
-        if let Ok(mut p) = self.phase.lock() {
-            *p = phase;
+        let now = self.now_ns();
+        if let Ok(mut p) = self.phases.lock() {
+            p.push((now, phase));
             self.generation.fetch_add(1, Ordering::Release);
         }
     }
@@ -115,4 +143,9 @@ impl Default for Clock {
     fn default() -> Self {
         Clock::new()
     }
+}
+
+/// Whether the eBPF file channel can be used here (needs `CAP_BPF` and `CAP_PERFMON`).
+pub fn file_channel_available() -> std::io::Result<()> {
+    ebpf::probe()
 }

@@ -1,7 +1,8 @@
-//! The user-notification loop.
+//! The recorder loop: seccomp user notifications, and the eBPF file channel when attached.
 
-use crate::decode::{decode, syscall_names, Decoded};
-use crate::procinfo::Pids;
+use crate::decode::{decode, file_event, syscall_names, Decoded};
+use crate::ebpf::{self, Rec};
+use crate::procinfo::{absolute_or, proc_link, Pids};
 use crate::Clock;
 use glassbox_model::{Event, EventKind};
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -43,25 +44,125 @@ const IOCTL_NOTIF_SET_FLAGS: libc::c_ulong = 0x4008_2104;
 const USER_NOTIF_FD_SYNC_WAKE_UP: u64 = 1;
 const USER_NOTIF_FLAG_CONTINUE: u32 = 1;
 
+/// Ring buffer records handled before the listener is looked at again.
+const RING_BATCH: usize = 4096;
+
+/// How often the ring buffer is drained (the programs do not wake the recorder), in ms.
+const RING_PERIOD_MS: i32 = 5;
+
 /// Counters of one recording.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RecorderStats {
+    /// How calls were observed.
+    pub mechanism: String,
     /// Notifications handled.
     pub notifications: u64,
+    /// Records read from the eBPF channel.
+    pub records: u64,
     /// Events emitted.
     pub events: u64,
-    /// Notifications whose arguments could not be read (the caller vanished, bad pointers).
+    /// Calls that could not be recorded: arguments unreadable (the caller vanished, bad
+    /// pointers), or records the kernel could not queue.
     pub lost: u64,
     /// The recorded system calls.
     pub syscalls: Vec<String>,
 }
 
-/// Serves a seccomp listener and turns each notification into an [`Event`].
+/// The asynchronous eBPF channel for the open and stat families (see [`crate::ebpf`]).
+#[derive(Debug)]
+pub struct FileChannel(ebpf::Channel);
+
+impl FileChannel {
+    /// Attaches to the pid namespace of host process `pid` (the sandboxed server, before it
+    /// executes).
+    pub fn attach(pid: i32) -> std::io::Result<FileChannel> {
+        ebpf::attach_to(pid).map(FileChannel)
+    }
+}
+
+/// Serves a seccomp listener (and a [`FileChannel`]) and turns what they report into
+/// [`Event`]s.
 #[derive(Debug)]
 pub struct Recorder {
     listener: OwnedFd,
     home: Vec<u8>,
     clock: Arc<Clock>,
+    files: Option<FileChannel>,
+}
+
+/// Where the recorder puts events.
+pub trait Sink {
+    /// One event.
+    fn event(&mut self, e: Event);
+    /// The recorder has nothing pending: make what was written durable.
+    fn idle(&mut self);
+}
+
+struct State<'a> {
+    home: &'a [u8],
+    clock: &'a Clock,
+    pids: Pids,
+    next_id: u64,
+    stats: RecorderStats,
+}
+
+impl State<'_> {
+    fn emit(
+        &mut self,
+        sink: &mut dyn Sink,
+        t_ns: u64,
+        phase_now: bool,
+        pid: (i32, i32),
+        kind: EventKind,
+    ) {
+        let phase = if phase_now {
+            self.clock.phase()
+        } else {
+            self.clock.phase_at(t_ns)
+        };
+        self.stats.events += 1;
+        sink.event(Event {
+            id: self.next_id,
+            t_ns,
+            pid: pid.0,
+            ppid: pid.1,
+            phase,
+            kind,
+        });
+        self.next_id += 1;
+    }
+
+    /// A completed call reported by the eBPF channel.
+    fn record(&mut self, sink: &mut dyn Sink, rec: Rec) {
+        self.stats.records += 1;
+        let Some(path) = rec.path else {
+            self.stats.lost += 1;
+            return;
+        };
+        let is_stat = !matches!(
+            rec.nr,
+            libc::SYS_open | libc::SYS_openat | libc::SYS_openat2 | libc::SYS_creat
+        );
+        // Stats are recorded under home only: drop the others before any lookup.
+        if is_stat && path.first() == Some(&b'/') && !path.starts_with(self.home) {
+            return;
+        }
+        let ids = self.pids.lookup_known(rec.host_tid, rec.ns_tgid);
+        let fallback = self.pids.exec_cwd(ids.0).map(<[u8]>::to_vec);
+        let decoded = file_event(
+            rec.nr,
+            &rec.args,
+            &path,
+            rec.openat2_flags,
+            Some(rec.result),
+            self.home,
+            |dirfd, raw| absolute_or(rec.host_tid, dirfd, raw, fallback.as_deref()),
+        );
+        if let Decoded::Event(kind) = decoded {
+            let t = self.clock.since_start(rec.ktime);
+            self.emit(sink, t, false, ids, kind);
+        }
+    }
 }
 
 impl Recorder {
@@ -79,48 +180,76 @@ impl Recorder {
             listener,
             home,
             clock,
+            files: None,
         }
     }
 
-    /// Serves notifications until every process under the filter has exited or `stop` is
-    /// set, passing each event to `sink` (ids from `first_id`). Returns the counters.
+    /// Takes the open and stat families from `files` instead of the listener (the seccomp
+    /// filter must then not route them: see [`crate::rules`]).
+    pub fn with_file_channel(mut self, files: FileChannel) -> Recorder {
+        self.files = Some(files);
+        self
+    }
+
+    /// How this recorder observes calls.
+    pub fn mechanism(&self) -> &'static str {
+        if self.files.is_some() {
+            "seccomp-user-notify + ebpf (open and stat families)"
+        } else {
+            "seccomp-user-notify"
+        }
+    }
+
+    /// Serves notifications and records until every process under the filter has exited or
+    /// `stop` is set, passing each event to `sink` (ids from `first_id`). Returns the
+    /// counters.
     ///
     /// The sink runs on this thread, after the caller was let go: handing events to another
     /// thread costs a wake-up per event, which measured more than the serialization itself.
-    pub fn run(self, first_id: u64, stop: &AtomicBool, sink: &mut dyn Sink) -> RecorderStats {
+    pub fn run(mut self, first_id: u64, stop: &AtomicBool, sink: &mut dyn Sink) -> RecorderStats {
+        let mechanism = self.mechanism().to_string();
         let fd = self.listener.as_raw_fd();
-        let mut stats = RecorderStats {
-            syscalls: syscall_names(),
-            ..Default::default()
+        let mut files = self.files.take();
+        let mut st = State {
+            home: &self.home,
+            clock: &self.clock,
+            pids: Pids::default(),
+            next_id: first_id,
+            stats: RecorderStats {
+                mechanism,
+                syscalls: syscall_names(),
+                ..Default::default()
+            },
         };
-        let mut pids = Pids::default();
-        let mut next_id = first_id;
-        let mut phase = self.clock.phase_cached(None);
         let mut idle = true;
         loop {
-            let mut p = libc::pollfd {
-                fd,
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            // Nothing pending: let the sink make what it has durable, then block.
-            let mut n = 0;
-            if !idle {
-                // SAFETY: p is a valid pollfd.
-                n = unsafe { libc::poll(&mut p, 1, 0) };
-                if n == 0 {
-                    sink.idle();
-                    idle = true;
-                }
-            }
-            if idle {
-                // SAFETY: p is a valid pollfd.
-                n = unsafe { libc::poll(&mut p, 1, 100) };
+            let mut fds = [
+                libc::pollfd {
+                    fd,
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+                libc::pollfd {
+                    fd: files.as_ref().map_or(-1, |f| f.0.ring.fd()),
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+            ];
+            // Busy: look without waiting; nothing pending: make the sink durable, then block
+            // (with the eBPF channel, only until its next drain).
+            let block = if files.is_some() { RING_PERIOD_MS } else { 100 };
+            // SAFETY: fds is a valid array of two pollfds (a negative fd is ignored).
+            let mut n = unsafe { libc::poll(fds.as_mut_ptr(), 2, if idle { block } else { 0 }) };
+            if n == 0 && !idle {
+                sink.idle();
+                idle = true;
+                // SAFETY: as above.
+                n = unsafe { libc::poll(fds.as_mut_ptr(), 2, block) };
             }
             if stop.load(Ordering::Relaxed) {
                 break;
             }
-            if n == 0 {
+            if n == 0 && files.is_none() {
                 continue;
             }
             if n < 0 {
@@ -129,66 +258,82 @@ impl Recorder {
                 }
                 break;
             }
-            if p.revents & libc::POLLIN == 0 {
-                // POLLHUP: no process is left under the filter.
-                break;
+            if let Some(f) = files.as_mut() {
+                let drained = f.0.ring.drain(RING_BATCH, &mut |b| match ebpf::decode(b) {
+                    Some(rec) => st.record(sink, rec),
+                    None => st.stats.lost += 1,
+                });
+                if n == 0 && drained == 0 {
+                    continue;
+                }
             }
             idle = false;
-            let mut req = SeccompNotif::default();
-            // SAFETY: req is a zeroed seccomp_notif, as RECV requires.
-            if unsafe { libc::ioctl(fd, IOCTL_NOTIF_RECV, &mut req) } < 0 {
-                // ENOENT: the caller died between poll and recv.
-                continue;
-            }
-            stats.notifications += 1;
-            let decoded = decode(req.pid, req.data.nr, &req.data.args, &self.home);
-            let ids = match decoded {
-                Decoded::Event(_) => Some(pids.lookup(req.pid)),
-                _ => None,
-            };
-            // The reads above are only trusted if the caller is still the one that stopped.
-            let mut id = req.id;
-            // SAFETY: ID_VALID reads a u64.
-            let valid = unsafe { libc::ioctl(fd, IOCTL_NOTIF_ID_VALID, &mut id) } == 0;
-            let resp = SeccompNotifResp {
-                id: req.id,
-                val: 0,
-                error: 0,
-                flags: USER_NOTIF_FLAG_CONTINUE,
-            };
-            // SAFETY: resp is a valid seccomp_notif_resp.
-            unsafe { libc::ioctl(fd, IOCTL_NOTIF_SEND, &resp) };
-            match decoded {
-                Decoded::Event(kind) if valid => {
-                    let (pid, ppid) = ids.unwrap_or((0, 0));
-                    if matches!(kind, EventKind::Exec { .. }) {
-                        pids.forget(req.pid);
-                    }
-                    stats.events += 1;
-                    phase = self.clock.phase_cached(Some(phase));
-                    sink.event(Event {
-                        id: next_id,
-                        t_ns: self.clock.now_ns(),
-                        pid,
-                        ppid,
-                        phase: phase.1.clone(),
-                        kind,
-                    });
-                    next_id += 1;
-                }
-                Decoded::Skip => {}
-                _ => stats.lost += 1,
+            if fds[0].revents & libc::POLLIN != 0 {
+                self.notification(&mut st, sink);
+            } else if fds[0].revents & (libc::POLLHUP | libc::POLLERR) != 0 {
+                // No process is left under the filter.
+                break;
             }
         }
+        if let Some(f) = files.as_mut() {
+            while f.0.ring.drain(usize::MAX, &mut |b| {
+                if let Some(rec) = ebpf::decode(b) {
+                    st.record(sink, rec);
+                }
+            }) > 0
+            {}
+            st.stats.lost += f.0.drops();
+        }
         sink.idle();
-        stats
+        st.stats
     }
-}
 
-/// Where the recorder puts events.
-pub trait Sink {
-    /// One event.
-    fn event(&mut self, e: Event);
-    /// The recorder has nothing pending: make what was written durable.
-    fn idle(&mut self);
+    /// Handles one user notification.
+    fn notification(&self, st: &mut State<'_>, sink: &mut dyn Sink) {
+        let fd = self.listener.as_raw_fd();
+        let mut req = SeccompNotif::default();
+        // SAFETY: req is a zeroed seccomp_notif, as RECV requires.
+        if unsafe { libc::ioctl(fd, IOCTL_NOTIF_RECV, &mut req) } < 0 {
+            // ENOENT: the caller died between poll and recv.
+            return;
+        }
+        st.stats.notifications += 1;
+        let decoded = decode(req.pid, req.data.nr, &req.data.args, &self.home);
+        let ids = match &decoded {
+            Decoded::Event(kind) => {
+                let ids = st.pids.lookup(req.pid);
+                if matches!(kind, EventKind::Exec { .. }) {
+                    // For resolving later asynchronous records of a process gone by then.
+                    if let Some(cwd) = proc_link(req.pid, "cwd") {
+                        st.pids.note_exec_cwd(ids.0, cwd);
+                    }
+                }
+                Some(ids)
+            }
+            _ => None,
+        };
+        // The reads above are only trusted if the caller is still the one that stopped.
+        let mut id = req.id;
+        // SAFETY: ID_VALID reads a u64.
+        let valid = unsafe { libc::ioctl(fd, IOCTL_NOTIF_ID_VALID, &mut id) } == 0;
+        let resp = SeccompNotifResp {
+            id: req.id,
+            val: 0,
+            error: 0,
+            flags: USER_NOTIF_FLAG_CONTINUE,
+        };
+        // SAFETY: resp is a valid seccomp_notif_resp.
+        unsafe { libc::ioctl(fd, IOCTL_NOTIF_SEND, &resp) };
+        match decoded {
+            Decoded::Event(kind) if valid => {
+                if matches!(kind, EventKind::Exec { .. }) {
+                    st.pids.forget(req.pid);
+                }
+                let t = st.clock.now_ns();
+                st.emit(sink, t, true, ids.unwrap_or((0, 0)), kind);
+            }
+            Decoded::Skip => {}
+            _ => st.stats.lost += 1,
+        }
+    }
 }

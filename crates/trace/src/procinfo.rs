@@ -74,14 +74,29 @@ pub(crate) fn proc_link(tid: u32, what: &str) -> Option<Vec<u8>> {
 /// Resolves `path` as the kernel would start to: absolute as is, relative against `dirfd`
 /// (`AT_FDCWD` for the working directory).
 pub(crate) fn absolute(tid: u32, dirfd: Option<i64>, path: &[u8]) -> Vec<u8> {
+    absolute_or(tid, dirfd, path, None)
+}
+
+/// As [`absolute`], with a working directory to fall back on when the task is gone.
+pub(crate) fn absolute_or(
+    tid: u32,
+    dirfd: Option<i64>,
+    path: &[u8],
+    cwd_fallback: Option<&[u8]>,
+) -> Vec<u8> {
     if path.first() == Some(&b'/') {
         return path.to_vec();
     }
-    let base = match dirfd {
-        None => proc_link(tid, "cwd"),
-        Some(fd) if fd as i32 == libc::AT_FDCWD => proc_link(tid, "cwd"),
-        Some(fd) => proc_link(tid, &format!("fd/{}", fd as i32)),
+    let at_cwd = match dirfd {
+        None => true,
+        Some(fd) => fd as i32 == libc::AT_FDCWD,
     };
+    let base = if at_cwd {
+        proc_link(tid, "cwd").or_else(|| cwd_fallback.map(<[u8]>::to_vec))
+    } else {
+        proc_link(tid, &format!("fd/{}", dirfd.unwrap_or(0) as i32))
+    };
+    // An unknown base stays visible as such rather than being guessed.
     let mut out = base.unwrap_or_else(|| b"?".to_vec());
     if path.is_empty() {
         return out;
@@ -98,6 +113,11 @@ pub(crate) fn absolute(tid: u32, dirfd: Option<i64>, path: &[u8]) -> Vec<u8> {
 pub(crate) struct Pids {
     by_tid: HashMap<u32, (i32, i32)>,
     ns_of_host: HashMap<i32, i32>,
+    /// Parent of each sandbox pid, as last seen: for processes gone before an asynchronous
+    /// record of theirs is processed.
+    parent_of: HashMap<i32, i32>,
+    /// Working directory of each sandbox pid at its exec (same use).
+    cwd_at_exec: HashMap<i32, Vec<u8>>,
 }
 
 fn status_fields(pid: i32) -> Option<(Vec<i32>, i32)> {
@@ -130,8 +150,33 @@ impl Pids {
             }
             None => (0, 0),
         };
+        if v.0 != 0 {
+            self.parent_of.insert(v.0, v.1);
+        }
         self.by_tid.insert(tid, v);
         v
+    }
+
+    /// As [`Pids::lookup`] for a task whose sandbox pid the kernel already reported, which may
+    /// have exited since.
+    pub(crate) fn lookup_known(&mut self, tid: u32, ns_pid: i32) -> (i32, i32) {
+        let v = self.lookup(tid);
+        if v.0 == ns_pid {
+            return v;
+        }
+        // Gone (or its host id reused): what was last seen of it.
+        self.by_tid.remove(&tid);
+        (ns_pid, self.parent_of.get(&ns_pid).copied().unwrap_or(0))
+    }
+
+    /// Remembers the working directory of sandbox pid `pid` at its exec.
+    pub(crate) fn note_exec_cwd(&mut self, pid: i32, cwd: Vec<u8>) {
+        self.cwd_at_exec.insert(pid, cwd);
+    }
+
+    /// The working directory of sandbox pid `pid` at its last exec.
+    pub(crate) fn exec_cwd(&self, pid: i32) -> Option<&[u8]> {
+        self.cwd_at_exec.get(&pid).map(Vec::as_slice)
     }
 
     /// Forgets a task (after an exec its thread id may change, and its parent may have).

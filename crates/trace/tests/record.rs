@@ -23,7 +23,7 @@ fn record(program: &str, argv: &[&str]) -> (Vec<Event>, String) {
             contents: b"[default]\n".to_vec(),
             mode: 0o600,
         }],
-        rules: rules(),
+        rules: rules(false),
     };
     let mut sb = Sandbox::spawn(&cfg).expect("spawn");
     let clock = Arc::new(Clock::new());
