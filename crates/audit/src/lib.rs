@@ -249,16 +249,6 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
     let stderr_file = bundle.stderr_writer()?;
     let stderr_copy = std::thread::spawn(move || bundle::copy_bounded(stderr, stderr_file));
 
-    let hooks = Hooks {
-        clock: running.clock.clone(),
-        transcript: Mutex::new(bundle.transcript()?),
-        timings: Mutex::new(vec![PhaseTiming {
-            phase: Phase::Startup,
-            start_ns: 0,
-            end_ns: 0,
-        }]),
-        progress,
-    };
     let stdin = running
         .sandbox
         .stdin
@@ -269,20 +259,41 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
         .stdout
         .take()
         .ok_or_else(|| Error::Internal("no stdout".into()))?;
+    let clock = running.clock.clone();
+    let hooks = Hooks {
+        clock: clock.clone(),
+        transcript: Mutex::new(bundle.transcript()?),
+        timings: Mutex::new(vec![PhaseTiming {
+            phase: Phase::Startup,
+            start_ns: 0,
+            end_ns: 0,
+        }]),
+        progress,
+    };
     // The session ends in phase `shutdown` with the server's stdin closed.
     let mut session = glassbox_mcp::run_session(stdin, stdout, &opts.session, &hooks);
-    // A well-behaved server exits now.
+    let Hooks {
+        transcript,
+        timings,
+        ..
+    } = hooks;
+    // A well-behaved server exits now; one that closed its stdout during the session has
+    // exited, or is about to: how it ended is why the session failed.
     let exited = running.sandbox.wait_timeout(opts.exit_grace);
+    let exited_early = if session.server_closed_stdout {
+        exited.clone()
+    } else {
+        None
+    };
     let (server_exit, recording) = running.finish();
     let stderr_tail = stderr_copy.join().unwrap_or_default();
-    if let Ok(mut t) = hooks.timings.lock() {
+    if let Ok(mut t) = timings.into_inner() {
         if let Some(last) = t.last_mut() {
-            last.end_ns = running.clock.now_ns();
+            last.end_ns = clock.now_ns();
         }
         manifest.timings = std::mem::take(&mut t);
     }
-    let transcript = hooks
-        .transcript
+    let transcript = transcript
         .into_inner()
         .map(|t| t.finish())
         .unwrap_or_default();
@@ -295,8 +306,15 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
 
     // A server that ended before the session did is why the session failed: say so.
     if !session.completed {
-        if let (Some(ServerExit::Exited { code }), Some(f)) = (&exited, &session.failure) {
-            let mut reason = format!("{f} (server exited with status {code})");
+        let how = match exited_early {
+            Some(ServerExit::Exited { code }) => Some(format!("server exited with status {code}")),
+            Some(ServerExit::Signaled { signal, .. }) => {
+                Some(format!("server killed by signal {signal}"))
+            }
+            _ => None,
+        };
+        if let (Some(how), Some(f)) = (how, &session.failure) {
+            let mut reason = format!("{f} ({how})");
             if !stderr_tail.trim().is_empty() {
                 reason.push_str(&format!("; its stderr ends: {}", last_line(&stderr_tail)));
             }

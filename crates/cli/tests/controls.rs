@@ -43,15 +43,16 @@ fn mounts() -> String {
     std::fs::read_to_string("/proc/self/mountinfo").unwrap()
 }
 
-fn run_case(case: &Case, tmp: &Path) -> Result<(), String> {
+fn run_case(case: &Case, recorder: &str, tmp: &Path) -> Result<(), String> {
     let dir = fixtures().join(&case.dir).canonicalize().unwrap();
     let lib = fixtures().join("lib").canonicalize().unwrap();
-    let out_dir = tmp.join(&case.name);
+    let out_dir = tmp.join(format!("{}-{recorder}", case.name));
     let json = out_dir.join("report.json");
     let output = Command::new(env!("CARGO_BIN_EXE_glassbox"))
         .current_dir(&dir)
         .arg("audit")
         .arg("--quiet")
+        .args(["--recorder", recorder])
         .arg("--json")
         .arg(&json)
         .arg("--evidence")
@@ -108,7 +109,7 @@ fn run_case(case: &Case, tmp: &Path) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!(
-            "{}: {}\n--- terminal report ---\n{stdout}\n--- stderr ---\n{stderr}",
+            "{} (recorder {recorder}): {}\n--- terminal report ---\n{stdout}\n--- stderr ---\n{stderr}",
             case.name,
             errors.join("; ")
         ))
@@ -125,15 +126,29 @@ fn every_control_gives_its_expected_outcome_and_leaves_nothing_behind() {
     let ns_before = namespaces();
     let mounts_before = mounts();
 
-    let queue = Mutex::new(manifest.cases.clone());
+    // Every control through both recorders: user notification everywhere, and the eBPF file
+    // channel where glassbox may load it (root).
+    // SAFETY: geteuid cannot fail.
+    let recorders: &[&str] = if unsafe { libc::geteuid() } == 0 {
+        &["notify", "ebpf"]
+    } else {
+        &["notify"]
+    };
+    let queue = Mutex::new(
+        manifest
+            .cases
+            .iter()
+            .flat_map(|c| recorders.iter().map(move |r| (c.clone(), *r)))
+            .collect::<Vec<_>>(),
+    );
     let failures = Mutex::new(Vec::new());
     std::thread::scope(|s| {
         for _ in 0..4 {
             s.spawn(|| loop {
-                let Some(case) = queue.lock().unwrap().pop() else {
+                let Some((case, recorder)) = queue.lock().unwrap().pop() else {
                     break;
                 };
-                if let Err(e) = run_case(&case, &tmp) {
+                if let Err(e) = run_case(&case, recorder, &tmp) {
                     failures.lock().unwrap().push(e);
                 }
             });

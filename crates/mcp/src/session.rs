@@ -137,6 +137,7 @@ impl<'a> Session<'a> {
         if let Err(fail) = self.steps(summary) {
             summary.failure = Some(fail.to_string());
         }
+        summary.server_closed_stdout = self.closed.is_some();
         self.set_phase(Phase::Shutdown);
         // Closing the queue makes the writer close the server's stdin after the queued lines.
         self.writer = None;

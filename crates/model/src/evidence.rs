@@ -392,6 +392,9 @@ pub struct SessionSummary {
     /// Why the session could not complete, when it did not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<String>,
+    /// The server closed its stdout before the session's end (it crashed or exited).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub server_closed_stdout: bool,
     /// The tools the server listed and what happened when each was called.
     pub tools: Vec<ToolRecord>,
     /// Names of the resources listed.

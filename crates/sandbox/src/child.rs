@@ -113,12 +113,8 @@ pub(crate) fn spawn(
     ));
 
     let fail = |fallback: String| -> Error {
-        let mut status = 0;
-        // SAFETY: killing and reaping our own child; its pid 1 then dies (PDEATHSIG).
-        unsafe {
-            libc::kill(outer_pid, libc::SIGKILL);
-            libc::waitpid(outer_pid, &mut status, 0);
-        }
+        // A failing child writes why, then exits (its other pipe ends may close first): read
+        // until every holder of the error pipe is gone, or 2 s, then kill what is left.
         let mut msg = Vec::new();
         let mut buf = [0u8; 4096];
         while sys::poll_readable(err_r.as_raw_fd(), 2_000).unwrap_or(false) {
@@ -126,6 +122,12 @@ pub(crate) fn spawn(
                 Ok(n) if n > 0 => msg.extend_from_slice(&buf[..n]),
                 _ => break,
             }
+        }
+        let mut status = 0;
+        // SAFETY: killing and reaping our own child; its pid 1 then dies (PDEATHSIG).
+        unsafe {
+            libc::kill(outer_pid, libc::SIGKILL);
+            libc::waitpid(outer_pid, &mut status, 0);
         }
         let msg = String::from_utf8_lossy(&msg).trim().to_string();
         if msg.starts_with("unshare:") {

@@ -2,13 +2,13 @@
 
 use glassbox_model::{Event, EventKind, SockAddr};
 use glassbox_sandbox::{Config, PlantedFile, Sandbox};
-use glassbox_trace::{rules, Clock, Recorder};
+use glassbox_trace::{file_channel_available, rules, Clock, FileChannel, Recorder};
 use std::io::Read;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-fn record(program: &str, argv: &[&str]) -> (Vec<Event>, String) {
+fn record(program: &str, argv: &[&str], ebpf: bool) -> (Vec<Event>, String) {
     let cfg = Config {
         program: program.into(),
         argv: argv.iter().map(Into::into).collect(),
@@ -23,11 +23,21 @@ fn record(program: &str, argv: &[&str]) -> (Vec<Event>, String) {
             contents: b"[default]\n".to_vec(),
             mode: 0o600,
         }],
-        rules: rules(false),
+        rules: rules(ebpf),
     };
-    let mut sb = Sandbox::spawn(&cfg).expect("spawn");
+    let mut files = None;
+    let mut sb = Sandbox::spawn_with(&cfg, &mut |pid| {
+        if ebpf {
+            files = Some(FileChannel::attach(pid).map_err(|e| e.to_string())?);
+        }
+        Ok(())
+    })
+    .expect("spawn");
     let clock = Arc::new(Clock::new());
-    let rec = Recorder::new(sb.listener.take().unwrap(), "/home/sam", clock);
+    let mut rec = Recorder::new(sb.listener.take().unwrap(), "/home/sam", clock);
+    if let Some(f) = files {
+        rec = rec.with_file_channel(f);
+    }
     let stop = AtomicBool::new(false);
     struct Keep(Vec<Event>);
     impl glassbox_trace::Sink for Keep {
@@ -62,8 +72,7 @@ fn paths(events: &[Event], kind: &str) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn execs_opens_stats_and_connects_are_recorded() {
+fn execs_opens_stats_and_connects_are_recorded(ebpf: bool) {
     let (events, out) = record(
         "/bin/sh",
         &[
@@ -71,8 +80,9 @@ fn execs_opens_stats_and_connects_are_recorded() {
             "-c",
             "cd ~ && cat .aws/credentials; test -e ~/.ssh/id_rsa; \
              python3 -c 'import socket; s=socket.socket(); s.settimeout(0.2)\ntry: s.connect((\"127.0.0.1\", 9))\nexcept OSError: pass' 2>/dev/null; \
-             echo done",
+             cat ~/.missing 2>/dev/null; echo done",
         ],
+        ebpf,
     );
     assert!(out.contains("[default]"), "{out}");
     let execs: Vec<_> = events
@@ -121,4 +131,39 @@ fn execs_opens_stats_and_connects_are_recorded() {
     for (i, e) in events.iter().enumerate() {
         assert_eq!(e.id, i as u64 + 1);
     }
+    // The eBPF channel also reports each open's result.
+    let result_of = |p: &str| {
+        events.iter().find_map(|e| match &e.kind {
+            EventKind::Open { path, result, .. } if path.to_lossy() == p => Some(*result),
+            _ => None,
+        })
+    };
+    let creds = result_of("/home/sam/.aws/credentials").expect("open recorded");
+    let missing = result_of("/home/sam/.missing").expect("failed open recorded");
+    if ebpf {
+        assert!(creds.unwrap() >= 0, "{creds:?}");
+        assert_eq!(missing, Some(-(libc::ENOENT as i64)));
+    } else {
+        assert_eq!(
+            (creds, missing),
+            (None, None),
+            "user notification cannot see results"
+        );
+    }
+}
+
+#[test]
+fn with_user_notification() {
+    execs_opens_stats_and_connects_are_recorded(false);
+}
+
+#[test]
+fn with_the_ebpf_file_channel() {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: the eBPF channel needs root");
+        return;
+    }
+    file_channel_available().expect("root can load the programs");
+    execs_opens_stats_and_connects_are_recorded(true);
 }
