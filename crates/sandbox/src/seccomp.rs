@@ -14,6 +14,7 @@ const BPF_JSET_K: u16 = 0x05 | 0x40;
 const BPF_RET_K: u16 = 0x06;
 
 const SECCOMP_RET_KILL_PROCESS: u32 = 0x8000_0000;
+const SECCOMP_RET_ERRNO: u32 = 0x0005_0000;
 const SECCOMP_RET_USER_NOTIF: u32 = 0x7fc0_0000;
 const SECCOMP_RET_ALLOW: u32 = 0x7fff_0000;
 const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
@@ -60,6 +61,61 @@ pub enum Route {
     /// Hand the call to the recorder only when argument `arg` (a pointer) is not NULL: used for
     /// `sendto`, whose destination argument is NULL on connected sockets.
     NotifyIfArgNonNull(u32),
+    /// Fail the call with this errno.
+    Deny(u32),
+    /// Fail the call with `errno` when the low 32 bits of argument `arg` have any bit of `mask`.
+    DenyIfArgBits {
+        /// The argument.
+        arg: u32,
+        /// The bits.
+        mask: u32,
+        /// The errno.
+        errno: u32,
+    },
+}
+
+const NAMESPACE_FLAGS: u32 = (libc::CLONE_NEWNS
+    | libc::CLONE_NEWCGROUP
+    | libc::CLONE_NEWUTS
+    | libc::CLONE_NEWIPC
+    | libc::CLONE_NEWUSER
+    | libc::CLONE_NEWPID
+    | libc::CLONE_NEWNET
+    | 0x80) as u32; // CLONE_NEWTIME
+
+/// The rules every sandbox has, whatever records it.
+pub fn static_rules() -> Vec<Rule> {
+    vec![
+        Rule {
+            nr: libc::SYS_clone3 as u32,
+            route: Route::Deny(libc::ENOSYS as u32),
+            reason: "clone3 passes its flags in memory, which a filter cannot read; ENOSYS makes \
+                     runtimes fall back to clone, whose flags it can",
+        },
+        Rule {
+            nr: libc::SYS_clone as u32,
+            route: Route::DenyIfArgBits {
+                arg: 0,
+                mask: NAMESPACE_FLAGS,
+                errno: libc::EPERM as u32,
+            },
+            reason: "no new namespaces: a nested pid namespace would leave the recorder's view",
+        },
+        Rule {
+            nr: libc::SYS_unshare as u32,
+            route: Route::DenyIfArgBits {
+                arg: 0,
+                mask: NAMESPACE_FLAGS,
+                errno: libc::EPERM as u32,
+            },
+            reason: "no new namespaces",
+        },
+        Rule {
+            nr: libc::SYS_setns as u32,
+            route: Route::Deny(libc::EPERM as u32),
+            reason: "no entering other namespaces",
+        },
+    ]
 }
 
 /// A rule of the filter, with the reason it exists.
@@ -97,6 +153,13 @@ pub fn build(rules: &[Rule]) -> Vec<Insn> {
                 stmt(BPF_LD_W_ABS, off_arg_hi(arg)),
                 jump(BPF_JEQ_K, 0, 1, 0),
                 stmt(BPF_RET_K, SECCOMP_RET_USER_NOTIF),
+                stmt(BPF_RET_K, SECCOMP_RET_ALLOW),
+            ],
+            Route::Deny(errno) => vec![stmt(BPF_RET_K, SECCOMP_RET_ERRNO | (errno & 0xffff))],
+            Route::DenyIfArgBits { arg, mask, errno } => vec![
+                stmt(BPF_LD_W_ABS, off_arg_lo(arg)),
+                jump(BPF_JSET_K, mask, 0, 1),
+                stmt(BPF_RET_K, SECCOMP_RET_ERRNO | (errno & 0xffff)),
                 stmt(BPF_RET_K, SECCOMP_RET_ALLOW),
             ],
         };

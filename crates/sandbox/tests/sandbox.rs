@@ -96,3 +96,15 @@ fn a_missing_program_is_reported_on_stderr() {
     assert_eq!(exit, Some(ServerExit::Exited { code: 127 }));
     assert!(err.contains("cannot execute /nonexistent/server"), "{err}");
 }
+
+#[test]
+fn new_namespaces_are_refused() {
+    let (out, err, exit) = run("unshare --user true 2>/dev/null && echo user-ns; \
+         unshare --pid --fork --user true 2>/dev/null && echo pid-ns; \
+         python3 -c 'import os; os.unshare(os.CLONE_NEWUSER)' 2>/dev/null && echo py-ns; \
+         sh -c 'echo child' ; echo done");
+    assert_eq!(exit, ServerExit::Exited { code: 0 }, "stderr: {err}");
+    assert!(!out.contains("-ns"), "a namespace was created: {out}");
+    // Threads and processes still start (clone3 refused, clone without namespace flags kept).
+    assert!(out.contains("child\ndone"), "{out}");
+}

@@ -144,10 +144,10 @@ fn count_drop(a: &mut Asm, drops: i32, key_slot: i16) {
 /// `rax` holds the result, while the argument registers are still the caller's.
 fn file_prog(dev: u64, ino: u64, scratch: i32, ring: i32, drops: i32) -> Vec<asm::Insn> {
     let mut a = Asm::default();
-    a.mov(R::R6, R::R1);
-    ns_filter(&mut a, dev, ino);
-    // The system call number: regs->orig_ax.
-    a.mov(R::R1, R::R10)
+    // The system call number first (regs->orig_ax): most calls of most processes stop there,
+    // before the namespace check.
+    a.mov(R::R6, R::R1)
+        .mov(R::R1, R::R10)
         .add_imm(R::R1, -24)
         .mov_imm(R::R2, 8)
         .ldx(Size::DW, R::R3, R::R6, 0)
@@ -157,13 +157,10 @@ fn file_prog(dev: u64, ino: u64, scratch: i32, ring: i32, drops: i32) -> Vec<asm
         .ldx(Size::DW, R::R7, R::R10, -24);
     match_nr(&mut a, PATH_ARG0, "arg0");
     match_nr(&mut a, PATH_ARG1, "arg1");
-    a.ja("out")
-        .label("arg0")
-        .mov_imm(R::R8, 0)
-        .ja("go")
-        .label("arg1")
-        .mov_imm(R::R8, 1)
-        .label("go")
+    a.ja("out").label("arg0").mov_imm(R::R8, 0).ja("ns");
+    a.label("arg1").mov_imm(R::R8, 1).label("ns");
+    ns_filter(&mut a, dev, ino);
+    a.label("go")
         // The record is built in a per-CPU scratch value: too big for the stack.
         .st(Size::W, R::R10, -16, 0)
         .ld_map_fd(R::R1, scratch)
