@@ -2,54 +2,61 @@
 //!
 //! # Mechanism
 //!
-//! The server runs under a seccomp filter (built by `glassbox-sandbox`) that routes the
-//! recorded system calls to a user-notification listener held by glassbox. For each
-//! notification the recorder reads the call's arguments from the caller's memory
-//! (`process_vm_readv`), resolves relative paths against the caller's working directory or
-//! `dirfd` (`/proc/PID/cwd`, `/proc/PID/fd/N`), checks that the notification is still valid,
-//! and lets the call continue (`SECCOMP_USER_NOTIF_FLAG_CONTINUE`). Every other system call
-//! runs at full speed.
+//! Two channels, one thread:
 //!
-//! ## Why user notification and not seccomp + ptrace
+//! - **seccomp user notification** for exec (`execve`, `execveat`), `connect`, `sendto` (with a
+//!   destination: the filter skips NULL), `sendmsg`, `sendmmsg`, `bind` and `socket`. The
+//!   server runs under a seccomp filter (built by `glassbox-sandbox`) that routes these calls to
+//!   a listener held by glassbox. For each notification the recorder reads the arguments from
+//!   the caller's memory (`process_vm_readv`), resolves relative paths (`/proc/PID/cwd`,
+//!   `/proc/PID/fd/N`), checks that the notification is still valid, and lets the call continue.
+//!   The caller waits meanwhile, so an exec is seen before the new program runs.
+//! - **eBPF** for the open family (`open`, `openat`, `openat2`, `creat`) and the stat family
+//!   (`stat`, `lstat`, `newfstatat`, `statx`, `access`, `faccessat`, `faccessat2`, `readlink`,
+//!   `readlinkat`; recorded under home): a program on the `sys_exit` raw tracepoint, filtered to
+//!   the sandbox's pid namespace, copies each call's arguments, path and **result** into a ring
+//!   buffer that the recorder drains every few milliseconds ([`ebpf`]). The caller never waits.
+//!   It needs `CAP_BPF` and `CAP_PERFMON` (root); elsewhere these calls go through user
+//!   notification too (without results), and the manifest says which mechanism ran.
 //!
-//! Both were measured side by side on benchmark (a) (python3 opening and closing a file
-//! 200,000 times; `bench/mechanism/mech.c`, same machine, same run), CPU time of supervisor
-//! and traced tree together, untraced = 1.0x:
+//! ## Why
+//!
+//! Measured side by side on benchmark (a) (python3 opening and closing a file 200,000 times;
+//! CPU time of recorder and traced tree together, untraced = 1.0x; `bench/mechanism/mech.c`
+//! for the first four rows, `bench/trace_overhead.py` for the rest, on this project's
+//! 2-core virtual machine):
 //!
 //! | mechanism | CPU |
 //! |---|---|
-//! | seccomp user notification, synchronous wake-up | 3.9x |
-//! | seccomp user notification | 5.4x |
-//! | seccomp `RET_TRACE` + ptrace, entry stop only | 5.4x |
 //! | seccomp `RET_TRACE` + ptrace, entry and exit stops (to read results) | 8.1x |
-//! | `strace -f --seccomp-bpf -e trace=open,openat,openat2,creat` | 11.5x |
-//! | `strace -f` | 23x |
+//! | seccomp `RET_TRACE` + ptrace, entry stop only | 5.4x |
+//! | seccomp user notification | 5.4x |
+//! | seccomp user notification, synchronous wake-up | 3.9x |
+//! | `strace -f --seccomp-bpf` on the same calls | 10x |
+//! | `strace -f` | 19x |
+//! | glassbox: user notification + eBPF for files (whole run, fresh secrets included) | 1.9x |
 //!
-//! User notification wins: one round trip per recorded call instead of two stops, no
-//! ptrace-stop bookkeeping for every thread and fork, no interference with the server's own
-//! use of signals, and the tracee cannot detect or detach a tracer. It cannot see a call's
-//! result: `Open.result` is left empty here (the kernel-reported file channel of a later
-//! issue supplies ground truth for the files that matter). The remaining cost is two context
-//! switches per recorded call, which on this virtual machine dominate; the next step toward
-//! the 2.0x target is an asynchronous in-kernel channel for the open family.
-//!
-//! ## What is recorded
-//!
-//! exec (`execve`, `execveat`: path and argv), the open family (`open`, `openat`, `openat2`,
-//! `creat`: absolute path and flags), the stat family (`stat`, `lstat`, `newfstatat`, `statx`,
-//! `access`, `faccessat`, `faccessat2`, `readlink`, `readlinkat`) for paths under the home
-//! directory, `connect`, `sendto` (only with a destination: the filter skips NULL), `sendmsg`
-//! and `sendmmsg` with a destination, `bind` and `socket`.
+//! User notification beats ptrace (one round trip per call instead of two stops, no
+//! stop bookkeeping per thread and fork, nothing the server can detect or detach), but any
+//! mechanism that stops the caller costs two context switches per call, which on a virtual
+//! machine is most of the price: the open family, by far the most frequent, had to move to a
+//! channel that does not stop the caller. A program on `sys_exit` rather than `sys_enter`
+//! because `bpf_probe_read_user_str` cannot fault a page in: at the exit the kernel has read the
+//! path, so its page is present (on `sys_enter` paths in untouched pages came back empty), and
+//! the result is there.
 //!
 //! ## Limits
 //!
-//! Pointer arguments are read while the caller waits, but another thread of the caller can
-//! rewrite them before the kernel reads them (TOCTOU); claims that matter are cross-checked
-//! on kernel-reported channels (see DESIGN.md, Tracer).
+//! Pointer arguments are read from the caller's memory, and another thread of the caller can
+//! rewrite them around the kernel's own read (TOCTOU); claims that matter are to be
+//! cross-checked on kernel-reported channels (DESIGN.md, Tracer). eBPF records are processed a
+//! few milliseconds after the call: a relative path of a process that has exited by then is
+//! resolved against its working directory at its exec, and shown with a `?` base when that is
+//! unknown too. A call still blocked when the server is killed is not reported by eBPF.
 #![deny(missing_docs)]
 
 mod decode;
-mod ebpf;
+pub mod ebpf;
 mod notify;
 mod procinfo;
 
