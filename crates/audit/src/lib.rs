@@ -343,16 +343,10 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
     })
 }
 
+/// The last line of the server's stderr, printable and short, for a reason.
 fn last_line(s: &str) -> String {
     let line = s.trim().lines().last().unwrap_or("").trim();
-    let mut out: String = line.chars().take(300).collect();
-    if line.chars().count() > 300 {
-        out.push('…');
-    }
-    out.escape_default()
-        .to_string()
-        .replace("\\'", "'")
-        .replace("\\\"", "\"")
+    glassbox_model::truncate(&glassbox_model::printable(line), 300)
 }
 
 /// Evaluates the current checks over stored or fresh evidence.

@@ -1,13 +1,10 @@
 //! Building the one-line summaries of findings: escaping, argv, phase lists, grouping.
 
-use glassbox_model::{Bytes, Phase};
+use glassbox_model::Phase;
 use std::collections::HashMap;
 use std::hash::Hash;
 
-/// `s` with control characters escaped, as [`Bytes`]'s `Display` does.
-pub(crate) fn escape(s: &str) -> String {
-    Bytes::from(s).to_string()
-}
+pub(crate) use glassbox_model::printable as escape;
 
 /// A phase as text, escaped (a tool name comes from the server).
 pub(crate) fn phase(p: &Phase) -> String {
@@ -24,34 +21,7 @@ pub(crate) fn phases(ps: &[Phase]) -> String {
     out.join(", ")
 }
 
-/// The argv as one escaped line, arguments with spaces quoted, cut at `max` characters.
-pub(crate) fn argv(argv: &[Bytes], max: usize) -> String {
-    let mut out = String::new();
-    for (i, a) in argv.iter().enumerate() {
-        if i > 0 {
-            out.push(' ');
-        }
-        let s = a.to_string();
-        if s.is_empty() || s.contains([' ', '\'', '"']) {
-            out.push('\'');
-            out.push_str(&s.replace('\'', "\\'"));
-            out.push('\'');
-        } else {
-            out.push_str(&s);
-        }
-    }
-    truncate(&out, max)
-}
-
-/// `s` cut to at most `max` characters, with `…` when cut.
-pub(crate) fn truncate(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        return s.to_string();
-    }
-    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
-    out.push('…');
-    out
-}
+pub(crate) use glassbox_model::argv_line as argv;
 
 /// Events grouped by a key, in order of first appearance.
 #[derive(Debug)]
@@ -101,6 +71,7 @@ impl<K: Hash + Eq + Clone, V: Default> Groups<K, V> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use glassbox_model::Bytes;
 
     #[test]
     fn argv_is_escaped_quoted_and_cut() {

@@ -31,19 +31,63 @@ impl fmt::Debug for Bytes {
     }
 }
 
+/// Characters that are not control characters but reorder or hide text on a terminal
+/// (bidirectional overrides and isolates, zero-width marks).
+fn is_invisible_format(c: char) -> bool {
+    matches!(
+        c,
+        '\u{061c}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
+            | '\u{feff}'
+    )
+}
+
 impl fmt::Display for Bytes {
+    /// Printable: invalid UTF-8 replaced, and control characters and invisible format
+    /// characters escaped (these strings come from a hostile program and reach terminals).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // Escape control characters: these strings come from a hostile program and may reach a
-        // terminal.
         for c in String::from_utf8_lossy(&self.0).chars() {
             if c.is_control() {
                 write!(f, "{}", c.escape_default())?;
+            } else if is_invisible_format(c) {
+                write!(f, "{}", c.escape_unicode())?;
             } else {
                 write!(f, "{c}")?;
             }
         }
         Ok(())
     }
+}
+
+/// A string from the server (a tool name, a reason) made printable as [`Bytes`] displays.
+pub fn printable(s: &str) -> String {
+    Bytes::from(s).to_string()
+}
+
+/// `s` cut to at most `max` characters, with `…` when cut.
+pub fn truncate(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+/// An argv as one printable line, arguments that are empty or hold spaces or quotes quoted,
+/// cut at `max` characters.
+pub fn argv_line(argv: &[Bytes], max: usize) -> String {
+    let parts: Vec<String> = argv
+        .iter()
+        .map(|a| {
+            let s = a.to_string();
+            if s.is_empty() || s.contains([' ', '\'', '"']) {
+                format!("'{}'", s.replace('\'', "\\'"))
+            } else {
+                s
+            }
+        })
+        .collect();
+    truncate(&parts.join(" "), max)
 }
 
 impl From<&str> for Bytes {
@@ -126,7 +170,10 @@ mod tests {
     }
 
     #[test]
-    fn display_escapes_control_characters() {
+    fn display_escapes_control_and_invisible_characters() {
         assert_eq!(Bytes::from("a\x1b[31mb\n").to_string(), "a\\u{1b}[31mb\\n");
+        assert_eq!(printable("x\u{202e}y"), "x\\u{202e}y");
+        assert_eq!(truncate("abcdef", 4), "abc…");
+        assert_eq!(truncate("abc", 4), "abc");
     }
 }

@@ -28,7 +28,7 @@ mod bytes;
 mod evidence;
 mod report;
 
-pub use bytes::Bytes;
+pub use bytes::{argv_line, printable, truncate, Bytes};
 pub use evidence::*;
 pub use report::*;
 

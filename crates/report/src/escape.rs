@@ -2,67 +2,19 @@
 
 use glassbox_model::Bytes;
 
-/// Characters that are not control characters but reorder or hide text on a terminal
-/// (bidirectional overrides and isolates, zero-width marks): escaped like control characters.
-fn is_invisible_format(c: char) -> bool {
-    matches!(
-        c,
-        '\u{061c}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
-            | '\u{feff}'
-    )
-}
-
-fn escape_format_chars(s: String) -> String {
-    if !s.chars().any(is_invisible_format) {
-        return s;
-    }
-    s.chars()
-        .map(|c| {
-            if is_invisible_format(c) {
-                c.escape_unicode().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
-}
-
-/// Bytes from the server, printable: control characters escaped by [`Bytes`]'s `Display`,
-/// invalid UTF-8 replaced, and bidi/zero-width format characters escaped too.
+/// Bytes from the server, printable (see [`Bytes`]'s `Display`).
 pub(crate) fn bytes(b: &Bytes) -> String {
-    escape_format_chars(b.to_string())
+    b.to_string()
 }
 
 /// A string from the server (a tool name, a reason), printable like [`bytes`].
 pub(crate) fn text(s: &str) -> String {
-    escape_format_chars(Bytes::from(s).to_string())
+    glassbox_model::printable(s)
 }
 
-/// `s` cut to at most `max` characters, with `…` when cut.
-pub(crate) fn truncate(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        return s.to_string();
-    }
-    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
-    out.push('…');
-    out
-}
+pub(crate) use glassbox_model::truncate;
 
-/// An argv as one printable line, arguments with spaces quoted, cut at `max` characters.
-pub(crate) fn argv(argv: &[Bytes], max: usize) -> String {
-    let parts: Vec<String> = argv
-        .iter()
-        .map(|a| {
-            let s = bytes(a);
-            if s.is_empty() || s.contains([' ', '\'', '"']) {
-                format!("'{}'", s.replace('\'', "\\'"))
-            } else {
-                s
-            }
-        })
-        .collect();
-    truncate(&parts.join(" "), max)
-}
+pub(crate) use glassbox_model::argv_line as argv;
 
 #[cfg(test)]
 mod tests {
