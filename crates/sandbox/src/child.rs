@@ -564,26 +564,6 @@ fn build_root(p: &Prepared<'_>, sources: &[Option<OwnedFd>]) -> Result<(), Strin
             .map(Path::to_path_buf)
             .unwrap_or_default()
     };
-    for (step, fd) in p.plan.iter().zip(sources) {
-        match step {
-            MountPlan::Symlink { link, target } => {
-                ctx(
-                    &format!("symlink {}", link.display()),
-                    symlink(target, new.join(rel(link))),
-                )?;
-            }
-            MountPlan::Bind { src, dst } => {
-                // The host's /proc is still at /oldroot/proc; "self" there is this process.
-                let from = match fd {
-                    Some(fd) => PathBuf::from(format!("/oldroot/proc/self/fd/{}", fd.as_raw_fd())),
-                    None => old.join(rel(src)),
-                };
-                bind_ro(&from, &new.join(rel(dst))).map_err(|e| {
-                    e.replace(&from.display().to_string(), &src.display().to_string())
-                })?
-            }
-        }
-    }
     // /proc of the new pid namespace, mounted while the host's /proc is still visible (the
     // kernel refuses a new proc mount in a user namespace otherwise).
     mkdirs(&new.join("proc"), 0o555)?;
@@ -634,6 +614,28 @@ fn build_root(p: &Prepared<'_>, sources: &[Option<OwnedFd>]) -> Result<(), Strin
         let mut file = ctx(&format!("create {}", f.path), File::create(&path))?;
         ctx(&format!("write {}", f.path), file.write_all(&f.contents))?;
         set_mode(&path, f.mode)?;
+    }
+    // The binds last: a working directory under /tmp, /run, /var or home goes on top of the
+    // tmpfs mounted there, not under it.
+    for (step, fd) in p.plan.iter().zip(sources) {
+        match step {
+            MountPlan::Symlink { link, target } => {
+                ctx(
+                    &format!("symlink {}", link.display()),
+                    symlink(target, new.join(rel(link))),
+                )?;
+            }
+            MountPlan::Bind { src, dst } => {
+                // The host's /proc is still at /oldroot/proc; "self" there is this process.
+                let from = match fd {
+                    Some(fd) => PathBuf::from(format!("/oldroot/proc/self/fd/{}", fd.as_raw_fd())),
+                    None => old.join(rel(src)),
+                };
+                bind_ro(&from, &new.join(rel(dst))).map_err(|e| {
+                    e.replace(&from.display().to_string(), &src.display().to_string())
+                })?
+            }
+        }
     }
     let hostname = cfg.hostname.as_bytes();
     // SAFETY: hostname is a valid buffer of the given length; we own this uts namespace.

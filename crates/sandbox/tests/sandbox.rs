@@ -108,3 +108,28 @@ fn new_namespaces_are_refused() {
     // Threads and processes still start (clone3 refused, clone without namespace flags kept).
     assert!(out.contains("child\ndone"), "{out}");
 }
+
+#[test]
+fn a_working_directory_under_tmp_stays_visible_and_read_only() {
+    let dir = std::env::temp_dir().join(format!("glassbox-cwd-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("data.txt"), "visible\n").unwrap();
+    let mut cfg = config(
+        "pwd; cat data.txt; touch x 2>/dev/null || echo read-only; touch /tmp/y && echo tmp-rw",
+    );
+    cfg.cwd = dir.clone();
+    let mut sb = Sandbox::spawn(&cfg).expect("spawn");
+    drop(sb.stdin.take());
+    let mut out = String::new();
+    sb.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    assert_eq!(
+        sb.wait_timeout(Duration::from_secs(10)),
+        Some(ServerExit::Exited { code: 0 })
+    );
+    sb.finish();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(
+        out,
+        format!("{}\nvisible\nread-only\ntmp-rw\n", dir.display())
+    );
+}
