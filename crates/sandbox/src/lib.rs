@@ -28,6 +28,11 @@
 //! the host.
 #![deny(missing_docs)]
 
+#[cfg(not(target_os = "linux"))]
+compile_error!(
+    "glassbox runs servers in Linux namespaces under seccomp and eBPF: it builds and runs on Linux only"
+);
+
 mod child;
 pub mod honeytokens;
 pub mod seccomp;
