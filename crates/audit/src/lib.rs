@@ -16,7 +16,10 @@
 #![deny(missing_docs)]
 
 mod bundle;
+pub mod coverage;
+pub mod recheck;
 mod run;
+pub mod selftest;
 pub mod target;
 
 pub use run::{EventSink, JsonLines, RecorderChoice};
@@ -76,6 +79,8 @@ pub struct AuditOptions {
     pub exit_grace: Duration,
     /// How the open and stat families are recorded.
     pub recorder: RecorderChoice,
+    /// Which checks are proven; `None`: this build's selftest record.
+    pub proofs: Option<glassbox_checks::Proofs>,
 }
 
 impl AuditOptions {
@@ -89,6 +94,7 @@ impl AuditOptions {
             session: glassbox_mcp::SessionConfig::default(),
             exit_grace: Duration::from_secs(3),
             recorder: RecorderChoice::Auto,
+            proofs: None,
         }
     }
 }
@@ -333,7 +339,8 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
         events: recording.events,
         transcript,
     };
-    let report = evaluate(&evidence, &dir);
+    let proofs = opts.proofs.clone().unwrap_or_else(selftest::load_proofs);
+    let report = evaluate(&evidence, &dir, &proofs);
     bundle.write_manifest(&evidence.manifest)?;
     bundle.write_report(&report)?;
     Ok(Audit {
@@ -350,9 +357,9 @@ fn last_line(s: &str) -> String {
 }
 
 /// Evaluates the current checks over stored or fresh evidence.
-pub fn evaluate(evidence: &Evidence, dir: &Path) -> AuditReport {
+pub fn evaluate(evidence: &Evidence, dir: &Path, proofs: &glassbox_checks::Proofs) -> AuditReport {
     let session = &evidence.manifest.session;
-    let checks = glassbox_checks::evaluate_all(evidence);
+    let checks = glassbox_checks::evaluate_all(evidence, proofs);
     let (verdict, inconclusive_reason) =
         glassbox_checks::verdict(&checks, session.completed, session.failure.as_deref());
     AuditReport {

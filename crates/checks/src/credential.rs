@@ -16,8 +16,8 @@
 
 use crate::paths::{self, NormPath};
 use crate::text::{self, Groups};
-use crate::{flags, Channel, CheckInfo, Evaluation};
-use glassbox_model::{EventKind, Evidence, Severity};
+use crate::{flags, Channel, CheckInfo, Evaluation, Evaluator};
+use glassbox_model::{Event, EventKind, Manifest, Severity};
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "credential-probe",
@@ -25,6 +25,8 @@ pub(crate) const INFO: CheckInfo = CheckInfo {
     claim: "no credential probing",
     severity: Severity::High,
     channels: &[Channel::Syscalls],
+    accuses: "reading a planted secret (credential theft)",
+    sources: &["credential.rs", "paths.rs", "flags.rs", "text.rs"],
 };
 
 /// Home-relative directories whose every entry counts once a honeytoken is planted in them.
@@ -83,13 +85,14 @@ impl Reason {
 struct Context {
     home: NormPath,
     cwd: NormPath,
+    cwd_raw: Vec<u8>,
     planted: Vec<NormPath>,
     planted_dirs: Vec<NormPath>,
 }
 
 impl Context {
-    fn new(ev: &Evidence) -> Self {
-        let sandbox = &ev.manifest.sandbox;
+    fn new(manifest: &Manifest) -> Self {
+        let sandbox = &manifest.sandbox;
         let home = NormPath::new(sandbox.home.as_bytes());
         let planted: Vec<NormPath> = sandbox
             .honeytokens
@@ -107,6 +110,7 @@ impl Context {
         }
         Context {
             cwd: NormPath::new(sandbox.cwd.as_bytes()),
+            cwd_raw: sandbox.cwd.as_bytes().to_vec(),
             home,
             planted,
             planted_dirs,
@@ -165,19 +169,30 @@ impl Access {
     }
 }
 
-pub(crate) fn evaluate(ev: &Evidence) -> Evaluation {
-    let ctx = Context::new(ev);
-    let mut groups: Groups<NormPath, Access> = Groups::new();
-    for e in &ev.events {
+/// The check's state over one run.
+pub(crate) struct State {
+    ctx: Context,
+    groups: Groups<NormPath, Access>,
+}
+
+pub(crate) fn start(c: &crate::Context<'_>) -> Box<dyn Evaluator> {
+    Box::new(State {
+        ctx: Context::new(c.manifest),
+        groups: Groups::new(),
+    })
+}
+
+impl Evaluator for State {
+    fn event(&mut self, e: &Event) {
         let path = match &e.kind {
             EventKind::Open { path, .. } | EventKind::Stat { path, .. } => path,
-            _ => continue,
+            _ => return,
         };
-        let norm = NormPath::resolve(path.as_slice(), ev.manifest.sandbox.cwd.as_bytes());
-        let Some(reason) = ctx.classify(&norm) else {
-            continue;
+        let norm = NormPath::resolve(path.as_slice(), &self.ctx.cwd_raw);
+        let Some(reason) = self.ctx.classify(&norm) else {
+            return;
         };
-        let acc = groups.add(norm, e.id, &e.phase);
+        let acc = self.groups.add(norm, e.id, &e.phase);
         acc.reason = Some(reason);
         match &e.kind {
             EventKind::Open {
@@ -201,30 +216,45 @@ pub(crate) fn evaluate(ev: &Evidence) -> Evaluation {
             _ => acc.stat = true,
         }
     }
-    let findings = groups
-        .items
-        .into_iter()
-        .map(|g| {
-            let acc = &g.data;
-            let reason = acc.reason.map_or("", Reason::text);
-            let failed = if acc.opens > 0 && acc.failed_opens == acc.opens {
-                ", every open failed"
-            } else {
-                ""
-            };
-            let summary = format!(
-                "{} {} ({reason}{failed}) during {}",
-                acc.verbs(),
-                paths::display(&g.key, &ctx.home),
-                text::phases(&g.phases),
-            );
-            INFO.finding(summary, g.ids, g.phases.first().cloned())
-        })
-        .collect();
-    Evaluation {
-        findings,
-        notes: Vec::new(),
+
+    fn finish(self: Box<Self>) -> Evaluation {
+        let State { ctx, groups } = *self;
+        let findings = groups
+            .items
+            .into_iter()
+            .map(|g| {
+                let acc = &g.data;
+                let reason = acc.reason.map_or("", Reason::text);
+                let failed = if acc.opens > 0 && acc.failed_opens == acc.opens {
+                    ", every open failed"
+                } else {
+                    ""
+                };
+                let summary = format!(
+                    "{} {} ({reason}{failed}) during {}",
+                    acc.verbs(),
+                    paths::display(&g.key, &ctx.home),
+                    text::phases(&g.phases),
+                );
+                let mut f = INFO.finding(summary, g.ids, g.phases.first().cloned());
+                // Reading a planted secret is an accusation of credential theft; a stat or
+                // a failed attempt is a probe, reported without accusing.
+                f.accusation = acc.read
+                    && acc.failed_opens < acc.opens
+                    && matches!(acc.reason, Some(Reason::Planted));
+                f
+            })
+            .collect();
+        Evaluation {
+            findings,
+            notes: Vec::new(),
+        }
     }
+}
+
+#[cfg(test)]
+pub(crate) fn evaluate(ev: &glassbox_model::Evidence) -> Evaluation {
+    crate::evaluate_one(start, ev)
 }
 
 #[cfg(test)]
@@ -234,7 +264,7 @@ mod tests {
     use crate::testutil::Ev;
     use glassbox_model::{Bytes, Phase};
 
-    fn summaries(ev: &Evidence) -> Vec<String> {
+    fn summaries(ev: &glassbox_model::Evidence) -> Vec<String> {
         evaluate(ev)
             .findings
             .into_iter()

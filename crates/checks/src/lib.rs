@@ -35,8 +35,21 @@
 //!    claim `pass` on part of a session;
 //! 4. otherwise [`Outcome::Pass`].
 //!
-//! [`Outcome::Unverified`] (no passing positive control in this build) is not produced yet; see
-//! [`Check::run`] for where it goes.
+//! 5. but a `pass` becomes [`Outcome::Unverified`] when the check is not proven in this build
+//!    ([`Proofs`]: every positive control of the check fired in `glassbox selftest` for this
+//!    build); a check whose controls did not fire makes no claim.
+//!
+//! # Streaming
+//!
+//! Checks see the events one at a time ([`Evaluator`]), with everything else of the bundle at
+//! hand ([`Context`]); memory grows with what they find, not with the trace. [`Run`] drives
+//! every check over a stream; [`evaluate_all`] over an [`Evidence`] in memory.
+//!
+//! # Accusations
+//!
+//! A finding that accuses the server of something (reading a planted secret, instructions to
+//! exfiltrate in its descriptions) has `accusation` set; such a server is
+//! [`Verdict::Withheld`] until a person has reviewed the finding.
 //!
 //! # Verdict
 //!
@@ -54,16 +67,22 @@
 #![deny(missing_docs)]
 
 use glassbox_model::{
-    CheckResult, CheckVersion, Evidence, Finding, Outcome, Phase, Severity, Verdict,
+    CheckResult, CheckVersion, Event, Evidence, Finding, Manifest, Outcome, Phase, Severity,
+    TranscriptEntry, Verdict,
 };
 use std::fmt;
 
 mod credential;
+mod descriptions;
+mod exfil;
 pub mod flags;
+mod lock;
 pub mod paths;
 mod persistence;
 mod spawn;
 mod text;
+
+pub use lock::{retraction, retractions, Retraction, LOCK};
 
 #[cfg(test)]
 mod testutil;
@@ -96,12 +115,8 @@ impl Channel {
     }
 
     /// Whether the run whose evidence this is observed the channel.
-    pub fn observed_in(self, ev: &Evidence) -> bool {
-        ev.manifest
-            .recorder
-            .channels
-            .iter()
-            .any(|c| c == self.name())
+    pub fn observed_in(self, manifest: &Manifest) -> bool {
+        manifest.recorder.channels.iter().any(|c| c == self.name())
     }
 }
 
@@ -112,22 +127,29 @@ impl fmt::Display for Channel {
 }
 
 /// What a check is: identity, claim, severity and the channels it needs.
+/// Everything a check needs to know about one check: its identity and promise.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CheckInfo {
     /// Stable id (`credential-probe`).
     pub id: &'static str,
-    /// Version of the check's logic; bumped on every change of what it finds.
+    /// Version of the logic: bumped whenever what the check decides changes (`checks.lock`
+    /// makes the tests fail otherwise).
     pub version: u32,
-    /// The claim it makes when it passes ("no credential probing").
+    /// The claim it makes when it passes.
     pub claim: &'static str,
     /// Severity of its findings.
     pub severity: Severity,
-    /// The channels it needs; a run without one of them cannot pass the check.
+    /// The channels it needs.
     pub channels: &'static [Channel],
+    /// Which of its findings accuse the server (empty: none); such findings are withheld
+    /// until reviewed.
+    pub accuses: &'static str,
+    /// The source files its logic lives in (hashed into `checks.lock`).
+    pub sources: &'static [&'static str],
 }
 
 impl CheckInfo {
-    /// A finding of this check (id and version filled in).
+    /// A finding of this check.
     pub fn finding(&self, summary: String, evidence: Vec<u64>, phase: Option<Phase>) -> Finding {
         Finding {
             check: self.id.to_string(),
@@ -135,10 +157,11 @@ impl CheckInfo {
             summary,
             evidence,
             phase,
+            accusation: false,
         }
     }
 
-    /// The id and version, as recorded in the manifest.
+    /// The check's id and version.
     pub fn check_version(&self) -> CheckVersion {
         CheckVersion {
             id: self.id.to_string(),
@@ -147,50 +170,153 @@ impl CheckInfo {
     }
 }
 
-/// What a check found in one run.
+/// What a check produced over one run.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Evaluation {
     /// Findings: each one flags the check.
     pub findings: Vec<Finding>,
-    /// Notes: listed in the report, never flagged.
+    /// Listed, never flagged.
     pub notes: Vec<Finding>,
 }
 
-/// A check: its description and its logic.
+/// The bundle except its event stream: what a check may consult at any time.
 #[derive(Clone, Copy, Debug)]
-pub struct Check {
-    /// Id, version, claim, severity, channels.
-    pub info: CheckInfo,
-    /// The logic: a pure function of the evidence.
-    pub evaluate: fn(&Evidence) -> Evaluation,
+pub struct Context<'a> {
+    /// The manifest.
+    pub manifest: &'a Manifest,
+    /// The MCP transcript.
+    pub transcript: &'a [TranscriptEntry],
 }
 
-impl Check {
-    /// Evaluates the check and decides its outcome (see the crate docs, "Outcomes").
-    pub fn run(&self, ev: &Evidence) -> CheckResult {
-        let eval = (self.evaluate)(ev);
-        let (outcome, reason) = outcome(&self.info, &eval, ev);
-        CheckResult {
-            id: self.info.id.to_string(),
-            version: self.info.version,
-            claim: self.info.claim.to_string(),
-            severity: self.info.severity,
-            outcome,
-            reason,
-            findings: eval.findings,
-            notes: eval.notes,
+/// One check over one run: events in, an evaluation out.
+pub trait Evaluator {
+    /// The next event, in order.
+    fn event(&mut self, e: &Event);
+    /// No more events.
+    fn finish(self: Box<Self>) -> Evaluation;
+}
+
+/// A check: its identity and how to start evaluating a run.
+#[derive(Clone, Copy, Debug)]
+pub struct Check {
+    /// Identity and promise.
+    pub info: CheckInfo,
+    /// Starts an evaluation.
+    pub start: fn(&Context<'_>) -> Box<dyn Evaluator>,
+}
+
+/// Whether each check is proven in this build: its positive controls all fired in
+/// `glassbox selftest`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Proofs {
+    /// Per check id and version: `Ok` when proven, else why not.
+    pub by_check: Vec<(CheckVersion, Result<(), String>)>,
+    /// Why there is no proof at all (no selftest recorded for this build).
+    pub missing: Option<String>,
+}
+
+impl Proofs {
+    /// Every check proven (for tests and for evidence evaluated outside any build record).
+    pub fn all_proven() -> Proofs {
+        Proofs {
+            by_check: REGISTRY
+                .iter()
+                .map(|c| (c.info.check_version(), Ok(())))
+                .collect(),
+            missing: None,
+        }
+    }
+
+    /// Nothing proven, with the reason.
+    pub fn none(reason: impl Into<String>) -> Proofs {
+        Proofs {
+            by_check: Vec::new(),
+            missing: Some(reason.into()),
+        }
+    }
+
+    fn of(&self, info: &CheckInfo) -> Result<(), String> {
+        let found = self
+            .by_check
+            .iter()
+            .find(|(cv, _)| cv.id == info.id && cv.version == info.version);
+        match found {
+            Some((_, r)) => r.clone(),
+            None => Err(self.missing.clone().unwrap_or_else(|| {
+                format!(
+                    "{} v{} was not in this build's selftest",
+                    info.id, info.version
+                )
+            })),
         }
     }
 }
 
-fn outcome(info: &CheckInfo, eval: &Evaluation, ev: &Evidence) -> (Outcome, Option<String>) {
+/// Every check of the registry over one run's event stream.
+pub struct Run<'a> {
+    ctx: Context<'a>,
+    evaluators: Vec<(&'static Check, Box<dyn Evaluator>)>,
+}
+
+impl std::fmt::Debug for Run<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Run({} checks)", self.evaluators.len())
+    }
+}
+
+impl<'a> Run<'a> {
+    /// Starts every check of the registry.
+    pub fn new(ctx: Context<'a>) -> Run<'a> {
+        Run {
+            evaluators: REGISTRY.iter().map(|c| (c, (c.start)(&ctx))).collect(),
+            ctx,
+        }
+    }
+
+    /// The next event.
+    pub fn event(&mut self, e: &Event) {
+        for (_, ev) in &mut self.evaluators {
+            ev.event(e);
+        }
+    }
+
+    /// The results, with outcomes decided under `proofs`.
+    pub fn finish(self, proofs: &Proofs) -> Vec<CheckResult> {
+        let ctx = self.ctx;
+        self.evaluators
+            .into_iter()
+            .map(|(check, ev)| result(&check.info, ev.finish(), &ctx, proofs))
+            .collect()
+    }
+}
+
+fn result(info: &CheckInfo, eval: Evaluation, ctx: &Context<'_>, proofs: &Proofs) -> CheckResult {
+    let (outcome, reason) = outcome(info, &eval, ctx, proofs);
+    CheckResult {
+        id: info.id.to_string(),
+        version: info.version,
+        claim: info.claim.to_string(),
+        severity: info.severity,
+        outcome,
+        reason,
+        findings: eval.findings,
+        notes: eval.notes,
+    }
+}
+
+fn outcome(
+    info: &CheckInfo,
+    eval: &Evaluation,
+    ctx: &Context<'_>,
+    proofs: &Proofs,
+) -> (Outcome, Option<String>) {
     if !eval.findings.is_empty() {
         return (Outcome::Flag, None);
     }
     let missing: Vec<&str> = info
         .channels
         .iter()
-        .filter(|c| !c.observed_in(ev))
+        .filter(|c| !c.observed_in(ctx.manifest))
         .map(|c| c.name())
         .collect();
     if !missing.is_empty() {
@@ -202,16 +328,15 @@ fn outcome(info: &CheckInfo, eval: &Evaluation, ev: &Evidence) -> (Outcome, Opti
             )),
         );
     }
-    // Extension point: `Outcome::Unverified` belongs here, once the registry carries positive
-    // controls and the build knows which of them passed. A check whose positive control did not
-    // fire may not claim `pass`: return `(Outcome::Unverified, Some(reason))` before the checks
-    // below.
-    let session = &ev.manifest.session;
+    let session = &ctx.manifest.session;
     if !session.completed {
         return (
             Outcome::Inconclusive,
             Some(incomplete_reason(session.failure.as_deref())),
         );
+    }
+    if let Err(why) = proofs.of(info) {
+        return (Outcome::Unverified, Some(why));
     }
     (Outcome::Pass, None)
 }
@@ -223,83 +348,136 @@ fn incomplete_reason(failure: Option<&str>) -> String {
     }
 }
 
-static REGISTRY: [Check; 3] = [
+static REGISTRY: [Check; 4] = [
     Check {
         info: credential::INFO,
-        evaluate: credential::evaluate,
+        start: credential::start,
     },
     Check {
         info: spawn::INFO,
-        evaluate: spawn::evaluate,
+        start: spawn::start,
     },
     Check {
         info: persistence::INFO,
-        evaluate: persistence::evaluate,
+        start: persistence::start,
+    },
+    Check {
+        info: descriptions::INFO,
+        start: descriptions::start,
     },
 ];
 
-/// Every check, in the order reports list them.
+/// Every check, in a stable order.
 pub fn registry() -> &'static [Check] {
     &REGISTRY
 }
 
-/// The check with this id.
+/// The check with id `id`.
 pub fn find(id: &str) -> Option<&'static Check> {
     REGISTRY.iter().find(|c| c.info.id == id)
 }
 
-/// Ids and versions of every check, for `manifest.checks`.
+/// Ids and versions of every check (for `manifest.checks`).
 pub fn versions() -> Vec<CheckVersion> {
     REGISTRY.iter().map(|c| c.info.check_version()).collect()
 }
 
-/// Runs every check of the [`registry`] over the evidence.
-pub fn evaluate_all(ev: &Evidence) -> Vec<CheckResult> {
-    REGISTRY.iter().map(|c| c.run(ev)).collect()
+/// Every check over evidence in memory.
+pub fn evaluate_all(ev: &Evidence, proofs: &Proofs) -> Vec<CheckResult> {
+    let mut run = Run::new(Context {
+        manifest: &ev.manifest,
+        transcript: &ev.transcript,
+    });
+    for e in &ev.events {
+        run.event(e);
+    }
+    run.finish(proofs)
 }
 
-/// The verdict on the server, and why it is inconclusive when it is.
-///
-/// - any check flagged → [`Verdict::Flagged`];
-/// - the session did not complete → [`Verdict::Inconclusive`], the reason being `failure`;
-/// - any check inconclusive, not observed or unverified (it made no claim) →
-///   [`Verdict::Inconclusive`], the reason naming those checks;
-/// - no checks at all → [`Verdict::Inconclusive`] (nothing was claimed);
-/// - otherwise [`Verdict::Clean`].
+/// One check's evaluation over evidence in memory (for its unit tests).
+#[cfg(test)]
+pub(crate) fn evaluate_one(
+    start: fn(&Context<'_>) -> Box<dyn Evaluator>,
+    ev: &Evidence,
+) -> Evaluation {
+    let ctx = Context {
+        manifest: &ev.manifest,
+        transcript: &ev.transcript,
+    };
+    let mut e = start(&ctx);
+    for event in &ev.events {
+        e.event(event);
+    }
+    e.finish()
+}
+
+/// Withdraws every result made by a retracted check version: outcome `retracted`, findings
+/// and notes dropped, the retraction's reason and date given. Returns how many were withdrawn.
+pub fn apply_retractions(results: &mut [CheckResult]) -> usize {
+    apply_retractions_from(results, &retractions())
+}
+
+/// [`apply_retractions`] with a given list of retractions.
+pub fn apply_retractions_from(results: &mut [CheckResult], list: &[Retraction]) -> usize {
+    let mut n = 0;
+    for r in results.iter_mut() {
+        if let Some(x) = list.iter().find(|x| x.id == r.id && x.version == r.version) {
+            r.outcome = Outcome::Retracted;
+            r.reason = Some(format!(
+                "{} v{} retracted on {}: {}",
+                r.id, r.version, x.date, x.reason
+            ));
+            r.findings.clear();
+            r.notes.clear();
+            n += 1;
+        }
+    }
+    n
+}
+
+/// The verdict on a server from its check results: an accusation → withheld; any other
+/// finding → flagged; a run that did not complete, or a check that could not claim its
+/// result (not observed, unverified, inconclusive) → inconclusive, with the reasons; else
+/// clean.
 pub fn verdict(
     results: &[CheckResult],
     session_completed: bool,
     failure: Option<&str>,
 ) -> (Verdict, Option<String>) {
+    if results
+        .iter()
+        .any(|r| r.outcome == Outcome::Flag && r.findings.iter().any(|f| f.accusation))
+    {
+        return (Verdict::Withheld, None);
+    }
     if results.iter().any(|r| r.outcome == Outcome::Flag) {
-        // Extension point: `Verdict::Withheld` belongs here. When accusations (findings of
-        // checks such as `credential-probe` or `canary-exfiltration`) must wait for a person's
-        // review, a flag made only of unreviewed accusations gives `Withheld` instead; that
-        // needs review state, which the evidence does not carry yet.
         return (Verdict::Flagged, None);
     }
     if !session_completed {
         return (Verdict::Inconclusive, Some(incomplete_reason(failure)));
     }
-    let unclaimed: Vec<String> = results
-        .iter()
-        .filter(|r| {
-            matches!(
-                r.outcome,
-                Outcome::Inconclusive | Outcome::NotObserved | Outcome::Unverified
-            )
-        })
-        .map(|r| {
-            let what = match r.outcome {
-                Outcome::NotObserved => "not observed",
-                Outcome::Unverified => "unverified",
-                _ => "inconclusive",
-            };
-            match &r.reason {
-                Some(reason) => format!("{} {what} ({reason})", r.id),
-                None => format!("{} {what}", r.id),
-            }
-        })
+    // Checks that could not claim their result, grouped by why (one line per distinct reason).
+    let mut unclaimed: Vec<(String, Vec<&str>)> = Vec::new();
+    for r in results {
+        let what = match r.outcome {
+            Outcome::NotObserved => "not observed",
+            Outcome::Unverified => "unverified",
+            Outcome::Retracted => "retracted",
+            Outcome::Inconclusive => "inconclusive",
+            Outcome::Pass | Outcome::Flag => continue,
+        };
+        let why = match &r.reason {
+            Some(reason) => format!("{what} ({reason})"),
+            None => what.to_string(),
+        };
+        match unclaimed.iter_mut().find(|(w, _)| *w == why) {
+            Some((_, ids)) => ids.push(&r.id),
+            None => unclaimed.push((why, vec![&r.id])),
+        }
+    }
+    let unclaimed: Vec<String> = unclaimed
+        .into_iter()
+        .map(|(why, ids)| format!("{} {why}", ids.join(", ")))
         .collect();
     if !unclaimed.is_empty() {
         return (Verdict::Inconclusive, Some(unclaimed.join("; ")));
@@ -330,13 +508,13 @@ mod tests {
             assert!(!c.info.channels.is_empty());
         }
         assert_eq!(find("persistence").unwrap().info.severity, Severity::High);
-        assert_eq!(versions().len(), 3);
+        assert_eq!(versions().len(), 4);
     }
 
     #[test]
     fn a_quiet_completed_run_passes_and_is_clean() {
         let ev = Ev::new().build();
-        let results = evaluate_all(&ev);
+        let results = evaluate_all(&ev, &Proofs::all_proven());
         assert!(
             results.iter().all(|r| r.outcome == Outcome::Pass),
             "{results:?}"
@@ -347,7 +525,7 @@ mod tests {
     #[test]
     fn an_incomplete_run_is_inconclusive_not_pass() {
         let ev = Ev::new().incomplete("timeout after 30s").build();
-        let results = evaluate_all(&ev);
+        let results = evaluate_all(&ev, &Proofs::all_proven());
         for r in &results {
             assert_eq!(r.outcome, Outcome::Inconclusive);
             assert_eq!(
@@ -369,7 +547,7 @@ mod tests {
             .incomplete("server crashed")
             .open("/home/user/.ssh/id_rsa", 0, Phase::Startup)
             .build();
-        let results = evaluate_all(&ev);
+        let results = evaluate_all(&ev, &Proofs::all_proven());
         let probe = results.iter().find(|r| r.id == "credential-probe").unwrap();
         assert_eq!(probe.outcome, Outcome::Flag);
         assert_eq!(
@@ -381,14 +559,21 @@ mod tests {
     #[test]
     fn a_missing_channel_is_not_observed_and_never_clean() {
         let ev = Ev::new().channels(&["mcp-transcript"]).build();
-        let results = evaluate_all(&ev);
+        let results = evaluate_all(&ev, &Proofs::all_proven());
         for r in &results {
+            // Every check that needs the syscall record; the transcript one was observed.
+            if r.id == "description-exfil-pattern" {
+                assert_eq!(r.outcome, Outcome::Pass);
+                continue;
+            }
             assert_eq!(r.outcome, Outcome::NotObserved);
             assert!(r.reason.as_deref().unwrap().contains("syscalls"));
         }
         let (v, reason) = verdict(&results, true, None);
         assert_eq!(v, Verdict::Inconclusive);
-        assert!(reason.unwrap().contains("credential-probe not observed"));
+        assert!(reason
+            .unwrap()
+            .contains("credential-probe, process-spawn, persistence not observed"));
     }
 
     #[test]
@@ -401,11 +586,73 @@ mod tests {
         let ev = Ev::new()
             .open("/home/user/.aws/credentials", 0, Phase::Call("x".into()))
             .build();
-        let r = find("credential-probe").unwrap().run(&ev);
+        let results = evaluate_all(&ev, &Proofs::all_proven());
+        let r = results.iter().find(|r| r.id == "credential-probe").unwrap();
         let f = &r.findings[0];
         assert_eq!(f.check, "credential-probe");
         assert_eq!(f.version, credential::INFO.version);
         assert_eq!(f.evidence, vec![1]);
         assert_eq!(f.phase, Some(Phase::Call("x".into())));
+        // A well-known path that is not planted: a probe, not an accusation.
+        assert!(!f.accusation);
+    }
+
+    #[test]
+    fn reading_a_planted_secret_is_an_accusation_and_withholds_the_verdict() {
+        let ev = Ev::new()
+            .honeytoken("/home/user/.ssh/id_rsa")
+            .open("/home/user/.ssh/id_rsa", 0, Phase::Startup)
+            .build();
+        let results = evaluate_all(&ev, &Proofs::all_proven());
+        assert!(results
+            .iter()
+            .any(|r| r.findings.iter().any(|f| f.accusation)));
+        assert_eq!(verdict(&results, true, None).0, Verdict::Withheld);
+    }
+
+    #[test]
+    fn claims_of_a_retracted_version_are_withdrawn_not_kept() {
+        let ev = Ev::new()
+            .open("/home/user/.bashrc", crate::flags::O_WRONLY, Phase::Startup)
+            .build();
+        let mut results = evaluate_all(&ev, &Proofs::all_proven());
+        assert_eq!(verdict(&results, true, None).0, Verdict::Flagged);
+        let list = [Retraction {
+            id: "persistence".into(),
+            version: persistence::INFO.version,
+            reason: "flagged reads as writes".into(),
+            date: "2026-11-30".into(),
+        }];
+        assert_eq!(apply_retractions_from(&mut results, &list), 1);
+        let p = results.iter().find(|r| r.id == "persistence").unwrap();
+        assert_eq!(p.outcome, Outcome::Retracted);
+        assert!(p.findings.is_empty());
+        assert!(p
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains("retracted on 2026-11-30"));
+        // The server is no longer flagged on the strength of the withdrawn claim, nor clean.
+        let (v, why) = verdict(&results, true, None);
+        assert_eq!(v, Verdict::Inconclusive);
+        assert!(why.unwrap().contains("persistence retracted"));
+    }
+
+    #[test]
+    fn an_unproven_check_is_unverified_never_pass() {
+        let ev = Ev::new().build();
+        let proofs = Proofs::none("no selftest recorded for this build");
+        let results = evaluate_all(&ev, &proofs);
+        assert!(results.iter().all(|r| r.outcome == Outcome::Unverified));
+        let (v, why) = verdict(&results, true, None);
+        assert_eq!(v, Verdict::Inconclusive);
+        assert!(why.unwrap().contains("no selftest recorded"));
+        // A finding still flags: what was recorded happened.
+        let ev = Ev::new()
+            .open("/home/user/.bashrc", crate::flags::O_WRONLY, Phase::Startup)
+            .build();
+        let results = evaluate_all(&ev, &proofs);
+        let p = results.iter().find(|r| r.id == "persistence").unwrap();
+        assert_eq!(p.outcome, Outcome::Flag);
     }
 }

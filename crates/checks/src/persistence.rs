@@ -12,8 +12,8 @@
 
 use crate::paths::{self, basename, NormPath};
 use crate::text::{self, Groups};
-use crate::{flags, Channel, CheckInfo, Evaluation};
-use glassbox_model::{Bytes, EventKind, Evidence, Phase, Severity};
+use crate::{flags, Channel, CheckInfo, Evaluation, Evaluator};
+use glassbox_model::{Bytes, Event, EventKind, Phase, Severity};
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "persistence",
@@ -21,6 +21,8 @@ pub(crate) const INFO: CheckInfo = CheckInfo {
     claim: "no persistence",
     severity: Severity::High,
     channels: &[Channel::Syscalls],
+    accuses: "",
+    sources: &["persistence.rs", "paths.rs", "flags.rs", "text.rs"],
 };
 
 /// Home-relative persistence paths (patterns of [`paths::matches()`]) and what they are.
@@ -127,14 +129,29 @@ struct Exec {
     what: &'static str,
 }
 
-pub(crate) fn evaluate(ev: &Evidence) -> Evaluation {
-    let sandbox = &ev.manifest.sandbox;
-    let home = NormPath::new(sandbox.home.as_bytes());
-    let mut writes: Groups<NormPath, Write> = Groups::new();
-    let mut execs: Groups<(i32, Vec<Bytes>), Exec> = Groups::new();
-    // Findings in the order of their first event, writes and execs interleaved.
-    let mut order: Vec<(u64, bool, usize)> = Vec::new();
-    for e in &ev.events {
+/// The check's state over one run.
+pub(crate) struct State {
+    home: NormPath,
+    cwd_raw: Vec<u8>,
+    writes: Groups<NormPath, Write>,
+    execs: Groups<(i32, Vec<Bytes>), Exec>,
+    /// Findings in the order of their first event, writes and execs interleaved.
+    order: Vec<(u64, bool, usize)>,
+}
+
+pub(crate) fn start(c: &crate::Context<'_>) -> Box<dyn Evaluator> {
+    let sandbox = &c.manifest.sandbox;
+    Box::new(State {
+        home: NormPath::new(sandbox.home.as_bytes()),
+        cwd_raw: sandbox.cwd.as_bytes().to_vec(),
+        writes: Groups::new(),
+        execs: Groups::new(),
+        order: Vec::new(),
+    })
+}
+
+impl Evaluator for State {
+    fn event(&mut self, e: &Event) {
         match &e.kind {
             EventKind::Open {
                 syscall,
@@ -144,75 +161,90 @@ pub(crate) fn evaluate(ev: &Evidence) -> Evaluation {
                 ..
             } => {
                 if !flags::has_write_intent(syscall, *flags) {
-                    continue;
+                    return;
                 }
-                let norm = NormPath::resolve(path.as_slice(), sandbox.cwd.as_bytes());
-                let Some(what) = classify(&norm, &home) else {
-                    continue;
+                let norm = NormPath::resolve(path.as_slice(), &self.cwd_raw);
+                let Some(what) = classify(&norm, &self.home) else {
+                    return;
                 };
-                let before = writes.items.len();
-                let w = writes.add(norm, e.id, &e.phase);
+                let before = self.writes.items.len();
+                let w = self.writes.add(norm, e.id, &e.phase);
                 w.what = what;
                 w.opens += 1;
                 if result.is_some_and(|r| r < 0) {
                     w.failed_opens += 1;
                 }
-                if writes.items.len() > before {
-                    order.push((e.id, true, before));
+                if self.writes.items.len() > before {
+                    self.order.push((e.id, true, before));
                 }
             }
             EventKind::Exec { path, argv, .. } => {
                 let Some(what) = exec_kind(path, argv) else {
-                    continue;
+                    return;
                 };
-                let before = execs.items.len();
-                execs.add((e.pid, argv.clone()), e.id, &e.phase).what = what;
-                if execs.items.len() > before {
-                    order.push((e.id, false, before));
+                let before = self.execs.items.len();
+                self.execs.add((e.pid, argv.clone()), e.id, &e.phase).what = what;
+                if self.execs.items.len() > before {
+                    self.order.push((e.id, false, before));
                 }
             }
             _ => {}
         }
     }
-    let mut findings = Vec::new();
-    for (_, is_write, n) in order {
-        let (summary, ids, phases): (String, &Vec<u64>, &Vec<Phase>) = if is_write {
-            let g = &writes.items[n];
-            let failed = if g.data.failed_opens == g.data.opens {
-                ", every open failed"
+
+    fn finish(self: Box<Self>) -> Evaluation {
+        let State {
+            home,
+            writes,
+            execs,
+            order,
+            ..
+        } = *self;
+        let mut findings = Vec::new();
+        for (_, is_write, n) in order {
+            let (summary, ids, phases): (String, &Vec<u64>, &Vec<Phase>) = if is_write {
+                let g = &writes.items[n];
+                let failed = if g.data.failed_opens == g.data.opens {
+                    ", every open failed"
+                } else {
+                    ""
+                };
+                (
+                    format!(
+                        "write {} ({}{failed}) during {}",
+                        paths::display(&g.key, &home),
+                        g.data.what,
+                        text::phases(&g.phases)
+                    ),
+                    &g.ids,
+                    &g.phases,
+                )
             } else {
-                ""
+                let g = &execs.items[n];
+                let (pid, argv) = &g.key;
+                (
+                    format!(
+                        "ran {} ({}) (pid {pid}) during {}",
+                        text::argv(argv, 200),
+                        g.data.what,
+                        text::phases(&g.phases)
+                    ),
+                    &g.ids,
+                    &g.phases,
+                )
             };
-            (
-                format!(
-                    "write {} ({}{failed}) during {}",
-                    paths::display(&g.key, &home),
-                    g.data.what,
-                    text::phases(&g.phases)
-                ),
-                &g.ids,
-                &g.phases,
-            )
-        } else {
-            let g = &execs.items[n];
-            let (pid, argv) = &g.key;
-            (
-                format!(
-                    "ran {} ({}) (pid {pid}) during {}",
-                    text::argv(argv, 200),
-                    g.data.what,
-                    text::phases(&g.phases)
-                ),
-                &g.ids,
-                &g.phases,
-            )
-        };
-        findings.push(INFO.finding(summary, ids.clone(), phases.first().cloned()));
+            findings.push(INFO.finding(summary, ids.clone(), phases.first().cloned()));
+        }
+        Evaluation {
+            findings,
+            notes: Vec::new(),
+        }
     }
-    Evaluation {
-        findings,
-        notes: Vec::new(),
-    }
+}
+
+#[cfg(test)]
+pub(crate) fn evaluate(ev: &glassbox_model::Evidence) -> Evaluation {
+    crate::evaluate_one(start, ev)
 }
 
 #[cfg(test)]

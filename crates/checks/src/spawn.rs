@@ -11,8 +11,8 @@
 
 use crate::paths::basename;
 use crate::text::{self, Groups};
-use crate::{Channel, CheckInfo, Evaluation};
-use glassbox_model::{Bytes, EventKind, Evidence, Severity};
+use crate::{Channel, CheckInfo, Evaluation, Evaluator};
+use glassbox_model::{Bytes, Event, EventKind, Severity};
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "process-spawn",
@@ -20,6 +20,8 @@ pub(crate) const INFO: CheckInfo = CheckInfo {
     claim: "spawns no shells or network tools",
     severity: Severity::Medium,
     channels: &[Channel::Syscalls],
+    accuses: "",
+    sources: &["spawn.rs", "paths.rs", "flags.rs", "text.rs"],
 };
 
 /// Program names of shells.
@@ -108,55 +110,77 @@ struct Exec {
     kind: Option<Kind>,
 }
 
-pub(crate) fn evaluate(ev: &Evidence) -> Evaluation {
-    let mut groups: Groups<(i32, Vec<Bytes>), Exec> = Groups::new();
-    let mut start: Option<(i32, &[Bytes])> = None;
-    let mut in_start = true;
-    for e in &ev.events {
+/// The check's state over one run.
+pub(crate) struct State {
+    groups: Groups<(i32, Vec<Bytes>), Exec>,
+    /// The first exec (the server's own start): its pid and argv.
+    start: Option<(i32, Vec<Bytes>)>,
+    in_start: bool,
+}
+
+pub(crate) fn start(_: &crate::Context<'_>) -> Box<dyn Evaluator> {
+    Box::new(State {
+        groups: Groups::new(),
+        start: None,
+        in_start: true,
+    })
+}
+
+impl Evaluator for State {
+    fn event(&mut self, e: &Event) {
         let EventKind::Exec { path, argv, .. } = &e.kind else {
-            continue;
+            return;
         };
-        match start {
+        match &self.start {
             None => {
-                start = Some((e.pid, argv));
-                continue;
+                self.start = Some((e.pid, argv.clone()));
+                return;
             }
-            Some((pid, start_argv)) if in_start && pid == e.pid && start_argv == &argv[..] => {
-                continue;
+            // The same exec again (a PATH search retrying) is still the server's own start.
+            Some((pid, start_argv)) if self.in_start && *pid == e.pid && start_argv == argv => {
+                return;
             }
-            Some(_) => in_start = false,
+            Some(_) => self.in_start = false,
         }
-        let x = groups.add((e.pid, argv.clone()), e.id, &e.phase);
+        let x = self.groups.add((e.pid, argv.clone()), e.id, &e.phase);
         x.path = path.clone();
         x.ppid = e.ppid;
         x.kind = classify(path, argv);
     }
-    let mut eval = Evaluation::default();
-    for g in groups.items {
-        let (pid, argv) = &g.key;
-        let what = match g.data.kind {
-            Some(Kind::Shell) => "ran a shell: ",
-            Some(Kind::NetworkTool) => "ran a network tool: ",
-            None => "exec ",
-        };
-        let shown = if argv.is_empty() {
-            format!("{} (empty argv)", g.data.path)
-        } else {
-            text::argv(argv, ARGV_CHARS)
-        };
-        let summary = format!(
-            "{what}{shown} (pid {pid}, parent {}) during {}",
-            g.data.ppid,
-            text::phases(&g.phases)
-        );
-        let finding = INFO.finding(summary, g.ids, g.phases.first().cloned());
-        if g.data.kind.is_some() {
-            eval.findings.push(finding);
-        } else {
-            eval.notes.push(finding);
+
+    fn finish(self: Box<Self>) -> Evaluation {
+        let mut eval = Evaluation::default();
+        for g in self.groups.items {
+            let (pid, argv) = &g.key;
+            let what = match g.data.kind {
+                Some(Kind::Shell) => "ran a shell: ",
+                Some(Kind::NetworkTool) => "ran a network tool: ",
+                None => "exec ",
+            };
+            let shown = if argv.is_empty() {
+                format!("{} (empty argv)", g.data.path)
+            } else {
+                text::argv(argv, ARGV_CHARS)
+            };
+            let summary = format!(
+                "{what}{shown} (pid {pid}, parent {}) during {}",
+                g.data.ppid,
+                text::phases(&g.phases)
+            );
+            let finding = INFO.finding(summary, g.ids, g.phases.first().cloned());
+            if g.data.kind.is_some() {
+                eval.findings.push(finding);
+            } else {
+                eval.notes.push(finding);
+            }
         }
+        eval
     }
-    eval
+}
+
+#[cfg(test)]
+pub(crate) fn evaluate(ev: &glassbox_model::Evidence) -> Evaluation {
+    crate::evaluate_one(start, ev)
 }
 
 #[cfg(test)]

@@ -31,11 +31,18 @@ pub(crate) struct Groups<K, V> {
     pub(crate) items: Vec<Group<K, V>>,
 }
 
+/// Event ids kept per group: a finding points at its first events; how many there were in all
+/// is `count`. Memory then grows with what the checks find, not with the trace.
+pub(crate) const MAX_IDS: usize = 100;
+
 /// One group: the key, the events' ids and distinct phases, and data accumulated by the check.
 #[derive(Debug)]
 pub(crate) struct Group<K, V> {
     pub(crate) key: K,
+    /// The first [`MAX_IDS`] event ids.
     pub(crate) ids: Vec<u64>,
+    /// How many events in all.
+    pub(crate) count: u64,
     pub(crate) phases: Vec<Phase>,
     pub(crate) data: V,
 }
@@ -54,13 +61,17 @@ impl<K: Hash + Eq + Clone, V: Default> Groups<K, V> {
             self.items.push(Group {
                 key,
                 ids: Vec::new(),
+                count: 0,
                 phases: Vec::new(),
                 data: V::default(),
             });
             self.items.len() - 1
         });
         let g = &mut self.items[n];
-        g.ids.push(id);
+        g.count += 1;
+        if g.ids.len() < MAX_IDS {
+            g.ids.push(id);
+        }
         if !g.phases.contains(phase) {
             g.phases.push(phase.clone());
         }

@@ -5,7 +5,7 @@
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
-use glassbox_audit::{AuditOptions, EventSink, JsonLines, Progress, RecorderChoice};
+use glassbox_audit::{selftest, AuditOptions, EventSink, JsonLines, Progress, RecorderChoice};
 use glassbox_model::{Event, EventKind, Phase, ServerExit};
 use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
@@ -50,9 +50,50 @@ enum Command {
         /// How to record the open and stat families.
         #[arg(long, value_enum, default_value_t = Recorder::Auto)]
         recorder: Recorder,
+        /// Do not run the selftest when this build has none recorded (unproven checks are
+        /// then reported `unverified`).
+        #[arg(long)]
+        no_selftest: bool,
         /// The server command and its arguments.
         #[arg(last = true, required = true, value_name = "COMMAND")]
         cmd: Vec<OsString>,
+    },
+    /// Run every control fixture through the real sandbox; print TP/TN/FP/FN per check; record
+    /// which checks are proven in this build. Exits 1 on any miss.
+    Selftest {
+        /// The controls (default: the source tree's fixtures/).
+        #[arg(long, value_name = "DIR")]
+        fixtures: Option<PathBuf>,
+        /// How to record the open and stat families.
+        #[arg(long, value_enum, default_value_t = Recorder::Auto)]
+        recorder: Recorder,
+        /// Audits at a time.
+        #[arg(long, short, default_value_t = 4)]
+        jobs: usize,
+        /// Also write the record as JSON to FILE ("-" for standard output).
+        #[arg(long, value_name = "FILE")]
+        json: Option<PathBuf>,
+    },
+    /// Re-evaluate stored evidence bundles with the current checks, without running anything.
+    Recheck {
+        /// Write the reports as JSON to FILE ("-" for standard output).
+        #[arg(long, value_name = "FILE")]
+        json: Option<PathBuf>,
+        /// Evidence bundles (folders with manifest.json and events.jsonl).
+        #[arg(required = true, value_name = "EVIDENCE")]
+        dirs: Vec<PathBuf>,
+    },
+    /// Per check: positive and negative controls, regression cases; fragile checks marked.
+    Coverage {
+        /// The controls (default: the source tree's fixtures/).
+        #[arg(long, value_name = "DIR")]
+        fixtures: Option<PathBuf>,
+        /// The regression cases (default: the source tree's regressions/).
+        #[arg(long, value_name = "DIR")]
+        regressions: Option<PathBuf>,
+        /// JSON instead of a table.
+        #[arg(long)]
+        json: bool,
     },
     /// Run any command in the same sandbox under the same recorder, without MCP.
     Trace {
@@ -174,10 +215,30 @@ fn run(cli: Cli) -> Result<i32> {
             session_timeout,
             quiet,
             recorder,
+            no_selftest,
             cmd,
         } => {
+            // A command that cannot run is a usage error before anything else.
+            glassbox_audit::target::resolve(&cmd, &cwd)?;
             let mut opts = AuditOptions::new(cmd, cwd);
             opts.recorder = recorder.into();
+            let proofs = selftest::load_proofs();
+            let fixtures = selftest::default_fixtures();
+            if proofs.missing.is_some()
+                && proofs.by_check.is_empty()
+                && !no_selftest
+                && fixtures.join("manifest.json").exists()
+            {
+                eprintln!(
+                    "glassbox: no selftest recorded for this build {}: running the controls once \
+                     (--no-selftest to skip)",
+                    selftest::build_id()
+                );
+                let record = run_selftest(&fixtures, recorder, 4, quiet)?;
+                opts.proofs = Some(record.proofs());
+            } else {
+                opts.proofs = Some(proofs);
+            }
             opts.evidence_dir = evidence;
             opts.extra_ro = absolute(read_only)?;
             opts.session.request_timeout = Duration::from_secs(request_timeout.max(1));
@@ -204,6 +265,91 @@ fn run(cli: Cli) -> Result<i32> {
             }
             Ok(audit.report.verdict.exit_code())
         }
+        Command::Selftest {
+            fixtures,
+            recorder,
+            jobs,
+            json,
+        } => {
+            let fixtures = fixtures.unwrap_or_else(selftest::default_fixtures);
+            let record = run_selftest(&fixtures, recorder, jobs, false)?;
+            if let Some(p) = json {
+                write_json(&p, &record)?;
+            }
+            Ok(if record.ok() { 0 } else { 1 })
+        }
+        Command::Recheck { json, dirs } => {
+            let proofs = selftest::load_proofs();
+            let mut worst = 0;
+            let mut reports = Vec::new();
+            for dir in &dirs {
+                match glassbox_audit::recheck::recheck(dir, &proofs) {
+                    Ok(r) => {
+                        println!("{} ({} events)", dir.display(), r.events);
+                        print!("{}", glassbox_report::checks(&r.report, false));
+                        if let Some(stored) = &r.stored {
+                            println!(
+                                "  stored report (glassbox {}): {:?}{}",
+                                stored.glassbox_version,
+                                stored.verdict,
+                                if r.withdrawn > 0 {
+                                    format!(
+                                        ", after withdrawing {} claim(s) of retracted check versions",
+                                        r.withdrawn
+                                    )
+                                } else {
+                                    String::new()
+                                }
+                            );
+                        }
+                        worst = worst.max(r.report.verdict.exit_code());
+                        reports.push(r.report);
+                    }
+                    Err(e) => {
+                        eprintln!("glassbox: {}: {e}", dir.display());
+                        worst = worst.max(2);
+                    }
+                }
+            }
+            if let Some(p) = json {
+                write_json(&p, &reports)?;
+            }
+            Ok(worst)
+        }
+        Command::Coverage {
+            fixtures,
+            regressions,
+            json,
+        } => {
+            let rows = glassbox_audit::coverage::ledger(
+                &fixtures.unwrap_or_else(selftest::default_fixtures),
+                &regressions.unwrap_or_else(glassbox_audit::coverage::default_regressions),
+            )?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&rows)?);
+            } else {
+                println!(
+                    "{:<28} {:>9} {:>9} {:>10} {:>5}  status",
+                    "check", "positive", "negative", "regression", "gaps"
+                );
+                for r in &rows {
+                    println!(
+                        "{:<28} {:>9} {:>9} {:>10} {:>5}  {}",
+                        format!("{} v{}", r.id, r.version),
+                        r.positive_controls,
+                        r.negative_controls,
+                        r.regression_cases,
+                        r.known_gaps,
+                        if r.fragile {
+                            "FRAGILE (fewer than 3 labelled examples of a kind)"
+                        } else {
+                            "ok"
+                        }
+                    );
+                }
+            }
+            Ok(0)
+        }
         Command::Trace {
             out,
             read_only,
@@ -229,6 +375,71 @@ fn run(cli: Cli) -> Result<i32> {
             })
         }
     }
+}
+
+fn write_json<T: serde::Serialize>(path: &std::path::Path, value: &T) -> Result<()> {
+    let text = serde_json::to_string_pretty(value)?;
+    if path.as_os_str() == "-" {
+        println!("{text}");
+    } else {
+        std::fs::write(path, text + "\n")
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// Runs the controls, printing a line per case and the table per check; saves the record.
+fn run_selftest(
+    fixtures: &std::path::Path,
+    recorder: Recorder,
+    jobs: usize,
+    quiet: bool,
+) -> Result<selftest::Record> {
+    let opts = selftest::Options {
+        fixtures: fixtures.to_path_buf(),
+        jobs,
+        recorder: recorder.into(),
+        request_timeout: Duration::from_secs(5),
+    };
+    let progress = |c: &selftest::CaseResult| {
+        if !quiet {
+            let mark = if c.misses.is_empty() { "ok  " } else { "MISS" };
+            let mut line = format!("glassbox selftest: {mark} {}", c.name);
+            if !c.misses.is_empty() {
+                line.push_str(&format!(": {}", c.misses.join("; ")));
+            }
+            eprintln!("{line}");
+        }
+    };
+    let record = selftest::run(&opts, &progress, true)?;
+    if !quiet {
+        eprintln!(
+            "{:<28} {:>4} {:>4} {:>4} {:>4} {:>5}  proven",
+            "check", "TP", "TN", "FP", "FN", "todo"
+        );
+        for t in &record.checks {
+            eprintln!(
+                "{:<28} {:>4} {:>4} {:>4} {:>4} {:>5}  {}",
+                format!("{} v{}", t.id, t.version),
+                t.tp,
+                t.tn,
+                t.fp,
+                t.fn_,
+                t.todo,
+                if t.proven { "yes" } else { "NO" }
+            );
+        }
+        eprintln!(
+            "glassbox selftest: {} (build {})",
+            if record.ok() {
+                "every control as expected"
+            } else {
+                "MISSES: see above"
+            },
+            record.build
+        );
+    }
+    Ok(record)
 }
 
 fn absolute(paths: Vec<PathBuf>) -> Result<Vec<PathBuf>> {

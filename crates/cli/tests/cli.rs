@@ -25,7 +25,7 @@ fn tmp(name: &str) -> PathBuf {
 #[test]
 fn a_missing_command_is_a_usage_error_that_names_it() {
     let out = glassbox()
-        .args(["audit", "--", "no-such-server-xyz"])
+        .args(["audit", "--no-selftest", "--", "no-such-server-xyz"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
@@ -48,7 +48,14 @@ fn a_server_that_exits_at_once_is_inconclusive_with_its_status() {
     let dir = tmp("exits");
     let out = glassbox()
         .current_dir(fixture("exits-immediately-status-3"))
-        .args(["audit", "--quiet", "--json", "-", "--evidence"])
+        .args([
+            "audit",
+            "--quiet",
+            "--no-selftest",
+            "--json",
+            "-",
+            "--evidence",
+        ])
         .arg(&dir)
         .args(["--", "python3", "server.py"])
         .output()
@@ -67,7 +74,7 @@ fn without_user_namespaces_the_error_says_what_to_enable() {
     let Ok(out) = Command::new("unshare")
         .args(["--user", "--map-root-user", "sh", "-c"])
         .arg(format!(
-            "echo 0 > /proc/sys/user/max_user_namespaces && exec {} audit -- true",
+            "echo 0 > /proc/sys/user/max_user_namespaces && exec {} audit --no-selftest -- true",
             env!("CARGO_BIN_EXE_glassbox")
         ))
         .output()
@@ -86,7 +93,14 @@ fn a_killed_glassbox_leaves_its_evidence_and_no_process() {
     // The server never answers; glassbox waits for it and is killed meanwhile.
     let mut child = glassbox()
         .current_dir(fixture("never-answers-initialize"))
-        .args(["audit", "--quiet", "--request-timeout", "60", "--evidence"])
+        .args([
+            "audit",
+            "--quiet",
+            "--no-selftest",
+            "--request-timeout",
+            "60",
+            "--evidence",
+        ])
         .arg(&dir)
         .args(["--", "python3", "server.py", &marker])
         .stdout(Stdio::null())

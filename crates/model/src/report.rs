@@ -15,6 +15,9 @@ pub enum Outcome {
     NotObserved,
     /// The run did not complete (crash, timeout, protocol failure): no claim is made.
     Inconclusive,
+    /// Made by a check version since retracted as defective: its claim and findings are
+    /// withdrawn (the reason says why).
+    Retracted,
 }
 
 /// The verdict on a server.
@@ -68,6 +71,10 @@ pub struct Finding {
     /// The phase it happened in (of the first event).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<Phase>,
+    /// Whether it accuses the server (credential theft, exfiltration, poisoned
+    /// descriptions): withheld until a person has reviewed it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub accusation: bool,
 }
 
 /// The result of one check.

@@ -35,6 +35,11 @@ pub fn terminal(ev: &Evidence, report: &AuditReport, color: bool) -> String {
     terminal::render(ev, report, color)
 }
 
+/// The verdict and each check's outcome and findings, without the event tables.
+pub fn checks(report: &AuditReport, color: bool) -> String {
+    terminal::render_checks(report, color)
+}
+
 /// The report as pretty-printed JSON (`report.json`).
 pub fn json(report: &AuditReport) -> String {
     // An `AuditReport` has only string map keys and no non-finite floats: it always serializes.

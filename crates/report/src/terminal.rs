@@ -437,6 +437,22 @@ fn tools(out: &mut String, st: &Style, report: &AuditReport) {
     more(out, st, TOOLS_CAP, report.tools.len(), "  ", "report.json");
 }
 
+/// The verdict and the checks only (for re-evaluations, which keep no event tables).
+pub(crate) fn render_checks(report: &AuditReport, color: bool) -> String {
+    let st = Style { color };
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "  verdict   {}",
+        format!("{:?}", report.verdict).to_uppercase()
+    );
+    if let Some(r) = &report.inconclusive_reason {
+        let _ = writeln!(out, "  reason    {}", escape::text(r));
+    }
+    checks(&mut out, &st, report);
+    out
+}
+
 fn checks(out: &mut String, st: &Style, report: &AuditReport) {
     st.heading(out, "Checks");
     if report.checks.is_empty() {
@@ -455,6 +471,7 @@ fn check(out: &mut String, st: &Style, c: &CheckResult) {
         Outcome::Unverified => ("unverified", YELLOW),
         Outcome::NotObserved => ("not observed", YELLOW),
         Outcome::Inconclusive => ("inconclusive", YELLOW),
+        Outcome::Retracted => ("retracted", YELLOW),
     };
     let id = format!("{} v{}", escape::text(&c.id), c.version);
     let severity = if c.outcome == Outcome::Flag {
@@ -618,6 +635,7 @@ mod tests {
             summary: summary.into(),
             evidence,
             phase: Some(phase),
+            accusation: false,
         }
     }
 

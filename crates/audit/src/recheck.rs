@@ -1,0 +1,140 @@
+//! `glassbox recheck`: stored evidence re-evaluated with the current checks, nothing run.
+//!
+//! The event stream is read line by line and fed to every check as it is parsed
+//! ([`glassbox_checks::Run`]): memory follows what the checks find, not the size of the trace.
+
+use crate::Error;
+use glassbox_checks::{Context, Proofs, Run};
+use glassbox_model::{AuditReport, Event, Manifest, ToolSummary, TranscriptEntry};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+/// A re-evaluated bundle.
+#[derive(Debug)]
+pub struct Recheck {
+    /// The bundle.
+    pub dir: PathBuf,
+    /// Its evidence judged by the current checks.
+    pub report: AuditReport,
+    /// Its stored report, with the claims of retracted check versions withdrawn.
+    pub stored: Option<AuditReport>,
+    /// How many stored check results were withdrawn.
+    pub withdrawn: usize,
+    /// Events read.
+    pub events: u64,
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, Error> {
+    std::fs::read(path).map_err(|source| Error::Evidence {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+fn bad(path: &Path, line: usize, e: impl std::fmt::Display) -> Error {
+    Error::Usage(format!("{}:{line}: {e}", path.display()))
+}
+
+/// Reads a JSON-lines file, handing each parsed line to `f`. A line that is not valid is an
+/// error naming the file and line (a truncated last line, from a killed glassbox, is
+/// skipped: it is what such a bundle ends with).
+pub fn read_lines<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    mut f: impl FnMut(T),
+) -> Result<u64, Error> {
+    let file = std::fs::File::open(path).map_err(|source| Error::Evidence {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mut r = BufReader::with_capacity(1 << 20, file);
+    let mut buf = Vec::with_capacity(4096);
+    let mut n = 0u64;
+    let mut line_no = 0usize;
+    loop {
+        buf.clear();
+        let got = r
+            .read_until(b'\n', &mut buf)
+            .map_err(|source| Error::Evidence {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        if got == 0 {
+            break;
+        }
+        line_no += 1;
+        let complete = buf.last() == Some(&b'\n');
+        let line = buf.trim_ascii_end();
+        if line.is_empty() {
+            continue;
+        }
+        match serde_json::from_slice::<T>(line) {
+            Ok(v) => {
+                f(v);
+                n += 1;
+            }
+            Err(_) if !complete => break,
+            Err(e) => return Err(bad(path, line_no, e)),
+        }
+    }
+    Ok(n)
+}
+
+/// Re-evaluates the bundle in `dir` with the current checks under `proofs`.
+pub fn recheck(dir: &Path, proofs: &Proofs) -> Result<Recheck, Error> {
+    let manifest_path = dir.join("manifest.json");
+    let manifest: Manifest =
+        serde_json::from_slice(&read(&manifest_path)?).map_err(|e| bad(&manifest_path, 1, e))?;
+    let mut transcript: Vec<TranscriptEntry> = Vec::new();
+    let tpath = dir.join("transcript.jsonl");
+    if tpath.exists() {
+        read_lines(&tpath, |t| transcript.push(t))?;
+    }
+    let mut run = Run::new(Context {
+        manifest: &manifest,
+        transcript: &transcript,
+    });
+    let events = read_lines(&dir.join("events.jsonl"), |e: Event| run.event(&e))?;
+    let checks = run.finish(proofs);
+    let session = &manifest.session;
+    let (verdict, inconclusive_reason) =
+        glassbox_checks::verdict(&checks, session.completed, session.failure.as_deref());
+    let report = AuditReport {
+        glassbox_version: glassbox_model::GLASSBOX_VERSION.into(),
+        run_id: manifest.run_id.clone(),
+        evidence_dir: dir.to_string_lossy().into_owned(),
+        verdict,
+        inconclusive_reason,
+        checks,
+        tools: session
+            .tools
+            .iter()
+            .map(|t| ToolSummary {
+                name: t.name.clone(),
+                called: t.called,
+                result: t.result,
+            })
+            .collect(),
+    };
+    let rpath = dir.join("report.json");
+    let (stored, withdrawn) = if rpath.exists() {
+        let mut r: AuditReport =
+            serde_json::from_slice(&read(&rpath)?).map_err(|e| bad(&rpath, 1, e))?;
+        let n = glassbox_checks::apply_retractions(&mut r.checks);
+        if n > 0 {
+            let (v, why) =
+                glassbox_checks::verdict(&r.checks, session.completed, session.failure.as_deref());
+            r.verdict = v;
+            r.inconclusive_reason = why;
+        }
+        (Some(r), n)
+    } else {
+        (None, 0)
+    };
+    Ok(Recheck {
+        dir: dir.to_path_buf(),
+        report,
+        stored,
+        withdrawn,
+        events,
+    })
+}

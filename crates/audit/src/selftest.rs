@@ -1,0 +1,411 @@
+//! `glassbox selftest`: every control fixture through the real sandbox; the per-build record
+//! of which checks are proven.
+//!
+//! A check is *proven* in a build when every one of its positive controls fired (and the
+//! selftest ran them in this build). An audit reads the record of its build: a check that is
+//! not proven there is reported `unverified`, never `pass`.
+//!
+//! The build id is a hash of the glassbox version, the checks' lock file (content hashes of
+//! every check's logic: it changes whenever a check does) and the controls' manifest, so a
+//! record is valid exactly for the checks and controls it was made with, whichever profile
+//! built the binary.
+
+use crate::{audit, AuditOptions, Error, Quiet, RecorderChoice};
+use glassbox_checks::Proofs;
+use glassbox_model::{CheckVersion, Outcome, Verdict};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// The controls' manifest this build was made with.
+const MANIFEST: &str = include_str!("../../../fixtures/manifest.json");
+
+/// Where the controls are in the source tree this binary was built from.
+pub fn default_fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
+}
+
+/// This build's id.
+pub fn build_id() -> String {
+    let mut h = Sha256::new();
+    h.update(glassbox_model::GLASSBOX_VERSION.as_bytes());
+    h.update([0]);
+    h.update(glassbox_checks::LOCK.as_bytes());
+    h.update([0]);
+    h.update(MANIFEST.as_bytes());
+    let d = h.finalize();
+    d.iter().take(12).map(|b| format!("{b:02x}")).collect()
+}
+
+/// glassbox's state directory: `$GLASSBOX_STATE_DIR`, else `$XDG_STATE_HOME/glassbox`, else
+/// `~/.local/state/glassbox`.
+pub fn state_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("GLASSBOX_STATE_DIR") {
+        return PathBuf::from(d);
+    }
+    if let Some(d) = std::env::var_os("XDG_STATE_HOME") {
+        return PathBuf::from(d).join("glassbox");
+    }
+    let home = std::env::var_os("HOME").unwrap_or_else(|| "/tmp".into());
+    PathBuf::from(home).join(".local/state/glassbox")
+}
+
+fn record_path() -> PathBuf {
+    state_dir()
+        .join("selftest")
+        .join(format!("{}.json", build_id()))
+}
+
+/// The controls' manifest.
+#[derive(Clone, Debug, Deserialize)]
+pub struct Controls {
+    /// Check ids that have controls.
+    pub checks: Vec<String>,
+    /// Every case.
+    pub cases: Vec<Case>,
+}
+
+/// One control.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+pub struct Case {
+    /// Name (= folder).
+    pub name: String,
+    /// Folder under the fixtures directory.
+    pub dir: String,
+    /// The command, run in the folder.
+    pub command: Vec<String>,
+    /// Check id → `flag`, `pass`, `todo-flag`, `todo-pass`.
+    pub expect: BTreeMap<String, String>,
+    /// The expected verdict.
+    pub verdict: String,
+}
+
+impl Controls {
+    /// Reads and checks the manifest: every check of the registry has controls (at least one
+    /// positive and one negative), every id is known. Fails closed.
+    pub fn load(fixtures: &Path) -> Result<Controls, Error> {
+        let path = fixtures.join("manifest.json");
+        let text = std::fs::read(&path).map_err(|source| Error::Evidence {
+            path: path.clone(),
+            source,
+        })?;
+        let c: Controls = serde_json::from_slice(&text)
+            .map_err(|e| Error::Usage(format!("{}: {e}", path.display())))?;
+        let mut problems = Vec::new();
+        for check in glassbox_checks::registry() {
+            let id = check.info.id;
+            let count = |want: &str| {
+                c.cases
+                    .iter()
+                    .filter(|k| k.expect.get(id).map(String::as_str) == Some(want))
+                    .count()
+            };
+            if count("flag") == 0 {
+                problems.push(format!("{id} has no positive control"));
+            }
+            if count("pass") == 0 {
+                problems.push(format!("{id} has no negative control"));
+            }
+            if !c.checks.iter().any(|k| k == id) {
+                problems.push(format!("{id} is missing from the manifest's checks"));
+            }
+        }
+        for case in &c.cases {
+            for (id, want) in &case.expect {
+                if glassbox_checks::find(id).is_none() {
+                    problems.push(format!("{}: unknown check {id}", case.name));
+                }
+                if !["flag", "pass", "todo-flag", "todo-pass"].contains(&want.as_str()) {
+                    problems.push(format!(
+                        "{}: unknown expectation {want} for {id}",
+                        case.name
+                    ));
+                }
+            }
+        }
+        if problems.is_empty() {
+            Ok(c)
+        } else {
+            Err(Error::Usage(format!(
+                "the controls do not hold: {}",
+                problems.join("; ")
+            )))
+        }
+    }
+}
+
+/// What one control gave.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CaseResult {
+    /// The case.
+    pub name: String,
+    /// Check id → outcome (for the checks the case pins).
+    pub outcomes: BTreeMap<String, Outcome>,
+    /// The verdict.
+    pub verdict: Option<Verdict>,
+    /// What did not match (empty: everything did).
+    pub misses: Vec<String>,
+    /// Known gaps seen (todo expectations), reported without failing.
+    pub todo: Vec<String>,
+}
+
+/// Per check: the confusion counts.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Tally {
+    /// Check id.
+    pub id: String,
+    /// Version.
+    pub version: u32,
+    /// Positive controls that flagged.
+    pub tp: u32,
+    /// Negative controls that passed.
+    pub tn: u32,
+    /// Negative controls that flagged.
+    pub fp: u32,
+    /// Positive controls that did not flag.
+    pub fn_: u32,
+    /// Known gaps (todo-flag that did not flag, todo-pass that flagged).
+    pub todo: u32,
+    /// Every positive control fired.
+    pub proven: bool,
+}
+
+/// A selftest: what ran and what it proved. Saved per build.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Record {
+    /// The build id.
+    pub build: String,
+    /// glassbox version.
+    pub glassbox_version: String,
+    /// When (RFC 3339).
+    pub created_at: String,
+    /// The recorder mechanism requested.
+    pub recorder: String,
+    /// Per check.
+    pub checks: Vec<Tally>,
+    /// Per case.
+    pub cases: Vec<CaseResult>,
+}
+
+impl Record {
+    /// Whether every expectation held.
+    pub fn ok(&self) -> bool {
+        self.cases.iter().all(|c| c.misses.is_empty())
+    }
+
+    /// The proofs this record gives.
+    pub fn proofs(&self) -> Proofs {
+        Proofs {
+            by_check: self
+                .checks
+                .iter()
+                .map(|t| {
+                    let cv = CheckVersion {
+                        id: t.id.clone(),
+                        version: t.version,
+                    };
+                    let r = if t.proven {
+                        Ok(())
+                    } else {
+                        Err(format!(
+                            "{} of its positive controls did not fire in this build's selftest",
+                            t.fn_
+                        ))
+                    };
+                    (cv, r)
+                })
+                .collect(),
+            missing: Some("not in this build's selftest".into()),
+        }
+    }
+}
+
+/// The proofs of this build, from its saved selftest record.
+pub fn load_proofs() -> Proofs {
+    let path = record_path();
+    match std::fs::read(&path).map(|b| serde_json::from_slice::<Record>(&b)) {
+        Ok(Ok(r)) if r.build == build_id() => r.proofs(),
+        _ => Proofs::none(format!(
+            "no selftest recorded for this build {} (run `glassbox selftest`)",
+            build_id()
+        )),
+    }
+}
+
+/// How to run the selftest.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The controls' folder.
+    pub fixtures: PathBuf,
+    /// Audits at a time.
+    pub jobs: usize,
+    /// Recorder.
+    pub recorder: RecorderChoice,
+    /// Per-request timeout.
+    pub request_timeout: Duration,
+}
+
+/// Runs every control, returns (and saves, when `save`) the record.
+pub fn run(
+    opts: &Options,
+    progress: &(dyn Fn(&CaseResult) + Sync),
+    save: bool,
+) -> Result<Record, Error> {
+    let controls = Controls::load(&opts.fixtures)?;
+    let lib = opts.fixtures.join("lib");
+    let scratch = std::env::temp_dir().join(format!("glassbox-selftest-{}", std::process::id()));
+    let queue = Mutex::new(controls.cases.clone());
+    let results = Mutex::new(Vec::new());
+    let failure: Mutex<Option<Error>> = Mutex::new(None);
+    std::thread::scope(|s| {
+        for _ in 0..opts.jobs.max(1) {
+            s.spawn(|| {
+                while let Some(case) = queue.lock().map(|mut q| q.pop()).ok().flatten() {
+                    match run_case(&case, opts, &lib, &scratch) {
+                        Ok(r) => {
+                            progress(&r);
+                            if let Ok(mut v) = results.lock() {
+                                v.push(r);
+                            }
+                        }
+                        Err(e) => {
+                            if let Ok(mut f) = failure.lock() {
+                                f.get_or_insert(e);
+                            }
+                        }
+                    }
+                }
+            });
+        }
+    });
+    let _ = std::fs::remove_dir_all(&scratch);
+    if let Some(e) = failure.into_inner().ok().flatten() {
+        return Err(e);
+    }
+    let mut cases = results.into_inner().unwrap_or_default();
+    cases.sort_by(|a, b| a.name.cmp(&b.name));
+    let checks = glassbox_checks::registry()
+        .iter()
+        .map(|c| tally(c.info.id, c.info.version, &controls, &cases))
+        .collect();
+    let record = Record {
+        build: build_id(),
+        glassbox_version: glassbox_model::GLASSBOX_VERSION.into(),
+        created_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+        recorder: format!("{:?}", opts.recorder).to_lowercase(),
+        checks,
+        cases,
+    };
+    if save {
+        let path = record_path();
+        let write = || -> std::io::Result<()> {
+            std::fs::create_dir_all(path.parent().unwrap_or(Path::new(".")))?;
+            let tmp = path.with_extension("tmp");
+            std::fs::write(&tmp, serde_json::to_vec_pretty(&record)?)?;
+            std::fs::rename(&tmp, &path)
+        };
+        write().map_err(|source| Error::Evidence {
+            path: path.clone(),
+            source,
+        })?;
+    }
+    Ok(record)
+}
+
+fn tally(id: &str, version: u32, controls: &Controls, cases: &[CaseResult]) -> Tally {
+    let mut t = Tally {
+        id: id.to_string(),
+        version,
+        ..Tally::default()
+    };
+    for case in &controls.cases {
+        let Some(want) = case.expect.get(id) else {
+            continue;
+        };
+        let got = cases
+            .iter()
+            .find(|c| c.name == case.name)
+            .and_then(|c| c.outcomes.get(id));
+        let flagged = got == Some(&Outcome::Flag);
+        match (want.as_str(), flagged) {
+            ("flag", true) => t.tp += 1,
+            ("flag", false) => t.fn_ += 1,
+            ("pass", false) if got == Some(&Outcome::Pass) => t.tn += 1,
+            ("pass", _) => t.fp += 1,
+            ("todo-flag", false) | ("todo-pass", true) => t.todo += 1,
+            _ => {}
+        }
+    }
+    t.proven = t.fn_ == 0 && t.tp > 0;
+    t
+}
+
+fn run_case(case: &Case, opts: &Options, lib: &Path, scratch: &Path) -> Result<CaseResult, Error> {
+    let dir = opts.fixtures.join(&case.dir);
+    let dir =
+        std::fs::canonicalize(&dir).map_err(|source| Error::Evidence { path: dir, source })?;
+    let mut o = AuditOptions::new(case.command.iter().map(Into::into).collect(), dir);
+    o.extra_ro = vec![std::fs::canonicalize(lib).unwrap_or_else(|_| lib.to_path_buf())];
+    o.evidence_dir = Some(scratch.join(&case.name));
+    o.recorder = opts.recorder;
+    o.session.request_timeout = opts.request_timeout;
+    o.session.session_timeout = Duration::from_secs(60);
+    // The selftest is what proves the checks: it judges their raw outcomes.
+    o.proofs = Some(Proofs::all_proven());
+    let a = audit(&o, &Quiet)?;
+    let mut r = CaseResult {
+        name: case.name.clone(),
+        outcomes: BTreeMap::new(),
+        verdict: Some(a.report.verdict),
+        misses: Vec::new(),
+        todo: Vec::new(),
+    };
+    for (id, want) in &case.expect {
+        let got = a
+            .report
+            .checks
+            .iter()
+            .find(|c| &c.id == id)
+            .map(|c| c.outcome);
+        if let Some(g) = got {
+            r.outcomes.insert(id.clone(), g);
+        }
+        let ok = match want.as_str() {
+            "flag" => got == Some(Outcome::Flag),
+            "pass" => got == Some(Outcome::Pass),
+            _ => {
+                let gap = match want.as_str() {
+                    "todo-flag" => got != Some(Outcome::Flag),
+                    _ => got == Some(Outcome::Flag),
+                };
+                if gap {
+                    r.todo
+                        .push(format!("{id}: known gap ({want}), got {got:?}"));
+                }
+                true
+            }
+        };
+        if !ok {
+            r.misses.push(format!("{id}: expected {want}, got {got:?}"));
+        }
+    }
+    let want_verdict = case.verdict.as_str();
+    let got_verdict = serde_json::to_value(a.report.verdict)
+        .ok()
+        .and_then(|v| v.as_str().map(String::from))
+        .unwrap_or_default();
+    if got_verdict != want_verdict {
+        r.misses.push(format!(
+            "verdict {got_verdict}, expected {want_verdict}{}",
+            a.report
+                .inconclusive_reason
+                .as_deref()
+                .map(|x| format!(" ({x})"))
+                .unwrap_or_default()
+        ));
+    }
+    Ok(r)
+}

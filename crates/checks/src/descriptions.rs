@@ -1,0 +1,62 @@
+//! `description-exfil-pattern`: what the server tells the model, scanned for poisoning.
+//!
+//! Tool, resource and prompt descriptions, parameter descriptions and the server's
+//! instructions, as the server sent them (the MCP transcript), go through the token matcher of
+//! [`crate::exfil`]: instructions to read secrets or files, to send data elsewhere, to hide
+//! actions from the user, `<IMPORTANT>`-style blocks, hidden Unicode. Every finding accuses the
+//! server (a poisoned description is an attack on the model): it is withheld until a person
+//! has reviewed it.
+
+use crate::exfil::{scan, sources_from_transcript};
+use crate::{Channel, CheckInfo, Evaluation, Evaluator};
+use glassbox_model::{Event, Phase, Severity};
+
+pub(crate) const INFO: CheckInfo = CheckInfo {
+    id: "description-exfil-pattern",
+    version: 1,
+    claim: "no exfiltration instructions in what the server tells the model",
+    severity: Severity::High,
+    channels: &[Channel::McpTranscript],
+    accuses: "every finding (instructions aimed at the model)",
+    sources: &["descriptions.rs", "exfil.rs"],
+};
+
+/// Everything is decided from the transcript; events are not needed.
+pub(crate) struct State(Evaluation);
+
+pub(crate) fn start(c: &crate::Context<'_>) -> Box<dyn Evaluator> {
+    let sources = sources_from_transcript(c.transcript);
+    let findings = scan(&sources)
+        .into_iter()
+        .map(|m| {
+            let what = sources
+                .get(m.source_index)
+                .map(|s| s.what.as_str())
+                .unwrap_or("text");
+            let mut f = INFO.finding(
+                format!(
+                    "{} ({}): {}",
+                    glassbox_model::printable(what),
+                    m.rule,
+                    m.excerpt
+                ),
+                Vec::new(),
+                Some(Phase::List),
+            );
+            f.accusation = true;
+            f
+        })
+        .collect();
+    Box::new(State(Evaluation {
+        findings,
+        notes: Vec::new(),
+    }))
+}
+
+impl Evaluator for State {
+    fn event(&mut self, _: &Event) {}
+
+    fn finish(self: Box<Self>) -> Evaluation {
+        self.0
+    }
+}

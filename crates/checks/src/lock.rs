@@ -1,0 +1,131 @@
+//! `checks.lock`: a content hash of every check's logic, so that a change of logic without a
+//! version bump fails the tests, and `retractions.json`: check versions found defective.
+//!
+//! A hash covers the check's source files (its own module and the shared modules it uses, as
+//! listed in [`crate::CheckInfo::sources`]) up to their unit tests, whitespace aside. To accept a change: bump the
+//! check's version, then run `UPDATE_CHECKS_LOCK=1 cargo test -p glassbox-checks lock`.
+
+use serde::Deserialize;
+
+/// The lock file, as built into this binary (part of the build id of a selftest record).
+pub const LOCK: &str = include_str!("../checks.lock");
+
+/// A defective check version, named with the reason and the date it was retracted.
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+pub struct Retraction {
+    /// Check id.
+    pub id: String,
+    /// The defective version.
+    pub version: u32,
+    /// Why it was retracted.
+    pub reason: String,
+    /// When (YYYY-MM-DD).
+    pub date: String,
+}
+
+/// Every retraction, as built into this binary.
+pub fn retractions() -> Vec<Retraction> {
+    serde_json::from_str(include_str!("../retractions.json")).unwrap_or_default()
+}
+
+/// The retraction of check `id` at `version`, if it was retracted.
+pub fn retraction(id: &str, version: u32) -> Option<Retraction> {
+    retractions()
+        .into_iter()
+        .find(|r| r.id == id && r.version == version)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry;
+    use sha2::{Digest, Sha256};
+
+    fn source(name: &str) -> &'static str {
+        match name {
+            "credential.rs" => include_str!("credential.rs"),
+            "spawn.rs" => include_str!("spawn.rs"),
+            "persistence.rs" => include_str!("persistence.rs"),
+            "paths.rs" => include_str!("paths.rs"),
+            "flags.rs" => include_str!("flags.rs"),
+            "text.rs" => include_str!("text.rs"),
+            "exfil.rs" => include_str!("exfil.rs"),
+            "descriptions.rs" => include_str!("descriptions.rs"),
+            other => panic!("{other} is not a known check source: add it to lock.rs"),
+        }
+    }
+
+    fn hash(sources: &[&str]) -> String {
+        let mut h = Sha256::new();
+        for s in sources {
+            let text = source(s);
+            // The logic, not its unit tests.
+            let logic = text.split("#[cfg(test)]").next().unwrap_or(text);
+            h.update(s.as_bytes());
+            h.update([0]);
+            // Whitespace does not count: reformatting is not a change of logic.
+            let compact: Vec<u8> = logic.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
+            h.update(&compact);
+        }
+        h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    #[derive(Deserialize, serde::Serialize, Debug, Clone, PartialEq)]
+    struct Entry {
+        id: String,
+        version: u32,
+        sha256: String,
+    }
+
+    #[test]
+    fn lock_matches_the_checks_logic_or_their_version_was_bumped() {
+        let locked: Vec<Entry> = serde_json::from_str(LOCK).expect("checks.lock is JSON");
+        let mut now = Vec::new();
+        let mut problems = Vec::new();
+        for c in registry() {
+            let e = Entry {
+                id: c.info.id.into(),
+                version: c.info.version,
+                sha256: hash(c.info.sources),
+            };
+            match locked.iter().find(|l| l.id == e.id) {
+                Some(l) if l.version == e.version && l.sha256 != e.sha256 => problems.push(format!(
+                    "{} changed without a version bump (still v{}): bump its version, then \
+                     UPDATE_CHECKS_LOCK=1 cargo test -p glassbox-checks lock",
+                    e.id, e.version
+                )),
+                Some(l) if l.version > e.version => {
+                    problems.push(format!("{} went back from v{} to v{}", e.id, l.version, e.version))
+                }
+                Some(l) if l == &e => {}
+                _ if std::env::var_os("UPDATE_CHECKS_LOCK").is_some() => {}
+                _ => problems.push(format!(
+                    "{} v{} is not in checks.lock: UPDATE_CHECKS_LOCK=1 cargo test -p glassbox-checks lock",
+                    e.id, e.version
+                )),
+            }
+            now.push(e);
+        }
+        if std::env::var_os("UPDATE_CHECKS_LOCK").is_some() && problems.is_empty() {
+            let text = serde_json::to_string_pretty(&now).unwrap() + "\n";
+            std::fs::write(concat!(env!("CARGO_MANIFEST_DIR"), "/checks.lock"), text).unwrap();
+            return;
+        }
+        assert!(problems.is_empty(), "{}", problems.join("\n"));
+    }
+
+    #[test]
+    fn no_current_check_version_is_retracted() {
+        for c in registry() {
+            assert!(
+                retraction(c.info.id, c.info.version).is_none(),
+                "{} v{} is retracted: fix it and bump its version",
+                c.info.id,
+                c.info.version
+            );
+        }
+        for r in retractions() {
+            assert!(!r.reason.is_empty() && r.date.len() == 10, "{r:?}");
+        }
+    }
+}
