@@ -21,7 +21,7 @@ use glassbox_model::{Event, EventKind, Manifest, Severity};
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "credential-probe",
-    version: 1,
+    version: 2,
     claim: "no credential probing",
     severity: Severity::High,
     channels: &[Channel::Syscalls],
@@ -86,6 +86,8 @@ struct Context {
     home: NormPath,
     cwd: NormPath,
     cwd_raw: Vec<u8>,
+    /// Home and the folder of each planted secret outside home, as bytes.
+    roots: Vec<Vec<u8>>,
     planted: Vec<NormPath>,
     planted_dirs: Vec<NormPath>,
 }
@@ -111,6 +113,14 @@ impl Context {
         Context {
             cwd: NormPath::new(sandbox.cwd.as_bytes()),
             cwd_raw: sandbox.cwd.as_bytes().to_vec(),
+            roots: std::iter::once(sandbox.home.as_bytes().to_vec())
+                .chain(
+                    planted
+                        .iter()
+                        .filter_map(|p| p.parent())
+                        .map(|d| d.to_bytes().0),
+                )
+                .collect(),
             home,
             planted,
             planted_dirs,
@@ -188,11 +198,23 @@ impl Evaluator for State {
             EventKind::Open { path, .. } | EventKind::Stat { path, .. } => path,
             _ => return,
         };
+        // Every rule is about paths under home or planted secrets: a plain path outside both
+        // needs no normalizing.
+        if self
+            .ctx
+            .roots
+            .iter()
+            .all(|r| paths::plainly_outside(path.as_slice(), r))
+        {
+            return;
+        }
         let norm = NormPath::resolve(path.as_slice(), &self.ctx.cwd_raw);
         let Some(reason) = self.ctx.classify(&norm) else {
             return;
         };
-        let acc = self.groups.add(norm, e.id, &e.phase);
+        let Some(acc) = self.groups.add(norm, e.id, &e.phase) else {
+            return;
+        };
         acc.reason = Some(reason);
         match &e.kind {
             EventKind::Open {
@@ -219,7 +241,8 @@ impl Evaluator for State {
 
     fn finish(self: Box<Self>) -> Evaluation {
         let State { ctx, groups } = *self;
-        let findings = groups
+        let overflow = groups.overflow;
+        let mut findings: Vec<_> = groups
             .items
             .into_iter()
             .map(|g| {
@@ -245,6 +268,13 @@ impl Evaluator for State {
                 f
             })
             .collect();
+        if overflow > 0 {
+            findings.push(INFO.finding(
+                format!("{overflow} more accesses to further credential paths (not listed)"),
+                Vec::new(),
+                None,
+            ));
+        }
         Evaluation {
             findings,
             notes: Vec::new(),

@@ -17,7 +17,7 @@ use glassbox_model::{Bytes, Event, EventKind, Phase, Severity};
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "persistence",
-    version: 1,
+    version: 2,
     claim: "no persistence",
     severity: Severity::High,
     channels: &[Channel::Syscalls],
@@ -168,7 +168,9 @@ impl Evaluator for State {
                     return;
                 };
                 let before = self.writes.items.len();
-                let w = self.writes.add(norm, e.id, &e.phase);
+                let Some(w) = self.writes.add(norm, e.id, &e.phase) else {
+                    return;
+                };
                 w.what = what;
                 w.opens += 1;
                 if result.is_some_and(|r| r < 0) {
@@ -183,7 +185,9 @@ impl Evaluator for State {
                     return;
                 };
                 let before = self.execs.items.len();
-                self.execs.add((e.pid, argv.clone()), e.id, &e.phase).what = what;
+                if let Some(x) = self.execs.add((e.pid, argv.clone()), e.id, &e.phase) {
+                    x.what = what;
+                }
                 if self.execs.items.len() > before {
                     self.order.push((e.id, false, before));
                 }

@@ -16,7 +16,7 @@ use glassbox_model::{Bytes, Event, EventKind, Severity};
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "process-spawn",
-    version: 1,
+    version: 2,
     claim: "spawns no shells or network tools",
     severity: Severity::Medium,
     channels: &[Channel::Syscalls],
@@ -116,6 +116,8 @@ pub(crate) struct State {
     /// The first exec (the server's own start): its pid and argv.
     start: Option<(i32, Vec<Bytes>)>,
     in_start: bool,
+    /// Shells and network tools past the group cap.
+    overflow_flagged: u64,
 }
 
 pub(crate) fn start(_: &crate::Context<'_>) -> Box<dyn Evaluator> {
@@ -123,6 +125,7 @@ pub(crate) fn start(_: &crate::Context<'_>) -> Box<dyn Evaluator> {
         groups: Groups::new(),
         start: None,
         in_start: true,
+        overflow_flagged: 0,
     })
 }
 
@@ -142,7 +145,13 @@ impl Evaluator for State {
             }
             Some(_) => self.in_start = false,
         }
-        let x = self.groups.add((e.pid, argv.clone()), e.id, &e.phase);
+        let Some(x) = self.groups.add((e.pid, argv.clone()), e.id, &e.phase) else {
+            // Past the cap a shell or network tool still flags, as one line.
+            if classify(path, argv).is_some() {
+                self.overflow_flagged += 1;
+            }
+            return;
+        };
         x.path = path.clone();
         x.ppid = e.ppid;
         x.kind = classify(path, argv);
@@ -150,6 +159,7 @@ impl Evaluator for State {
 
     fn finish(self: Box<Self>) -> Evaluation {
         let mut eval = Evaluation::default();
+        let (overflow, overflow_flagged) = (self.groups.overflow, self.overflow_flagged);
         for g in self.groups.items {
             let (pid, argv) = &g.key;
             let what = match g.data.kind {
@@ -173,6 +183,20 @@ impl Evaluator for State {
             } else {
                 eval.notes.push(finding);
             }
+        }
+        if overflow_flagged > 0 {
+            eval.findings.push(INFO.finding(
+                format!("{overflow_flagged} more execs of shells or network tools (not listed)"),
+                Vec::new(),
+                None,
+            ));
+        }
+        if overflow > overflow_flagged {
+            eval.notes.push(INFO.finding(
+                format!("{} more execs (not listed)", overflow - overflow_flagged),
+                Vec::new(),
+                None,
+            ));
         }
         eval
     }

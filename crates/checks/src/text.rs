@@ -29,11 +29,18 @@ pub(crate) struct Groups<K, V> {
     index: HashMap<K, usize>,
     /// The groups, in order of first appearance.
     pub(crate) items: Vec<Group<K, V>>,
+    /// Events that belonged to no kept group (past [`MAX_GROUPS`]).
+    pub(crate) overflow: u64,
 }
 
 /// Event ids kept per group: a finding points at its first events; how many there were in all
 /// is `count`. Memory then grows with what the checks find, not with the trace.
 pub(crate) const MAX_IDS: usize = 100;
+
+/// Groups kept per check (distinct paths, distinct processes): past that, events are counted
+/// in [`Groups::overflow`] and reported as one line, so a hostile trace of millions of distinct
+/// items cannot exhaust memory, and a check that had something to flag still flags.
+pub(crate) const MAX_GROUPS: usize = 10_000;
 
 /// One group: the key, the events' ids and distinct phases, and data accumulated by the check.
 #[derive(Debug)]
@@ -52,21 +59,31 @@ impl<K: Hash + Eq + Clone, V: Default> Groups<K, V> {
         Groups {
             index: HashMap::new(),
             items: Vec::new(),
+            overflow: 0,
         }
     }
 
-    /// Adds an event to the group of `key` and returns the group's data.
-    pub(crate) fn add(&mut self, key: K, id: u64, phase: &Phase) -> &mut V {
-        let n = *self.index.entry(key.clone()).or_insert_with(|| {
-            self.items.push(Group {
-                key,
-                ids: Vec::new(),
-                count: 0,
-                phases: Vec::new(),
-                data: V::default(),
-            });
-            self.items.len() - 1
-        });
+    /// Adds an event to the group of `key` and returns the group's data; `None` (the event
+    /// counted in `overflow`) when the key is new and [`MAX_GROUPS`] groups exist already.
+    pub(crate) fn add(&mut self, key: K, id: u64, phase: &Phase) -> Option<&mut V> {
+        let n = match self.index.get(&key) {
+            Some(&n) => n,
+            None if self.items.len() >= MAX_GROUPS => {
+                self.overflow += 1;
+                return None;
+            }
+            None => {
+                self.items.push(Group {
+                    key: key.clone(),
+                    ids: Vec::new(),
+                    count: 0,
+                    phases: Vec::new(),
+                    data: V::default(),
+                });
+                self.index.insert(key, self.items.len() - 1);
+                self.items.len() - 1
+            }
+        };
         let g = &mut self.items[n];
         g.count += 1;
         if g.ids.len() < MAX_IDS {
@@ -75,7 +92,7 @@ impl<K: Hash + Eq + Clone, V: Default> Groups<K, V> {
         if !g.phases.contains(phase) {
             g.phases.push(phase.clone());
         }
-        &mut g.data
+        Some(&mut g.data)
     }
 }
 

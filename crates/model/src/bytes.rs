@@ -137,20 +137,45 @@ impl Serialize for Bytes {
 }
 
 impl<'de> Deserialize<'de> for Bytes {
+    /// A string, or `{"bytes": "<base64>"}`. A visitor rather than an untagged enum: serde
+    /// buffers every value of an untagged enum before trying its variants, which measured as
+    /// the largest cost of reading an event stream.
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Repr {
-            Text(String),
-            Raw { bytes: String },
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Bytes;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(r#"a string or {"bytes": "<base64>"}"#)
+            }
+
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Bytes, E> {
+                Ok(Bytes(v.as_bytes().to_vec()))
+            }
+
+            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Bytes, E> {
+                Ok(Bytes(v.into_bytes()))
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut m: A) -> Result<Bytes, A::Error> {
+                let mut out = None;
+                while let Some(k) = m.next_key::<std::borrow::Cow<'de, str>>()? {
+                    if k == "bytes" {
+                        let text: std::borrow::Cow<'de, str> = m.next_value()?;
+                        out = Some(
+                            base64::engine::general_purpose::STANDARD
+                                .decode(text.as_bytes())
+                                .map_err(serde::de::Error::custom)?,
+                        );
+                    } else {
+                        m.next_value::<serde::de::IgnoredAny>()?;
+                    }
+                }
+                out.map(Bytes)
+                    .ok_or_else(|| serde::de::Error::missing_field("bytes"))
+            }
         }
-        match Repr::deserialize(d)? {
-            Repr::Text(t) => Ok(Bytes(t.into_bytes())),
-            Repr::Raw { bytes } => base64::engine::general_purpose::STANDARD
-                .decode(bytes)
-                .map(Bytes)
-                .map_err(serde::de::Error::custom),
-        }
+        d.deserialize_any(V)
     }
 }
 
