@@ -358,13 +358,22 @@ fn last_line(s: &str) -> String {
 
 /// Evaluates the current checks over stored or fresh evidence.
 pub fn evaluate(evidence: &Evidence, dir: &Path, proofs: &glassbox_checks::Proofs) -> AuditReport {
-    let session = &evidence.manifest.session;
     let checks = glassbox_checks::evaluate_all(evidence, proofs);
+    report(&evidence.manifest, checks, dir)
+}
+
+/// The report of a run from its check results: the verdict and the tools.
+pub fn report(
+    manifest: &Manifest,
+    checks: Vec<glassbox_model::CheckResult>,
+    dir: &Path,
+) -> AuditReport {
+    let session = &manifest.session;
     let (verdict, inconclusive_reason) =
         glassbox_checks::verdict(&checks, session.completed, session.failure.as_deref());
     AuditReport {
         glassbox_version: GLASSBOX_VERSION.into(),
-        run_id: evidence.manifest.run_id.clone(),
+        run_id: manifest.run_id.clone(),
         evidence_dir: dir.to_string_lossy().into_owned(),
         verdict,
         inconclusive_reason,

@@ -5,7 +5,7 @@
 
 use crate::Error;
 use glassbox_checks::{Context, Proofs, Run};
-use glassbox_model::{AuditReport, Event, Manifest, ToolSummary, TranscriptEntry};
+use glassbox_model::{AuditReport, Event, Manifest, TranscriptEntry};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
@@ -94,27 +94,8 @@ pub fn recheck(dir: &Path, proofs: &Proofs) -> Result<Recheck, Error> {
         transcript: &transcript,
     });
     let events = read_lines(&dir.join("events.jsonl"), |e: Event| run.event(&e))?;
-    let checks = run.finish(proofs);
+    let report = crate::report(&manifest, run.finish(proofs), dir);
     let session = &manifest.session;
-    let (verdict, inconclusive_reason) =
-        glassbox_checks::verdict(&checks, session.completed, session.failure.as_deref());
-    let report = AuditReport {
-        glassbox_version: glassbox_model::GLASSBOX_VERSION.into(),
-        run_id: manifest.run_id.clone(),
-        evidence_dir: dir.to_string_lossy().into_owned(),
-        verdict,
-        inconclusive_reason,
-        checks,
-        tools: session
-            .tools
-            .iter()
-            .map(|t| ToolSummary {
-                name: t.name.clone(),
-                called: t.called,
-                result: t.result,
-            })
-            .collect(),
-    };
     let rpath = dir.join("report.json");
     let (stored, withdrawn) = if rpath.exists() {
         let mut r: AuditReport =
