@@ -129,6 +129,9 @@ pub(crate) fn start(
     let mechanism = recorder.mechanism().to_string();
     let stop = Arc::new(AtomicBool::new(false));
     let stop2 = stop.clone();
+    // The server waits in its first execve until the recorder answers: the run's phases start
+    // once that exec is recorded, so the server's own start is in phase `startup`.
+    let (started_tx, started_rx) = std::sync::mpsc::channel::<()>();
     let recorder = std::thread::Builder::new()
         .name("recorder".into())
         .spawn(move || {
@@ -137,11 +140,14 @@ pub(crate) fn start(
                 keep,
                 kept: Vec::new(),
                 error: None,
+                started: Some(started_tx),
             };
             let stats = recorder.run(1, &stop2, &mut out);
             (stats, out.kept, out.error)
         })
         .map_err(|e| Error::Internal(format!("cannot start the recorder thread: {e}")))?;
+    // Bounded: a server whose exec is never seen (killed at once) must not stall the audit.
+    let _ = started_rx.recv_timeout(std::time::Duration::from_secs(5));
     Ok(Running {
         sandbox,
         clock,
@@ -159,10 +165,17 @@ struct Writer {
     keep: bool,
     kept: Vec<Event>,
     error: Option<std::io::Error>,
+    /// Told when the first exec (the server's own start) has been recorded.
+    started: Option<std::sync::mpsc::Sender<()>>,
 }
 
 impl glassbox_trace::Sink for Writer {
     fn event(&mut self, e: Event) {
+        if matches!(e.kind, glassbox_model::EventKind::Exec { .. }) {
+            if let Some(tx) = self.started.take() {
+                let _ = tx.send(());
+            }
+        }
         if self.error.is_none() {
             self.error = self.sink.event(&e).err();
         }
