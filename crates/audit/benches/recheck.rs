@@ -26,7 +26,7 @@ use glassbox_model::{
 };
 use std::fs::File;
 use std::hint::black_box;
-use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -297,26 +297,17 @@ fn pass(path: &Path, expected: u64, mut f: impl FnMut(&Event)) -> Pass {
     let mut hwm_at = Vec::new();
     let t = Instant::now();
     let cpu = thread_cpu_secs();
-    let mut r = BufReader::with_capacity(1 << 20, File::open(path).expect("open events.jsonl"));
-    let mut buf: Vec<u8> = Vec::with_capacity(4096);
+    // The real reader of `glassbox recheck`.
     let mut events = 0u64;
-    loop {
-        buf.clear();
-        if r.read_until(b'\n', &mut buf).expect("read events.jsonl") == 0 {
-            break;
-        }
-        let line = buf.trim_ascii_end();
-        if line.is_empty() {
-            continue;
-        }
-        let e: Event = serde_json::from_slice(line).expect("a valid event");
+    glassbox_audit::recheck::read_lines(path, |e: Event| {
         f(&e);
         events += 1;
         if events == next_mark && events < expected {
             hwm_at.push((events, peak_rss()));
             next_mark += quarter;
         }
-    }
+    })
+    .expect("events.jsonl reads back");
     let secs = t.elapsed().as_secs_f64();
     let cpu_secs = thread_cpu_secs() - cpu;
     hwm_at.push((events, peak_rss()));

@@ -63,11 +63,12 @@ pub fn read_lines<T: serde::de::DeserializeOwned>(
         }
         line_no += 1;
         let complete = buf.last() == Some(&b'\n');
-        let line = buf.trim_ascii_end();
-        if line.is_empty() {
+        let len = buf.trim_ascii_end().len();
+        if len == 0 {
             continue;
         }
-        match serde_json::from_slice::<T>(line) {
+        // (simd-json measured no faster here: the cost is in building the events.)
+        match serde_json::from_slice::<T>(&buf[..len]) {
             Ok(v) => {
                 f(v);
                 n += 1;
