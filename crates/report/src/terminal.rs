@@ -162,6 +162,25 @@ impl<K: Hash + Eq, V> Rows<K, V> {
     }
 }
 
+impl<K, T, U> Rows<K, (T, U)>
+where
+    T: AsRef<str>,
+{
+    /// Writes "  none" and returns `None` when empty; else the width of the first column over
+    /// the first `cap` rows (at most [`COLUMN`]).
+    fn first_column_width(&self, out: &mut String, cap: usize) -> Option<usize> {
+        if self.rows.is_empty() {
+            let _ = writeln!(out, "  none");
+            return None;
+        }
+        self.rows
+            .iter()
+            .take(cap)
+            .map(|r| r.data.0.as_ref().chars().count().min(COLUMN))
+            .max()
+    }
+}
+
 fn phases(ps: &[Phase]) -> String {
     let mut shown: Vec<String> = ps
         .iter()
@@ -287,17 +306,9 @@ fn files(out: &mut String, st: &Style, ev: &Evidence) {
             _ => u.read = true,
         }
     }
-    if rows.rows.is_empty() {
-        let _ = writeln!(out, "  none");
+    let Some(width) = rows.first_column_width(out, FILES_CAP) else {
         return;
-    }
-    let width = rows
-        .rows
-        .iter()
-        .take(FILES_CAP)
-        .map(|r| r.data.0.chars().count().min(COLUMN))
-        .max()
-        .unwrap_or(0);
+    };
     let what_width = rows
         .rows
         .iter()
@@ -371,17 +382,9 @@ fn connections(out: &mut String, st: &Style, ev: &Evidence) {
         let key = (escape::text(&addr.to_string()), syscall);
         rows.add(key.clone(), &e.phase, || key);
     }
-    if rows.rows.is_empty() {
-        let _ = writeln!(out, "  none");
+    let Some(width) = rows.first_column_width(out, CONNECTIONS_CAP) else {
         return;
-    }
-    let width = rows
-        .rows
-        .iter()
-        .take(CONNECTIONS_CAP)
-        .map(|r| r.data.0.chars().count().min(COLUMN))
-        .max()
-        .unwrap_or(0);
+    };
     for r in rows.rows.iter().take(CONNECTIONS_CAP) {
         let (dest, syscall) = &r.data;
         let _ = writeln!(
