@@ -63,6 +63,9 @@ pub enum Route {
     NotifyIfArgNonNull(u32),
     /// Fail the call with this errno.
     Deny(u32),
+    /// `socket`: fail with `EAFNOSUPPORT` unless the family is unix, inet or inet6, or netlink
+    /// with the route protocol; otherwise go on to the next rule.
+    SocketFamilies,
     /// Fail the call with `errno` when the low 32 bits of argument `arg` have any bit of `mask`.
     DenyIfArgBits {
         /// The argument.
@@ -83,9 +86,83 @@ const NAMESPACE_FLAGS: u32 = (libc::CLONE_NEWNS
     | libc::CLONE_NEWNET
     | 0x80) as u32; // CLONE_NEWTIME
 
-/// The rules every sandbox has, whatever records it.
+/// A call refused with `errno`, with the reason.
+const fn deny(nr: i64, errno: i32, reason: &'static str) -> Rule {
+    Rule {
+        nr: nr as u32,
+        route: Route::Deny(errno as u32),
+        reason,
+    }
+}
+
+const OBSERVE: &str =
+    "reads or changes other processes' memory or the kernel's view: outside what the \
+                       recorder can attribute";
+const MOUNT: &str = "the mount family: no changing the sandbox's file system view";
+
+/// The rules every sandbox has, whatever records it. They come before the recorder's rules:
+/// the first rule naming a call decides (except `SocketFamilies`, which lets allowed families
+/// go on to the recorder's `socket` rule).
 pub fn static_rules() -> Vec<Rule> {
+    use libc::{ENOSYS, EPERM};
     vec![
+        deny(
+            libc::SYS_io_uring_setup,
+            ENOSYS,
+            "io_uring runs file and network operations without \
+             system calls the recorder sees; ENOSYS makes runtimes fall back to ordinary calls",
+        ),
+        deny(
+            libc::SYS_io_uring_enter,
+            ENOSYS,
+            "io_uring (see io_uring_setup)",
+        ),
+        deny(
+            libc::SYS_io_uring_register,
+            ENOSYS,
+            "io_uring (see io_uring_setup)",
+        ),
+        deny(libc::SYS_ptrace, EPERM, OBSERVE),
+        deny(libc::SYS_process_vm_readv, EPERM, OBSERVE),
+        deny(libc::SYS_process_vm_writev, EPERM, OBSERVE),
+        deny(libc::SYS_bpf, EPERM, OBSERVE),
+        deny(libc::SYS_perf_event_open, EPERM, OBSERVE),
+        deny(
+            libc::SYS_userfaultfd,
+            EPERM,
+            "userfaultfd stretches race windows against the recorder",
+        ),
+        deny(libc::SYS_mount, EPERM, MOUNT),
+        deny(libc::SYS_umount2, EPERM, MOUNT),
+        deny(libc::SYS_pivot_root, EPERM, MOUNT),
+        deny(libc::SYS_open_tree, EPERM, MOUNT),
+        deny(libc::SYS_move_mount, EPERM, MOUNT),
+        deny(libc::SYS_fsopen, EPERM, MOUNT),
+        deny(libc::SYS_fsconfig, EPERM, MOUNT),
+        deny(libc::SYS_fsmount, EPERM, MOUNT),
+        deny(libc::SYS_fspick, EPERM, MOUNT),
+        deny(libc::SYS_mount_setattr, EPERM, MOUNT),
+        deny(libc::SYS_add_key, EPERM, "the kernel keyring"),
+        deny(libc::SYS_request_key, EPERM, "the kernel keyring"),
+        deny(libc::SYS_keyctl, EPERM, "the kernel keyring"),
+        deny(libc::SYS_init_module, EPERM, "module loading"),
+        deny(libc::SYS_finit_module, EPERM, "module loading"),
+        deny(libc::SYS_delete_module, EPERM, "module loading"),
+        Rule {
+            nr: libc::SYS_seccomp as u32,
+            route: Route::DenyIfArgBits {
+                arg: 1,
+                mask: 1 << 3, // SECCOMP_FILTER_FLAG_NEW_LISTENER
+                errno: EPERM as u32,
+            },
+            reason: "a second seccomp listener would let the server answer its own calls",
+        },
+        Rule {
+            nr: libc::SYS_socket as u32,
+            route: Route::SocketFamilies,
+            reason: "socket families other than unix, inet, inet6 and netlink-route (raw packets, \
+                     other netlink protocols) reach around the recorder and the network edge",
+        },
         Rule {
             nr: libc::SYS_clone3 as u32,
             route: Route::Deny(libc::ENOSYS as u32),
@@ -156,6 +233,24 @@ pub fn build(rules: &[Rule]) -> Vec<Insn> {
                 stmt(BPF_RET_K, SECCOMP_RET_ALLOW),
             ],
             Route::Deny(errno) => vec![stmt(BPF_RET_K, SECCOMP_RET_ERRNO | (errno & 0xffff))],
+            Route::SocketFamilies => {
+                let refuse = stmt(BPF_RET_K, SECCOMP_RET_ERRNO | libc::EAFNOSUPPORT as u32);
+                // Allowed families jump past the body (to the next rule); netlink is allowed
+                // with protocol 0 (NETLINK_ROUTE) only. The number is reloaded at the end so
+                // that the next rule compares it again.
+                vec![
+                    stmt(BPF_LD_W_ABS, off_arg_lo(0)),
+                    jump(BPF_JEQ_K, libc::AF_UNIX as u32, 7, 0),
+                    jump(BPF_JEQ_K, libc::AF_INET as u32, 6, 0),
+                    jump(BPF_JEQ_K, libc::AF_INET6 as u32, 5, 0),
+                    jump(BPF_JEQ_K, libc::AF_NETLINK as u32, 1, 0),
+                    refuse,
+                    stmt(BPF_LD_W_ABS, off_arg_lo(2)),
+                    jump(BPF_JEQ_K, 0, 1, 0),
+                    refuse,
+                    stmt(BPF_LD_W_ABS, OFF_NR),
+                ]
+            }
             Route::DenyIfArgBits { arg, mask, errno } => vec![
                 stmt(BPF_LD_W_ABS, off_arg_lo(arg)),
                 jump(BPF_JSET_K, mask, 0, 1),
@@ -165,6 +260,8 @@ pub fn build(rules: &[Rule]) -> Vec<Insn> {
         };
         p.push(jump(BPF_JEQ_K, rule.nr, 0, body.len() as u8));
         p.extend(body);
+        // Every body but `SocketFamilies` returns; that one falls through with the number
+        // loaded again.
     }
     p.push(stmt(BPF_RET_K, SECCOMP_RET_ALLOW));
     p

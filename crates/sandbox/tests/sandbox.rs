@@ -133,3 +133,51 @@ fn a_working_directory_under_tmp_stays_visible_and_read_only() {
         format!("{}\nvisible\nread-only\ntmp-rw\n", dir.display())
     );
 }
+
+#[test]
+fn calls_around_the_recorder_are_refused() {
+    // Each line: a call, what it returned (errno name, or "ok").
+    let script = r#"
+import ctypes, errno, os, socket
+libc = ctypes.CDLL(None, use_errno=True)
+def call(name, nr, *args):
+    r = libc.syscall(nr, *[ctypes.c_long(a) for a in args])
+    print(name, "ok" if r >= 0 else errno.errorcode[ctypes.get_errno()])
+call("io_uring_setup", 425, 1, 0)
+call("ptrace_traceme", 101, 0, 0, 0, 0)
+buf = ctypes.create_string_buffer(8)
+iov = (ctypes.c_void_p * 2)(ctypes.addressof(buf), 8)
+call("process_vm_readv", 310, os.getpid(), ctypes.addressof(iov), 1, ctypes.addressof(iov), 1, 0)
+call("seccomp_listener", 317, 1, 8, 0)
+call("keyctl", 250, 0, 0)
+def sock(name, *a):
+    try:
+        socket.socket(*a).close(); print(name, "ok")
+    except OSError as e:
+        print(name, errno.errorcode[e.errno])
+sock("packet", 17, socket.SOCK_RAW, 0)
+sock("netlink_audit", 16, socket.SOCK_RAW, 9)
+sock("netlink_route", 16, socket.SOCK_RAW, 0)
+sock("inet", socket.AF_INET, socket.SOCK_STREAM)
+sock("unix", socket.AF_UNIX, socket.SOCK_STREAM)
+"#;
+    let (out, err, exit) = run(&format!("python3 -c '{}'", script.replace('\'', "'\\''")));
+    assert_eq!(exit, ServerExit::Exited { code: 0 }, "stderr: {err}");
+    for want in [
+        "io_uring_setup ENOSYS",
+        "ptrace_traceme EPERM",
+        "process_vm_readv EPERM",
+        "seccomp_listener EPERM",
+        "keyctl EPERM",
+        "packet EAFNOSUPPORT",
+        "netlink_audit EAFNOSUPPORT",
+        "netlink_route ok",
+        "inet ok",
+        "unix ok",
+    ] {
+        assert!(
+            out.lines().any(|l| l == want),
+            "missing {want:?} in:\n{out}"
+        );
+    }
+}
