@@ -144,6 +144,24 @@ pub(crate) fn poll_readable(fd: RawFd, timeout_ms: i32) -> io::Result<bool> {
     }
 }
 
+/// A control buffer with room for one `SCM_CREDENTIALS` message.
+fn cred_control() -> Vec<u8> {
+    // SAFETY: CMSG_SPACE is a pure computation.
+    let space = unsafe { libc::CMSG_SPACE(std::mem::size_of::<libc::ucred>() as u32) } as usize;
+    vec![0u8; space]
+}
+
+/// A one-byte message over `iov` with `control` as its control buffer.
+fn one_byte_msg(iov: &mut libc::iovec, control: &mut [u8]) -> libc::msghdr {
+    // SAFETY: msghdr is plain old data; zero is a valid initial value.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = control.len();
+    msg
+}
+
 /// Sends one byte with the sender's credentials attached, so the receiver learns the
 /// sender's pid in its own pid namespace.
 pub(crate) fn send_hello(fd: RawFd) -> io::Result<()> {
@@ -152,15 +170,8 @@ pub(crate) fn send_hello(fd: RawFd) -> io::Result<()> {
         iov_base: byte.as_ptr() as *mut libc::c_void,
         iov_len: 1,
     };
-    // SAFETY: CMSG_SPACE is a pure computation.
-    let space = unsafe { libc::CMSG_SPACE(std::mem::size_of::<libc::ucred>() as u32) } as usize;
-    let mut control = vec![0u8; space];
-    // SAFETY: msghdr is plain old data; zero is a valid initial value.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control.as_mut_ptr().cast();
-    msg.msg_controllen = space;
+    let mut control = cred_control();
+    let msg = one_byte_msg(&mut iov, &mut control);
     // SAFETY: msg points at a control buffer of CMSG_SPACE bytes, so the first header fits.
     unsafe {
         let c = libc::CMSG_FIRSTHDR(&msg);
@@ -197,15 +208,8 @@ pub(crate) fn recv_hello(fd: RawFd) -> io::Result<Option<i32>> {
         iov_base: byte.as_mut_ptr().cast(),
         iov_len: 1,
     };
-    // SAFETY: pure computation.
-    let space = unsafe { libc::CMSG_SPACE(std::mem::size_of::<libc::ucred>() as u32) } as usize;
-    let mut control = vec![0u8; space];
-    // SAFETY: msghdr is plain old data; zero is a valid initial value.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control.as_mut_ptr().cast();
-    msg.msg_controllen = space;
+    let mut control = cred_control();
+    let mut msg = one_byte_msg(&mut iov, &mut control);
     // SAFETY: msg and its buffers are valid for the call.
     let n = check(unsafe { libc::recvmsg(fd, &mut msg, 0) } as libc::c_long)?;
     if n == 0 {

@@ -64,7 +64,6 @@ pub use decode::rules;
 pub use notify::{FileChannel, Recorder, RecorderStats, Sink};
 
 use glassbox_model::Phase;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 /// `CLOCK_MONOTONIC` in nanoseconds: the clock eBPF's `bpf_ktime_get_ns` reads.
@@ -84,8 +83,6 @@ pub struct Clock {
     start: u64,
     /// Every phase with the run time it began at, in order.
     phases: Mutex<Vec<(u64, Phase)>>,
-    /// Bumped at every phase change, so readers re-read the phase only when it changed.
-    generation: AtomicU64,
 }
 
 impl Clock {
@@ -94,7 +91,6 @@ impl Clock {
         Clock {
             start: monotonic_ns(),
             phases: Mutex::new(vec![(0, Phase::Startup)]),
-            generation: AtomicU64::new(0),
         }
     }
 
@@ -131,17 +127,6 @@ impl Clock {
         let now = self.now_ns();
         if let Ok(mut p) = self.phases.lock() {
             p.push((now, phase));
-            self.generation.fetch_add(1, Ordering::Release);
-        }
-    }
-
-    /// The current phase with its generation, reusing `cached` when the phase has not
-    /// changed since (no lock, no allocation on the recorder's hot path).
-    pub fn phase_cached(&self, cached: Option<(u64, Phase)>) -> (u64, Phase) {
-        let generation = self.generation.load(Ordering::Acquire);
-        match cached {
-            Some(c) if c.0 == generation => c,
-            _ => (generation, self.phase()),
         }
     }
 }

@@ -148,7 +148,8 @@ impl State<'_> {
             return;
         }
         let ids = self.pids.lookup_known(rec.host_tid, rec.ns_tgid);
-        let fallback = self.pids.exec_cwd(ids.0).map(<[u8]>::to_vec);
+        // Borrowed: only a relative path of a process gone by now needs it.
+        let fallback = self.pids.exec_cwd(ids.0);
         let decoded = file_event(
             rec.nr,
             &rec.args,
@@ -156,7 +157,7 @@ impl State<'_> {
             rec.openat2_flags,
             Some(rec.result),
             self.home,
-            |dirfd, raw| absolute_or(rec.host_tid, dirfd, raw, fallback.as_deref()),
+            |dirfd, raw| absolute_or(rec.host_tid, dirfd, raw, fallback),
         );
         if let Decoded::Event(kind) = decoded {
             let t = self.clock.since_start(rec.ktime);
