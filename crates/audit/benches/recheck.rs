@@ -183,6 +183,7 @@ fn one_pass(what: &str, path: &Path, n: u64) {
     let ctx = Context {
         manifest: &manifest,
         transcript: &transcript,
+        flows: &[],
     };
     let p = match what {
         "parse" => {

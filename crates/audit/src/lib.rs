@@ -338,6 +338,7 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
         manifest,
         events: recording.events,
         transcript,
+        flows: Vec::new(),
     };
     let proofs = opts.proofs.clone().unwrap_or_else(selftest::load_proofs);
     let report = evaluate(&evidence, &dir, &proofs);

@@ -5,7 +5,7 @@
 
 use crate::Error;
 use glassbox_checks::{Context, Proofs, Run};
-use glassbox_model::{AuditReport, Event, Manifest, TranscriptEntry};
+use glassbox_model::{AuditReport, Event, Flow, Manifest, TranscriptEntry};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
@@ -90,9 +90,15 @@ pub fn recheck(dir: &Path, proofs: &Proofs) -> Result<Recheck, Error> {
     if tpath.exists() {
         read_lines(&tpath, |t| transcript.push(t))?;
     }
+    let mut flows: Vec<Flow> = Vec::new();
+    let npath = dir.join("network.jsonl");
+    if npath.exists() {
+        read_lines(&npath, |f| flows.push(f))?;
+    }
     let mut run = Run::new(Context {
         manifest: &manifest,
         transcript: &transcript,
+        flows: &flows,
     });
     let events = read_lines(&dir.join("events.jsonl"), |e: Event| run.event(&e))?;
     let report = crate::report(&manifest, run.finish(proofs), dir);

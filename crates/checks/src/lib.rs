@@ -67,7 +67,7 @@
 #![deny(missing_docs)]
 
 use glassbox_model::{
-    CheckResult, CheckVersion, Event, Evidence, Finding, Manifest, Outcome, Phase, Severity,
+    CheckResult, CheckVersion, Event, Evidence, Finding, Flow, Manifest, Outcome, Phase, Severity,
     TranscriptEntry, Verdict,
 };
 use std::fmt;
@@ -186,6 +186,8 @@ pub struct Context<'a> {
     pub manifest: &'a Manifest,
     /// The MCP transcript.
     pub transcript: &'a [TranscriptEntry],
+    /// The flows at the network edge and the canary sockets (`network.jsonl`).
+    pub flows: &'a [Flow],
 }
 
 /// One check over one run: events in, an evaluation out.
@@ -193,7 +195,15 @@ pub trait Evaluator {
     /// The next event, in order.
     fn event(&mut self, e: &Event);
     /// No more events.
-    fn finish(self: Box<Self>) -> Evaluation;
+    fn finish(self: Box<Self>) -> Evaluation {
+        Evaluation::default()
+    }
+    /// No more events; the rest of the bundle at hand (checks that weigh events against
+    /// flows, or the manifest, at the end). Calls [`Evaluator::finish`] unless overridden.
+    fn finish_with(self: Box<Self>, ctx: &Context<'_>) -> Evaluation {
+        let _ = ctx;
+        self.finish()
+    }
 }
 
 /// A check: its identity and how to start evaluating a run.
@@ -285,7 +295,7 @@ impl<'a> Run<'a> {
         let ctx = self.ctx;
         self.evaluators
             .into_iter()
-            .map(|(check, ev)| result(&check.info, ev.finish(), &ctx, proofs))
+            .map(|(check, ev)| result(&check.info, ev.finish_with(&ctx), &ctx, proofs))
             .collect()
     }
 }
@@ -387,6 +397,7 @@ pub fn evaluate_all(ev: &Evidence, proofs: &Proofs) -> Vec<CheckResult> {
     let mut run = Run::new(Context {
         manifest: &ev.manifest,
         transcript: &ev.transcript,
+        flows: &ev.flows,
     });
     for e in &ev.events {
         run.event(e);
@@ -403,12 +414,13 @@ pub(crate) fn evaluate_one(
     let ctx = Context {
         manifest: &ev.manifest,
         transcript: &ev.transcript,
+        flows: &ev.flows,
     };
     let mut e = start(&ctx);
     for event in &ev.events {
         e.event(event);
     }
-    e.finish()
+    e.finish_with(&ctx)
 }
 
 /// Withdraws every result made by a retracted check version: outcome `retracted`, findings

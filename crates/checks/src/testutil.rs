@@ -31,6 +31,7 @@ impl Ev {
             },
             events: Vec::new(),
             transcript: Vec::new(),
+            flows: Vec::new(),
         })
     }
 

@@ -909,6 +909,8 @@ pub struct Evidence {
     pub events: Vec<Event>,
     /// The MCP transcript.
     pub transcript: Vec<TranscriptEntry>,
+    /// The flows at the network edge and the canary sockets.
+    pub flows: Vec<crate::Flow>,
 }
 
 impl Evidence {

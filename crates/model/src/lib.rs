@@ -13,6 +13,7 @@
 //! | `manifest.json` | one [`Manifest`]: versions, kernel, target, sandbox settings, timings |
 //! | `events.jsonl` | one [`Event`] per line, in the order the recorder saw them |
 //! | `transcript.jsonl` | one [`TranscriptEntry`] per line: every line in both directions, raw |
+//! | `network.jsonl` | one [`Flow`] per line: every flow at the network edge and the canary sockets |
 //! | `stderr.log` | the server's standard error, as written |
 //! | `report.json` | the [`AuditReport`] (written last) |
 //!
@@ -26,10 +27,12 @@
 
 mod bytes;
 mod evidence;
+mod network;
 mod report;
 
 pub use bytes::{argv_line, printable, truncate, Bytes};
 pub use evidence::*;
+pub use network::*;
 pub use report::*;
 
 /// The version of glassbox that produced a bundle or a report.

@@ -603,6 +603,7 @@ mod tests {
                 .map(|(i, (p, k))| event(i as u64 + 1, 2 + i as i32, p, k))
                 .collect(),
             transcript: vec![],
+            flows: vec![],
         }
     }
 
