@@ -104,6 +104,7 @@ pub(crate) fn start(
         env: vec![],
         files,
         rules: rules(files_by_ebpf),
+        network: None,
     };
     let clock = Arc::new(Clock::new());
     let mut files = None;

@@ -4,7 +4,7 @@
 //! malloc is reset for the child by `fork`) but takes no Rust lock (no printing, no env), and a
 //! child never returns into glassbox's code: it ends with `_exit`, panics included.
 
-use crate::{io_err, seccomp, sys, Config, Error, MountPlan, SANDBOX_UID};
+use crate::{io_err, netdev, seccomp, sys, Config, Error, MountPlan, SANDBOX_UID};
 use std::ffi::{CString, OsStr};
 use std::fs::File;
 use std::io::{self, Write};
@@ -22,6 +22,7 @@ pub(crate) struct Parts {
     pub init_pid: i32,
     pub server_pid: i32,
     pub status_r: OwnedFd,
+    pub tun: Option<OwnedFd>,
 }
 
 /// Everything the children need, prepared before `fork`.
@@ -162,6 +163,17 @@ pub(crate) fn spawn(
     }
     let init_pid = i32::from_ne_bytes(pidbuf);
     let ctl = ctl_parent.as_raw_fd();
+    // With a network edge, pid 1 sends the edge's descriptor before the server says hello.
+    let mut tun = None;
+    if cfg.network.is_some() {
+        if !sys::poll_readable(ctl, 30_000).unwrap_or(false) {
+            return Err(fail("the network edge set-up timed out".into()));
+        }
+        match sys::recv_fd(ctl) {
+            Ok(fd) => tun = Some(fd),
+            Err(e) => return Err(fail(format!("no network edge from the sandbox: {e}"))),
+        }
+    }
     if !sys::poll_readable(ctl, 30_000).unwrap_or(false) {
         return Err(fail("the sandbox set-up timed out".into()));
     }
@@ -207,6 +219,7 @@ pub(crate) fn spawn(
         init_pid,
         server_pid,
         status_r,
+        tun,
     })
 }
 
@@ -290,6 +303,12 @@ fn outer(p: &Prepared<'_>, parent_pid: i32, fds: Fds) -> Result<(), String> {
     // sandbox user may have no right to walk to a source such as a prefix under `/root`) and
     // already in the new mount namespace (a bind must come from a mount of this namespace).
     let sources = open_sources(&p.plan);
+    // /dev/net/tun likewise (it is often root's alone); configured later by pid 1, which holds
+    // CAP_NET_ADMIN over the new network namespace.
+    let tun_dev = match &p.cfg.network {
+        Some(_) => Some(netdev::open_tun_device()?),
+        None => None,
+    };
     // SAFETY: set*id with plain ids; inside the new namespace we hold CAP_SETUID/CAP_SETGID.
     // The ids were not root in this namespace, so the capabilities are kept.
     unsafe {
@@ -309,7 +328,7 @@ fn outer(p: &Prepared<'_>, parent_pid: i32, fds: Fds) -> Result<(), String> {
     }
     if pid == 0 {
         let err = fds.err;
-        let code = run_child(err, || init(p, fds, &sources));
+        let code = run_child(err, || init(p, fds, &sources, tun_dev));
         // SAFETY: leaving the child.
         unsafe { libc::_exit(code) };
     }
@@ -405,7 +424,9 @@ fn bind_ro(src: &Path, dst: &Path) -> Result<(), String> {
         if let Some(parent) = dst.parent() {
             mkdirs(parent, 0o755)?;
         }
-        ctx(&format!("create {}", dst.display()), File::create(dst))?;
+        if !dst.exists() {
+            ctx(&format!("create {}", dst.display()), File::create(dst))?;
+        }
     }
     ctx(
         &format!("bind {} to {}", src.display(), dst.display()),
@@ -477,10 +498,15 @@ fn loopback_up() -> Result<(), String> {
 }
 
 /// pid 1: build the private root, fork the server, reap, report the server's status.
-fn init(p: &Prepared<'_>, fds: Fds, sources: &[Option<OwnedFd>]) -> Result<(), String> {
+fn init(
+    p: &Prepared<'_>,
+    fds: Fds,
+    sources: &[Option<OwnedFd>],
+    tun_dev: Option<OwnedFd>,
+) -> Result<(), String> {
     // The outer process is outside this pid namespace: getppid() says 0 while it lives.
     set_pdeathsig(0)?;
-    build_root(p, sources)?;
+    let tun = build_root(p, sources, tun_dev)?;
     let Fds {
         stdin,
         stdout,
@@ -492,6 +518,14 @@ fn init(p: &Prepared<'_>, fds: Fds, sources: &[Option<OwnedFd>]) -> Result<(), S
         ctl,
     } = fds;
     drop((go, ready));
+    if let Some(tun) = tun {
+        ctx(
+            "hand over the network edge",
+            sys::send_fd(ctl.as_raw_fd(), tun.as_raw_fd()),
+        )?;
+        // glassbox holds its own copy now; none stays in the sandbox.
+        drop(tun);
+    }
     // SAFETY: single-threaded child; the server child runs `server` and ends in exec or _exit.
     let server = unsafe { libc::fork() };
     if server < 0 {
@@ -534,7 +568,12 @@ fn open_sources(plan: &[MountPlan]) -> Vec<Option<OwnedFd>> {
         .collect()
 }
 
-fn build_root(p: &Prepared<'_>, sources: &[Option<OwnedFd>]) -> Result<(), String> {
+/// Builds the private root; returns the network edge's descriptor when there is one.
+fn build_root(
+    p: &Prepared<'_>,
+    sources: &[Option<OwnedFd>],
+    tun_dev: Option<OwnedFd>,
+) -> Result<Option<OwnedFd>, String> {
     let cfg = p.cfg;
     ctx(
         "make / private",
@@ -599,6 +638,7 @@ fn build_root(p: &Prepared<'_>, sources: &[Option<OwnedFd>]) -> Result<(), Strin
     tmpfs(&new.join("var"), "0755")?;
     mkdirs(&new.join("var/tmp"), 0o755)?;
     set_mode(&new.join("var/tmp"), 0o1777)?;
+    ctx("symlink /var/run", symlink("/run", new.join("var/run")))?;
     let home = new.join(rel(Path::new(&cfg.home())));
     tmpfs(&home, "0755")?;
     for f in &cfg.files {
@@ -642,6 +682,17 @@ fn build_root(p: &Prepared<'_>, sources: &[Option<OwnedFd>]) -> Result<(), Strin
     let ret = unsafe { libc::sethostname(hostname.as_ptr().cast(), hostname.len()) };
     ctx("sethostname", sys::check(ret.into()))?;
     loopback_up()?;
+    let tun = match (&cfg.network, tun_dev) {
+        (Some(net), Some(tun)) => {
+            let tun = netdev::edge_up(net, tun)?;
+            if let Some(n) = net.tcp_syn_retries {
+                netdev::set_syn_retries("/newroot/proc", n)?;
+            }
+            resolv_conf(new, &net.resolv_conf)?;
+            Some(tun)
+        }
+        _ => None,
+    };
 
     // Detach the host's root, then make /newroot the root.
     ctx(
@@ -669,7 +720,36 @@ fn build_root(p: &Prepared<'_>, sources: &[Option<OwnedFd>]) -> Result<(), Strin
             None,
         ),
     )?;
-    Ok(())
+    Ok(tun)
+}
+
+/// Points the sandbox's `/etc/resolv.conf` at the edge's resolver: the file is written on the
+/// `/run` tmpfs and bound over the host's (or written where the host's symlink leads, when
+/// that is on one of the sandbox's own tmpfs mounts).
+fn resolv_conf(new: &Path, contents: &str) -> Result<(), String> {
+    let etc = new.join("etc/resolv.conf");
+    let target = match std::fs::read_link(&etc) {
+        Ok(t) if t.is_absolute() => new.join(t.strip_prefix("/").unwrap_or(&t)),
+        Ok(t) => new.join("etc").join(t),
+        Err(_) => etc.clone(),
+    };
+    let on_tmpfs = ["run", "tmp", "var"]
+        .iter()
+        .any(|d| target.starts_with(new.join(d)));
+    if target != etc && on_tmpfs {
+        if let Some(parent) = target.parent() {
+            mkdirs(parent, 0o755)?;
+        }
+        return ctx("write resolv.conf", std::fs::write(&target, contents));
+    }
+    let file = new.join("run/glassbox/resolv.conf");
+    mkdirs(&new.join("run/glassbox"), 0o755)?;
+    ctx("write resolv.conf", std::fs::write(&file, contents))?;
+    if std::fs::symlink_metadata(&etc).is_err() {
+        // No resolv.conf on the host: the read-only /etc bind has no place for one.
+        return Err("the host has no /etc/resolv.conf to point at the edge's resolver".into());
+    }
+    bind_ro(&file, &target)
 }
 
 fn bind_dev(src: &Path, dst: &Path) -> Result<(), String> {

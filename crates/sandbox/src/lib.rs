@@ -35,6 +35,7 @@ compile_error!(
 
 mod child;
 pub mod honeytokens;
+mod netdev;
 pub mod seccomp;
 mod sys;
 
@@ -112,6 +113,37 @@ pub struct Config {
     pub files: Vec<PlantedFile>,
     /// The seccomp rules routing recorded calls to the listener.
     pub rules: Vec<seccomp::Rule>,
+    /// The network edge; `None`: loopback only, no route out at all.
+    pub network: Option<NetworkSetup>,
+}
+
+/// The network edge's interface inside the sandbox: a TUN device that every route leads
+/// into, whose descriptor glassbox reads ([`Sandbox::tun`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NetworkSetup {
+    /// The interface's name.
+    pub interface: String,
+    /// Its IPv4 address.
+    pub v4: std::net::Ipv4Addr,
+    /// The IPv4 prefix length.
+    pub v4_prefix: u8,
+    /// Its IPv6 address (/128).
+    pub v6: std::net::Ipv6Addr,
+    /// The sandbox's `/etc/resolv.conf`.
+    pub resolv_conf: String,
+    /// `net.ipv4.tcp_syn_retries` in the namespace (the kernel's 6 keep an unanswered connect
+    /// waiting about two minutes).
+    pub tcp_syn_retries: Option<u8>,
+}
+
+impl NetworkSetup {
+    /// The set-up in words, for the manifest.
+    pub fn describe(&self) -> String {
+        format!(
+            "TUN {} with {}/{} and {}/128; default routes (IPv4 and IPv6) via {}; read by glassbox",
+            self.interface, self.v4, self.v4_prefix, self.v6, self.interface
+        )
+    }
 }
 
 impl Config {
@@ -238,7 +270,10 @@ impl Config {
             home: self.home(),
             cwd: self.cwd.to_string_lossy().into_owned(),
             hostname: self.hostname.clone(),
-            network: "loopback-only".into(),
+            network: match &self.network {
+                Some(n) => n.describe(),
+                None => "loopback-only".into(),
+            },
             no_new_privs: true,
             mounts,
             env: self
@@ -271,6 +306,8 @@ pub struct Sandbox {
     pub stderr: Option<File>,
     /// The seccomp user-notification listener of the server's filter.
     pub listener: Option<OwnedFd>,
+    /// The network edge's TUN descriptor (non-blocking), when the config asked for an edge.
+    pub tun: Option<OwnedFd>,
     outer_pid: i32,
     init_pid: i32,
     /// pid 1's pidfd: readable once pid 1 is gone, which is after every process of its
@@ -314,6 +351,7 @@ impl Sandbox {
             stdout: Some(parts.stdout),
             stderr: Some(parts.stderr),
             listener: Some(parts.listener),
+            tun: parts.tun,
             outer_pid: parts.outer_pid,
             init_pid: parts.init_pid,
             init_pidfd: sys::pidfd_open(parts.init_pid).ok(),

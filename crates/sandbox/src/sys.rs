@@ -231,3 +231,66 @@ pub(crate) fn recv_hello(fd: RawFd) -> io::Result<Option<i32>> {
         "hello without credentials",
     ))
 }
+
+/// Sends one byte with descriptor `passed` attached (`SCM_RIGHTS`).
+pub(crate) fn send_fd(fd: RawFd, passed: RawFd) -> io::Result<()> {
+    let byte = [2u8];
+    let mut iov = libc::iovec {
+        iov_base: byte.as_ptr() as *mut libc::c_void,
+        iov_len: 1,
+    };
+    let mut control = fd_control();
+    let msg = one_byte_msg(&mut iov, &mut control);
+    // SAFETY: msg points at a control buffer of CMSG_SPACE(sizeof(int)) bytes, so the first
+    // header and one descriptor fit.
+    unsafe {
+        let c = libc::CMSG_FIRSTHDR(&msg);
+        (*c).cmsg_level = libc::SOL_SOCKET;
+        (*c).cmsg_type = libc::SCM_RIGHTS;
+        (*c).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<libc::c_int>() as u32) as usize;
+        std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<libc::c_int>(), passed);
+    }
+    // SAFETY: msg and everything it points to are valid for the call.
+    check(unsafe { libc::sendmsg(fd, &msg, 0) } as libc::c_long).map(drop)
+}
+
+/// Receives the descriptor of [`send_fd`] (close-on-exec).
+pub(crate) fn recv_fd(fd: RawFd) -> io::Result<OwnedFd> {
+    let mut byte = [0u8; 1];
+    let mut iov = libc::iovec {
+        iov_base: byte.as_mut_ptr().cast(),
+        iov_len: 1,
+    };
+    let mut control = fd_control();
+    let mut msg = one_byte_msg(&mut iov, &mut control);
+    // SAFETY: msg and its buffers are valid for the call.
+    let n = check(unsafe { libc::recvmsg(fd, &mut msg, libc::MSG_CMSG_CLOEXEC) } as libc::c_long)?;
+    if n == 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "the sandbox closed its control socket",
+        ));
+    }
+    // SAFETY: the kernel filled msg_control; we only read headers it reports, and a passed
+    // descriptor is new in this process and owned by nobody else.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(&msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_RIGHTS {
+                let passed: libc::c_int = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
+                return Ok(OwnedFd::from_raw_fd(passed));
+            }
+            c = libc::CMSG_NXTHDR(&msg, c);
+        }
+    }
+    Err(io::Error::new(
+        io::ErrorKind::InvalidData,
+        "message without a descriptor",
+    ))
+}
+
+fn fd_control() -> Vec<u8> {
+    // SAFETY: CMSG_SPACE is a pure computation.
+    let space = unsafe { libc::CMSG_SPACE(std::mem::size_of::<libc::c_int>() as u32) } as usize;
+    vec![0u8; space]
+}

@@ -22,6 +22,7 @@ fn config(script: &str) -> Config {
             mode: 0o600,
         }],
         rules: vec![],
+        network: None,
     }
 }
 
@@ -180,4 +181,66 @@ sock("unix", socket.AF_UNIX, socket.SOCK_STREAM)
             "missing {want:?} in:\n{out}"
         );
     }
+}
+
+/// The edge: the namespace's only interfaces are loopback and the TUN device, every route
+/// leads into it, `resolv.conf` names the edge's resolver, and a datagram the server sends
+/// to a documentation address arrives on glassbox's descriptor.
+#[test]
+fn with_an_edge_every_packet_arrives_on_the_tun_descriptor() {
+    use std::os::fd::AsRawFd;
+    let mut cfg = config(
+        "cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d ' ' | sort | tr '\\n' ' '; echo; \
+         cat /proc/net/route | tail -n +2 | cut -f1,2 | tr '\\t\\n' ': '; echo; \
+         cat /etc/resolv.conf; ls -l /var/run/ | head -1 >/dev/null; \
+         python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.sendto(b\"edge-marker\", (\"192.0.2.1\", 9))'",
+    );
+    cfg.network = Some(glassbox_sandbox::NetworkSetup {
+        interface: "gb0".into(),
+        v4: "198.18.0.1".parse().unwrap(),
+        v4_prefix: 15,
+        v6: "64:ff9b:1::1".parse().unwrap(),
+        resolv_conf: "nameserver 198.18.0.2\n".into(),
+        tcp_syn_retries: Some(1),
+    });
+    let mut sb = Sandbox::spawn(&cfg).expect("spawn");
+    let tun = sb.tun.take().expect("the edge's descriptor");
+    drop(sb.stdin.take());
+    let mut out = String::new();
+    sb.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    let mut err = String::new();
+    sb.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    let exit = sb.wait_timeout(Duration::from_secs(10)).expect("exit");
+    assert_eq!(exit, ServerExit::Exited { code: 0 }, "stderr: {err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0].trim(), "gb0 lo", "{out}");
+    // Every IPv4 route (main table) is on the edge: the default and the /15 of its address.
+    assert!(lines[1].contains("gb0:00000000"), "{out}");
+    assert!(
+        lines[1]
+            .split(' ')
+            .filter(|r| !r.is_empty())
+            .all(|r| r.starts_with("gb0:")),
+        "{out}"
+    );
+    assert!(out.contains("nameserver 198.18.0.2"), "{out}");
+    // The datagram is on the descriptor (IPv4, UDP, to 192.0.2.1).
+    let mut found = false;
+    let mut buf = [0u8; 65536];
+    for _ in 0..50 {
+        // SAFETY: reading into a buffer we own from a descriptor we own.
+        let n = unsafe { libc::read(tun.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+        if n > 0 {
+            let p = &buf[..n as usize];
+            if p[0] >> 4 == 4 && p[9] == 17 && p[16..20] == [192, 0, 2, 1] {
+                assert!(p.windows(11).any(|w| w == b"edge-marker"));
+                found = true;
+                break;
+            }
+        } else {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    sb.finish();
+    assert!(found, "the datagram did not reach the edge's descriptor");
 }

@@ -24,6 +24,7 @@ fn record(program: &str, argv: &[&str], ebpf: bool) -> (Vec<Event>, String) {
             mode: 0o600,
         }],
         rules: rules(ebpf),
+        network: None,
     };
     let mut files = None;
     let mut sb = Sandbox::spawn_with(&cfg, &mut |pid| {
