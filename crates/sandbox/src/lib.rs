@@ -36,6 +36,8 @@ compile_error!(
 mod child;
 pub mod honeytokens;
 mod netdev;
+
+pub use netdev::verify_isolation;
 pub mod seccomp;
 mod sys;
 

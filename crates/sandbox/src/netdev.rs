@@ -196,3 +196,90 @@ pub(crate) fn set_syn_retries(proc: &str, n: u8) -> Result<(), String> {
         ),
     )
 }
+
+/// Checks, from outside, that the network namespace of process `pid` is isolated behind the
+/// edge: it is not glassbox's own namespace, its only interfaces are loopback and
+/// `interface`, and every IPv4 and IPv6 route leads into `interface` (or is loopback's).
+/// Returns each check in words, and whether all of them held.
+pub fn verify_isolation(pid: i32, interface: &str) -> (Vec<String>, bool) {
+    let mut checks = Vec::new();
+    let mut ok = true;
+    let mut record = |held: bool, what: String| {
+        ok &= held;
+        checks.push(format!("{}: {what}", if held { "ok" } else { "FAILED" }));
+    };
+    let ns = |p: &str| std::fs::read_link(p).map(|l| l.to_string_lossy().into_owned());
+    match (ns(&format!("/proc/{pid}/ns/net")), ns("/proc/self/ns/net")) {
+        (Ok(theirs), Ok(ours)) => record(
+            theirs != ours,
+            format!("network namespace {theirs} is not glassbox's ({ours})"),
+        ),
+        (a, b) => record(false, format!("network namespaces unreadable: {a:?} {b:?}")),
+    }
+    let read = |what: &str| std::fs::read_to_string(format!("/proc/{pid}/net/{what}"));
+    match read("dev") {
+        Ok(dev) => {
+            let mut names: Vec<&str> = dev
+                .lines()
+                .skip(2)
+                .filter_map(|l| l.split(':').next())
+                .map(str::trim)
+                .collect();
+            names.sort_unstable();
+            let mut want = vec!["lo", interface];
+            want.sort_unstable();
+            record(
+                names == want,
+                format!("interfaces {} (want {})", names.join(", "), want.join(", ")),
+            );
+        }
+        Err(e) => record(false, format!("interfaces unreadable: {e}")),
+    }
+    match read("route") {
+        Ok(routes) => {
+            let devs: Vec<&str> = routes
+                .lines()
+                .skip(1)
+                .filter_map(|l| l.split_whitespace().next())
+                .collect();
+            let default = routes.lines().skip(1).any(|l| {
+                let mut f = l.split_whitespace();
+                f.next() == Some(interface) && f.next() == Some("00000000")
+            });
+            record(
+                default && devs.iter().all(|d| *d == interface),
+                format!(
+                    "{} IPv4 routes, all via {interface}, the default among them",
+                    devs.len()
+                ),
+            );
+        }
+        Err(e) => record(false, format!("IPv4 routes unreadable: {e}")),
+    }
+    match read("ipv6_route") {
+        Ok(routes) => {
+            let fields: Vec<Vec<&str>> = routes
+                .lines()
+                .map(|l| l.split_whitespace().collect())
+                .filter(|f: &Vec<&str>| f.len() == 10)
+                .collect();
+            let default = fields
+                .iter()
+                .any(|f| f[0] == "0".repeat(32) && f[1] == "00" && f[9] == interface);
+            let stray: Vec<&str> = fields
+                .iter()
+                .map(|f| f[9])
+                .filter(|d| *d != interface && *d != "lo")
+                .collect();
+            record(
+                default && stray.is_empty(),
+                format!(
+                    "{} IPv6 routes, all via {interface} or loopback, the default among them",
+                    fields.len()
+                ),
+            );
+        }
+        Err(e) => record(false, format!("IPv6 routes unreadable: {e}")),
+    }
+    (checks, ok)
+}

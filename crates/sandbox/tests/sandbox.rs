@@ -203,7 +203,14 @@ fn with_an_edge_every_packet_arrives_on_the_tun_descriptor() {
         resolv_conf: "nameserver 198.18.0.2\n".into(),
         tcp_syn_retries: Some(1),
     });
-    let mut sb = Sandbox::spawn(&cfg).expect("spawn");
+    let mut isolation = (vec![], false);
+    let mut sb = Sandbox::spawn_with(&cfg, &mut |pid| {
+        isolation = glassbox_sandbox::verify_isolation(pid, "gb0");
+        Ok(())
+    })
+    .expect("spawn");
+    assert!(isolation.1, "{:?}", isolation.0);
+    assert_eq!(isolation.0.len(), 4, "{:?}", isolation.0);
     let tun = sb.tun.take().expect("the edge's descriptor");
     drop(sb.stdin.take());
     let mut out = String::new();
@@ -243,4 +250,34 @@ fn with_an_edge_every_packet_arrives_on_the_tun_descriptor() {
     }
     sb.finish();
     assert!(found, "the datagram did not reach the edge's descriptor");
+}
+
+/// Without an edge, the isolation check fails (loopback only: there is no edge to lead to),
+/// and says why.
+#[test]
+fn the_isolation_check_fails_without_an_edge() {
+    let mut isolation = (vec![], true);
+    let mut sb = Sandbox::spawn_with(&config("true"), &mut |pid| {
+        isolation = glassbox_sandbox::verify_isolation(pid, "gb0");
+        Ok(())
+    })
+    .expect("spawn");
+    sb.finish();
+    assert!(!isolation.1, "{:?}", isolation.0);
+    assert!(
+        isolation
+            .0
+            .iter()
+            .any(|c| c.starts_with("FAILED: interfaces")),
+        "{:?}",
+        isolation.0
+    );
+    assert!(
+        isolation
+            .0
+            .iter()
+            .any(|c| c.starts_with("ok: network namespace")),
+        "{:?}",
+        isolation.0
+    );
 }
