@@ -1,7 +1,7 @@
 //! The evidence bundle on disk, written as the run goes.
 
 use crate::Error;
-use glassbox_model::{AuditReport, Manifest, TranscriptEntry};
+use glassbox_model::{AuditReport, Flow, Manifest, TranscriptEntry};
 use std::fs::File;
 use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
@@ -57,15 +57,29 @@ impl Bundle {
         Ok(BufWriter::new(self.file("events.jsonl")?))
     }
 
-    pub(crate) fn stderr_writer(&self) -> Result<File, Error> {
-        self.file("stderr.log")
+    /// `stderr{suffix}.log`.
+    pub(crate) fn stderr_writer(&self, suffix: &str) -> Result<File, Error> {
+        self.file(&format!("stderr{suffix}.log"))
     }
 
-    pub(crate) fn transcript(&self) -> Result<Transcript, Error> {
+    /// `transcript{suffix}.jsonl`.
+    pub(crate) fn transcript(&self, suffix: &str) -> Result<Transcript, Error> {
         Ok(Transcript {
-            out: BufWriter::new(self.file("transcript.jsonl")?),
+            out: BufWriter::new(self.file(&format!("transcript{suffix}.jsonl"))?),
             kept: Vec::new(),
         })
+    }
+
+    /// `network.jsonl`: every flow, one per line.
+    pub(crate) fn write_flows(&self, flows: &[Flow]) -> Result<(), Error> {
+        let p = self.dir.join("network.jsonl");
+        let mut out = BufWriter::new(File::create(&p).map_err(err(&p))?);
+        for f in flows {
+            serde_json::to_writer(&mut out, f)
+                .map_err(|e| Error::Internal(format!("cannot serialize a flow: {e}")))?;
+            out.write_all(b"\n").map_err(err(&p))?;
+        }
+        out.flush().map_err(err(&p))
     }
 }
 

@@ -16,7 +16,9 @@
 #![deny(missing_docs)]
 
 mod bundle;
+mod canary;
 pub mod coverage;
+mod network;
 pub mod recheck;
 mod run;
 pub mod selftest;
@@ -25,8 +27,9 @@ pub mod target;
 pub use run::{EventSink, JsonLines, RecorderChoice};
 
 use glassbox_model::{
-    AuditReport, CheckVersion, Evidence, Manifest, Phase, PhaseTiming, RecorderSettings,
-    ServerExit, SessionSummary, Target, ToolSummary, TranscriptEntry, GLASSBOX_VERSION,
+    AuditReport, CheckVersion, Evidence, Manifest, NetworkMode, NetworkRun, NetworkSettings, Phase,
+    PhaseTiming, RecorderSettings, ServerExit, SessionSummary, Target, ToolSummary,
+    TranscriptEntry, GLASSBOX_VERSION,
 };
 use std::ffi::OsString;
 use std::io::Read;
@@ -81,6 +84,33 @@ pub struct AuditOptions {
     pub recorder: RecorderChoice,
     /// Which checks are proven; `None`: this build's selftest record.
     pub proofs: Option<glassbox_checks::Proofs>,
+    /// Which network runs to make.
+    pub network: NetworkChoice,
+    /// Destinations the user allows (`HOST` or `HOST:PORT`).
+    pub allow_hosts: Vec<String>,
+}
+
+/// Which runs an audit makes: each mode is a full run of the server.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum NetworkChoice {
+    /// Capture only.
+    Capture,
+    /// Denied only.
+    Denied,
+    /// Capture, then denied.
+    #[default]
+    Both,
+}
+
+impl NetworkChoice {
+    /// The modes, in run order.
+    pub fn modes(self) -> &'static [NetworkMode] {
+        match self {
+            NetworkChoice::Capture => &[NetworkMode::Capture],
+            NetworkChoice::Denied => &[NetworkMode::Denied],
+            NetworkChoice::Both => &[NetworkMode::Capture, NetworkMode::Denied],
+        }
+    }
 }
 
 impl AuditOptions {
@@ -95,6 +125,8 @@ impl AuditOptions {
             exit_grace: Duration::from_secs(3),
             recorder: RecorderChoice::Auto,
             proofs: None,
+            network: NetworkChoice::Both,
+            allow_hosts: Vec::new(),
         }
     }
 }
@@ -103,6 +135,10 @@ impl AuditOptions {
 pub trait Progress: Sync {
     /// A phase began.
     fn phase(&self, phase: &Phase);
+    /// A run of the server began, with the network in `mode`.
+    fn network_run(&self, mode: NetworkMode) {
+        let _ = mode;
+    }
 }
 
 /// No progress output.
@@ -192,7 +228,8 @@ impl glassbox_mcp::SessionHooks for Hooks<'_> {
     }
 }
 
-/// Runs one audit of an MCP stdio server.
+/// Runs one audit of an MCP stdio server: a run in each network mode asked for (capture,
+/// then denied), then the checks over everything recorded.
 pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Error> {
     let mut target = target::resolve(&opts.command, &opts.cwd)?;
     target.extra_ro.extend(opts.extra_ro.iter().cloned());
@@ -202,6 +239,12 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
         .clone()
         .unwrap_or_else(|| opts.cwd.join("glassbox-evidence").join(&run_id));
     let bundle = bundle::Bundle::create(&dir)?;
+    let modes = opts.network.modes();
+    let mut channels = vec!["syscalls".to_string(), "mcp-transcript".to_string()];
+    channels.push("packet-edge".into());
+    if modes.contains(&NetworkMode::Denied) {
+        channels.push("network-denied-run".into());
+    }
     let mut manifest = Manifest {
         format: 1,
         glassbox_version: GLASSBOX_VERSION.into(),
@@ -222,7 +265,7 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
         recorder: RecorderSettings {
             mechanism: String::new(),
             syscalls: Vec::new(),
-            channels: vec!["syscalls".into(), "mcp-transcript".into()],
+            channels,
             lost: 0,
         },
         checks: glassbox_checks::registry()
@@ -235,24 +278,162 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
         timings: Vec::new(),
         server_exit: None,
         session: SessionSummary::default(),
+        network: NetworkSettings {
+            runs: Vec::new(),
+            allow: opts.allow_hosts.clone(),
+            resolver: format!("{}:53", glassbox_net::RESOLVER_V4),
+            synthetic_range: glassbox_net::SYNTHETIC_RANGE.into(),
+            canary_sockets: Vec::new(),
+        },
     };
     bundle.write_manifest(&manifest)?;
 
-    let events_file = bundle.events_writer()?;
-    let mut running = run::start(
-        &target,
-        &opts.cwd,
-        Box::new(JsonLines(events_file)),
-        true,
-        opts.recorder,
-    )?;
-    manifest.sandbox = running.settings.clone();
-    manifest.recorder.mechanism = running.mechanism.clone();
-    bundle.write_manifest(&manifest)?;
+    let events = run::SharedSink::new(bundle.events_writer()?);
+    let clock = Arc::new(glassbox_trace::Clock::new());
+    let secrets = run::Secrets::fresh()?;
+    let mut all_events = Vec::new();
+    let mut flows = Vec::new();
+    let mut transcript = Vec::new();
+    for (i, &mode) in modes.iter().enumerate() {
+        let main = i == 0;
+        progress.network_run(mode);
+        let suffix = if main {
+            String::new()
+        } else {
+            format!("-{}", mode.name())
+        };
+        let first_event_id = all_events.len() as u64 + 1;
+        let run = one_run(
+            &target,
+            opts,
+            &bundle,
+            &suffix,
+            Box::new(events.clone()),
+            run::RunPlan {
+                secrets: Some(secrets.clone()),
+                clock: clock.clone(),
+                first_event_id,
+                network: Some(mode),
+            },
+            progress,
+        )?;
+        if let Some(e) = run.recording.write_error {
+            return Err(Error::Evidence {
+                path: dir.join("events.jsonl"),
+                source: e,
+            });
+        }
+        let mut run_flows = run.recording.edge.flows;
+        let unmatched = network::match_flows(&run.recording.events, &mut run_flows);
+        let end_event = first_event_id + run.recording.events.len() as u64;
+        let mut isolation = run.isolation;
+        if let Some(e) = &run.recording.edge.error {
+            // The edge did not see the whole run: its channel cannot back a claim.
+            manifest.recorder.channels.retain(|c| c != "packet-edge");
+            isolation.push(format!("FAILED: {e}"));
+        }
+        manifest.network.runs.push(NetworkRun {
+            mode,
+            start_ns: run.start_ns,
+            end_ns: run.end_ns,
+            first_event: first_event_id,
+            end_event,
+            edge: run.settings.network.clone(),
+            isolation_verified: !isolation.is_empty()
+                && isolation.iter().all(|c| c.starts_with("ok")),
+            isolation,
+            counters: run.recording.edge.counters,
+            syscalls_without_flow: unmatched,
+            session: (!main).then(|| run.session.clone()),
+            server_exit: (!main).then(|| run.server_exit.clone()),
+        });
+        manifest.timings.extend(run.timings);
+        manifest.recorder.lost += run.recording.stats.lost;
+        for s in &run.recording.stats.syscalls {
+            if !manifest.recorder.syscalls.contains(s) {
+                manifest.recorder.syscalls.push(s.clone());
+            }
+        }
+        if main {
+            manifest.sandbox = run.settings;
+            manifest.recorder.mechanism = run.mechanism;
+            manifest.network.canary_sockets = run.canary_sockets;
+            manifest.server_exit = Some(run.server_exit);
+            manifest.session = run.session;
+            transcript = run.transcript;
+        }
+        all_events.extend(run.recording.events);
+        flows.extend(run_flows);
+        bundle.write_manifest(&manifest)?;
+    }
+    if let Some(e) = events.take_error() {
+        return Err(Error::Evidence {
+            path: dir.join("events.jsonl"),
+            source: e,
+        });
+    }
+    for (i, f) in flows.iter_mut().enumerate() {
+        f.id = i as u64 + 1;
+    }
+    bundle.write_flows(&flows)?;
+    manifest.finished_at =
+        Some(humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string());
+
+    let evidence = Evidence {
+        manifest,
+        events: all_events,
+        transcript,
+        flows,
+    };
+    let proofs = opts.proofs.clone().unwrap_or_else(selftest::load_proofs);
+    let report = evaluate(&evidence, &dir, &proofs);
+    bundle.write_manifest(&evidence.manifest)?;
+    bundle.write_report(&report)?;
+    Ok(Audit {
+        evidence,
+        report,
+        evidence_dir: dir,
+    })
+}
+
+/// What one run of the server produced.
+struct RunResult {
+    session: SessionSummary,
+    transcript: Vec<TranscriptEntry>,
+    server_exit: ServerExit,
+    recording: run::Recording,
+    timings: Vec<PhaseTiming>,
+    settings: glassbox_model::SandboxSettings,
+    mechanism: String,
+    isolation: Vec<String>,
+    canary_sockets: Vec<String>,
+    start_ns: u64,
+    end_ns: u64,
+}
+
+/// Runs the server once in its sandbox and speaks MCP to it. The transcript goes to
+/// `transcript{suffix}.jsonl`, stderr to `stderr{suffix}.log`.
+fn one_run(
+    target: &target::Resolved,
+    opts: &AuditOptions,
+    bundle: &bundle::Bundle,
+    suffix: &str,
+    sink: Box<dyn EventSink>,
+    plan: run::RunPlan,
+    progress: &dyn Progress,
+) -> Result<RunResult, Error> {
+    let clock = plan.clock.clone();
+    let start_ns = clock.now_ns();
+    let mut running = run::start(target, &opts.cwd, sink, true, opts.recorder, plan)?;
+    let (isolation, canary_sockets) = running
+        .edge
+        .as_ref()
+        .map(|e| (e.isolation.clone(), e.canary_sockets.clone()))
+        .unwrap_or_default();
 
     // The server's stderr, copied as it comes (bounded).
     let stderr = running.sandbox.stderr.take();
-    let stderr_file = bundle.stderr_writer()?;
+    let stderr_file = bundle.stderr_writer(suffix)?;
     let stderr_copy = std::thread::spawn(move || bundle::copy_bounded(stderr, stderr_file));
 
     let stdin = running
@@ -265,14 +446,13 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
         .stdout
         .take()
         .ok_or_else(|| Error::Internal("no stdout".into()))?;
-    let clock = running.clock.clone();
     let hooks = Hooks {
         clock: clock.clone(),
-        transcript: Mutex::new(bundle.transcript()?),
+        transcript: Mutex::new(bundle.transcript(suffix)?),
         timings: Mutex::new(vec![PhaseTiming {
             phase: Phase::Startup,
-            start_ns: 0,
-            end_ns: 0,
+            start_ns,
+            end_ns: start_ns,
         }]),
         progress,
     };
@@ -293,22 +473,15 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
     };
     let (server_exit, recording) = running.finish();
     let stderr_tail = stderr_copy.join().unwrap_or_default();
-    if let Ok(mut t) = timings.into_inner() {
-        if let Some(last) = t.last_mut() {
-            last.end_ns = clock.now_ns();
-        }
-        manifest.timings = std::mem::take(&mut t);
+    let end_ns = clock.now_ns();
+    let mut timings = timings.into_inner().unwrap_or_default();
+    if let Some(last) = timings.last_mut() {
+        last.end_ns = end_ns;
     }
     let transcript = transcript
         .into_inner()
         .map(|t| t.finish())
         .unwrap_or_default();
-    if let Some(e) = recording.write_error {
-        return Err(Error::Evidence {
-            path: dir.join("events.jsonl"),
-            source: e,
-        });
-    }
 
     // A server that ended before the session did is why the session failed: say so.
     if !session.completed {
@@ -327,27 +500,18 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
             session.failure = Some(reason);
         }
     }
-    manifest.server_exit = Some(server_exit);
-    manifest.recorder.syscalls = recording.stats.syscalls.clone();
-    manifest.recorder.lost = recording.stats.lost;
-    manifest.session = session;
-    manifest.finished_at =
-        Some(humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string());
-
-    let evidence = Evidence {
-        manifest,
-        events: recording.events,
+    Ok(RunResult {
+        session,
         transcript,
-        flows: Vec::new(),
-    };
-    let proofs = opts.proofs.clone().unwrap_or_else(selftest::load_proofs);
-    let report = evaluate(&evidence, &dir, &proofs);
-    bundle.write_manifest(&evidence.manifest)?;
-    bundle.write_report(&report)?;
-    Ok(Audit {
-        evidence,
-        report,
-        evidence_dir: dir,
+        server_exit,
+        recording,
+        timings,
+        settings: running.settings.clone(),
+        mechanism: running.mechanism.clone(),
+        isolation,
+        canary_sockets,
+        start_ns,
+        end_ns,
     })
 }
 
@@ -402,7 +566,19 @@ pub fn trace(
 ) -> Result<(ServerExit, u64), Error> {
     let mut target = target::resolve(command, cwd)?;
     target.extra_ro.extend(extra_ro.iter().cloned());
-    let mut running = run::start(&target, cwd, sink, false, recorder)?;
+    let mut running = run::start(
+        &target,
+        cwd,
+        sink,
+        false,
+        recorder,
+        run::RunPlan {
+            secrets: None,
+            clock: Arc::new(glassbox_trace::Clock::new()),
+            first_event_id: 1,
+            network: Some(NetworkMode::Capture),
+        },
+    )?;
     let pump = |from: Option<std::fs::File>, mut to: Box<dyn std::io::Write + Send>| {
         std::thread::spawn(move || {
             if let Some(mut f) = from {

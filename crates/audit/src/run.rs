@@ -1,10 +1,11 @@
 //! What `audit` and `trace` share: a sandbox with planted secrets, its recorder, and the
 //! event stream written as it happens.
 
+use crate::canary::{self, Canaries};
 use crate::target::Resolved;
 use crate::Error;
-use glassbox_model::{Event, Honeytoken, SandboxSettings};
-use glassbox_sandbox::{honeytokens, Config, Sandbox};
+use glassbox_model::{EdgeCounters, Event, Flow, Honeytoken, NetworkMode, SandboxSettings};
+use glassbox_sandbox::{honeytokens, Config, NetworkSetup, Sandbox};
 use glassbox_trace::{rules, Clock, FileChannel, Recorder, RecorderStats};
 use std::io::Write;
 use std::path::Path;
@@ -34,6 +35,36 @@ impl<W: Write + Send> EventSink for JsonLines<W> {
     }
 }
 
+/// One event sink shared by the runs of an audit (`events.jsonl` holds them all).
+#[derive(Clone)]
+pub(crate) struct SharedSink(
+    Arc<std::sync::Mutex<(Box<dyn Write + Send>, Option<std::io::Error>)>>,
+);
+
+impl SharedSink {
+    pub(crate) fn new(w: impl Write + Send + 'static) -> SharedSink {
+        SharedSink(Arc::new(std::sync::Mutex::new((Box::new(w), None))))
+    }
+
+    /// The first write error, if any.
+    pub(crate) fn take_error(&self) -> Option<std::io::Error> {
+        let mut g = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = g.0.flush();
+        g.1.take()
+    }
+}
+
+impl EventSink for SharedSink {
+    fn event(&mut self, e: &Event) -> std::io::Result<()> {
+        let mut g = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        serde_json::to_writer(&mut g.0, e)?;
+        g.0.write_all(b"\n")
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).0.flush()
+    }
+}
+
 /// Which mechanism records the open and stat families.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum RecorderChoice {
@@ -55,6 +86,71 @@ pub(crate) struct Running {
     pub mechanism: String,
     stop: Arc<AtomicBool>,
     recorder: Option<JoinHandle<RecorderResult>>,
+    /// The network edge of this run, when it has one.
+    pub edge: Option<EdgeRun>,
+}
+
+/// A run's network edge: the thread serving the TUN descriptor, the canary sockets, and the
+/// isolation checks made before the server started.
+pub(crate) struct EdgeRun {
+    pub mode: NetworkMode,
+    pub isolation: Vec<String>,
+    pub canary_sockets: Vec<String>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<(Vec<Flow>, EdgeCounters, Option<String>)>>,
+    canaries: Option<Canaries>,
+}
+
+/// What a run's edge saw.
+#[derive(Debug, Default)]
+pub(crate) struct EdgeRecord {
+    pub flows: Vec<Flow>,
+    pub counters: EdgeCounters,
+    /// Why serving the TUN descriptor stopped early, if it did.
+    pub error: Option<String>,
+}
+
+impl EdgeRun {
+    fn finish(&mut self) -> EdgeRecord {
+        self.stop.store(true, Ordering::Relaxed);
+        let (mut flows, counters, error) = self
+            .thread
+            .take()
+            .and_then(|h| h.join().ok())
+            .unwrap_or_else(|| {
+                (
+                    Vec::new(),
+                    EdgeCounters::default(),
+                    Some("the edge thread panicked".into()),
+                )
+            });
+        if let Some(c) = self.canaries.take() {
+            flows.extend(c.finish());
+        }
+        EdgeRecord {
+            flows,
+            counters,
+            error,
+        }
+    }
+}
+
+/// The edge's set-up inside the sandbox.
+fn network_setup() -> NetworkSetup {
+    NetworkSetup {
+        interface: glassbox_net::INTERFACE.into(),
+        v4: glassbox_net::SANDBOX_V4,
+        v4_prefix: 15,
+        v6: glassbox_net::SANDBOX_V6,
+        // One second per try: in the denied run nothing answers, and a lookup must not outlast
+        // a tool call.
+        resolv_conf: format!(
+            "nameserver {}\noptions timeout:1 attempts:2\n",
+            glassbox_net::RESOLVER_V4
+        ),
+        // An unanswered connect gives up after about 3 s instead of 2 minutes.
+        tcp_syn_retries: Some(1),
+    }
 }
 
 /// What the recorder thread hands back: its counters, the kept events, a write error.
@@ -65,6 +161,50 @@ pub(crate) struct Recording {
     pub events: Vec<Event>,
     pub stats: RecorderStats,
     pub write_error: Option<std::io::Error>,
+    /// What the network edge saw (empty without an edge).
+    pub edge: EdgeRecord,
+}
+
+/// The sandbox user and the planted secrets: made once per audit, the same in every run (a
+/// secret found outbound in any run is then one of the manifest's).
+#[derive(Clone)]
+pub(crate) struct Secrets {
+    pub user: String,
+    pub hostname: String,
+    pub home: String,
+    pub files: Vec<glassbox_sandbox::PlantedFile>,
+    pub tokens: Vec<Honeytoken>,
+    pub ssh_agent: String,
+}
+
+impl Secrets {
+    pub(crate) fn fresh() -> Result<Secrets, Error> {
+        let user = honeytokens::user_name().map_err(Error::Honeytokens)?;
+        let hostname = "devbox".to_string();
+        let home = format!("/home/{user}");
+        let (files, tokens) =
+            honeytokens::generate(&home, &user, &hostname).map_err(Error::Honeytokens)?;
+        Ok(Secrets {
+            user,
+            hostname,
+            home,
+            files,
+            tokens,
+            ssh_agent: canary::ssh_agent_path(),
+        })
+    }
+}
+
+/// How to start one run.
+pub(crate) struct RunPlan {
+    /// The secrets to plant; `None`: fresh ones.
+    pub secrets: Option<Secrets>,
+    /// The audit's clock, shared by every run.
+    pub clock: Arc<Clock>,
+    /// The first event id of this run.
+    pub first_event_id: u64,
+    /// The network edge's mode; `None`: loopback only.
+    pub network: Option<NetworkMode>,
 }
 
 /// Plants fresh secrets, starts `target` in the sandbox, and records it into `sink`.
@@ -75,6 +215,7 @@ pub(crate) fn start(
     sink: Box<dyn EventSink>,
     keep: bool,
     choice: RecorderChoice,
+    plan: RunPlan,
 ) -> Result<Running, Error> {
     let files_by_ebpf = match choice {
         RecorderChoice::Notify => false,
@@ -88,11 +229,21 @@ pub(crate) fn start(
             true
         }
     };
-    let user = honeytokens::user_name().map_err(Error::Honeytokens)?;
-    let hostname = "devbox".to_string();
-    let home = format!("/home/{user}");
-    let (files, tokens): (_, Vec<Honeytoken>) =
-        honeytokens::generate(&home, &user, &hostname).map_err(Error::Honeytokens)?;
+    let Secrets {
+        user,
+        hostname,
+        home,
+        files,
+        tokens,
+        ssh_agent,
+    } = match plan.secrets {
+        Some(s) => s,
+        None => Secrets::fresh()?,
+    };
+    let mut env = vec![];
+    if plan.network.is_some() {
+        env.push(("SSH_AUTH_SOCK".to_string(), ssh_agent.clone()));
+    }
     let cfg = Config {
         program: target.program.clone(),
         argv: target.argv.clone(),
@@ -101,14 +252,41 @@ pub(crate) fn start(
         user,
         hostname,
         path_prefix: target.path_prefix.clone(),
-        env: vec![],
+        env,
         files,
         rules: rules(files_by_ebpf),
-        network: None,
+        network: plan.network.map(|_| network_setup()),
     };
-    let clock = Arc::new(Clock::new());
+    let clock = plan.clock.clone();
     let mut files = None;
+    let mut isolation = Vec::new();
+    let mut canaries = None;
+    // SAFETY: geteuid cannot fail.
+    let host_uid = match unsafe { libc::geteuid() } {
+        0 => glassbox_sandbox::HOST_UID_WHEN_ROOT,
+        uid => uid,
+    };
     let mut sandbox = Sandbox::spawn_with(&cfg, &mut |server_pid| {
+        if let Some(mode) = plan.network {
+            // The hard rule: no server runs with a network unless its packets can only end
+            // in glassbox. Checked from outside, before it executes.
+            let (checks, ok) =
+                glassbox_sandbox::verify_isolation(server_pid, glassbox_net::INTERFACE);
+            if !ok {
+                return Err(format!(
+                    "refusing to run the server: its network namespace is not isolated behind glassbox's edge ({})",
+                    checks.join("; ")
+                ));
+            }
+            isolation = checks;
+            canaries = Some(Canaries::plant(
+                server_pid,
+                host_uid,
+                &ssh_agent,
+                mode,
+                clock.clone(),
+            )?);
+        }
         if files_by_ebpf {
             files = Some(
                 FileChannel::attach(server_pid)
@@ -123,6 +301,44 @@ pub(crate) fn start(
         .listener
         .take()
         .ok_or_else(|| Error::Internal("no seccomp listener".into()))?;
+    let edge = match (plan.network, sandbox.tun.take()) {
+        (Some(mode), Some(tun)) => {
+            let stop = Arc::new(AtomicBool::new(false));
+            let (stop2, clock2) = (stop.clone(), clock.clone());
+            let thread = std::thread::Builder::new()
+                .name("network-edge".into())
+                .spawn(move || {
+                    use std::os::fd::AsFd;
+                    let mut edge =
+                        glassbox_net::Edge::new(mode, 0, glassbox_net::Limits::default());
+                    let error =
+                        glassbox_net::serve(tun.as_fd(), &mut edge, &|| clock2.now_ns(), &stop2)
+                            .err()
+                            .map(|e| format!("serving the edge failed: {e}"));
+                    let (flows, counters) = edge.finish(clock2.now_ns());
+                    (flows, counters, error)
+                })
+                .map_err(|e| Error::Internal(format!("cannot start the edge thread: {e}")))?;
+            Some(EdgeRun {
+                mode,
+                isolation,
+                canary_sockets: vec![
+                    canary::DOCKER_VAR.to_string(),
+                    canary::DOCKER.to_string(),
+                    ssh_agent.clone(),
+                ],
+                stop,
+                thread: Some(thread),
+                canaries,
+            })
+        }
+        (Some(_), None) => {
+            return Err(Error::Internal(
+                "the sandbox gave no edge descriptor".into(),
+            ))
+        }
+        _ => None,
+    };
     let mut recorder = Recorder::new(listener, &home, clock.clone());
     if let Some(f) = files {
         recorder = recorder.with_file_channel(f);
@@ -130,6 +346,7 @@ pub(crate) fn start(
     let mechanism = recorder.mechanism().to_string();
     let stop = Arc::new(AtomicBool::new(false));
     let stop2 = stop.clone();
+    let first_event_id = plan.first_event_id;
     // The server waits in its first execve until the recorder answers: the run's phases start
     // once that exec is recorded, so the server's own start is in phase `startup`.
     let (started_tx, started_rx) = std::sync::mpsc::channel::<()>();
@@ -143,7 +360,7 @@ pub(crate) fn start(
                 error: None,
                 started: Some(started_tx),
             };
-            let stats = recorder.run(1, &stop2, &mut out);
+            let stats = recorder.run(first_event_id, &stop2, &mut out);
             (stats, out.kept, out.error)
         })
         .map_err(|e| Error::Internal(format!("cannot start the recorder thread: {e}")))?;
@@ -156,6 +373,7 @@ pub(crate) fn start(
         mechanism,
         stop,
         recorder: Some(recorder),
+        edge,
     })
 }
 
@@ -204,12 +422,14 @@ impl Running {
             .take()
             .and_then(|h| h.join().ok())
             .unwrap_or_default();
+        let edge = self.edge.as_mut().map(EdgeRun::finish).unwrap_or_default();
         (
             exit,
             Recording {
                 events,
                 stats,
                 write_error,
+                edge,
             },
         )
     }

@@ -54,6 +54,14 @@ enum Command {
         /// then reported `unverified`).
         #[arg(long)]
         no_selftest: bool,
+        /// Which runs to make: with DNS and TCP captured at glassbox's edge, with every packet
+        /// dropped, or both (one after the other). No packet ever leaves the machine.
+        #[arg(long, value_enum, default_value_t = Network::Both)]
+        network: Network,
+        /// A destination the server may reach without it counting as unexplained egress:
+        /// HOST or HOST:PORT (repeatable).
+        #[arg(long = "allow-host", value_name = "HOST[:PORT]")]
+        allow_host: Vec<String>,
         /// The server command and its arguments.
         #[arg(last = true, required = true, value_name = "COMMAND")]
         cmd: Vec<OsString>,
@@ -112,6 +120,27 @@ enum Command {
     },
 }
 
+/// `--network`.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum Network {
+    /// DNS answered with synthetic addresses, TCP accepted and its first bytes recorded.
+    Capture,
+    /// Every packet dropped and counted; nothing answered.
+    Denied,
+    /// A capture run, then a denied run.
+    Both,
+}
+
+impl From<Network> for glassbox_audit::NetworkChoice {
+    fn from(n: Network) -> Self {
+        match n {
+            Network::Capture => glassbox_audit::NetworkChoice::Capture,
+            Network::Denied => glassbox_audit::NetworkChoice::Denied,
+            Network::Both => glassbox_audit::NetworkChoice::Both,
+        }
+    }
+}
+
 /// `--recorder`.
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
 enum Recorder {
@@ -145,6 +174,17 @@ impl Progress for StderrProgress {
             glassbox_model::Bytes::from(phase.to_string())
         );
         let _ = std::io::stderr().write_all(line.as_bytes());
+    }
+
+    fn network_run(&self, mode: glassbox_model::NetworkMode) {
+        let what = match mode {
+            glassbox_model::NetworkMode::Capture => "network captured at glassbox's edge",
+            glassbox_model::NetworkMode::Denied => "network denied: every packet dropped",
+        };
+        eprintln!(
+            "glassbox: [{:6.2}s] run: {what}",
+            self.start.elapsed().as_secs_f64()
+        );
     }
 }
 
@@ -216,12 +256,16 @@ fn run(cli: Cli) -> Result<i32> {
             quiet,
             recorder,
             no_selftest,
+            network,
+            allow_host,
             cmd,
         } => {
             // A command that cannot run is a usage error before anything else.
             glassbox_audit::target::resolve(&cmd, &cwd)?;
             let mut opts = AuditOptions::new(cmd, cwd);
             opts.recorder = recorder.into();
+            opts.network = network.into();
+            opts.allow_hosts = allow_host;
             let proofs = selftest::load_proofs();
             let fixtures = selftest::default_fixtures();
             if proofs.missing.is_some()

@@ -832,6 +832,9 @@ pub struct Manifest {
     /// What the session achieved.
     #[serde(default)]
     pub session: SessionSummary,
+    /// The network edge of each run.
+    #[serde(default)]
+    pub network: crate::NetworkSettings,
 }
 
 /// What the MCP session achieved.

@@ -136,6 +136,15 @@ pub struct EdgeCounters {
     pub over_limit: u64,
     /// TCP connections the stack refused for lack of room (SYN flood).
     pub refused: u64,
+    /// Packets towards the sandbox that were dropped: the edge's queue was full, or the
+    /// descriptor would not take them.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub dropped_in: u64,
+}
+
+/// For `skip_serializing_if`: a counter that is zero.
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// How one run's network was set up, and what its edge saw in total.

@@ -75,6 +75,10 @@ pub struct Finding {
     /// descriptions): withheld until a person has reviewed it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub accusation: bool,
+    /// Ids of the flows behind it (see [`crate::Flow::id`]), for findings about network
+    /// traffic.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flows: Vec<u64>,
 }
 
 /// The result of one check.

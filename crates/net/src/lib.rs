@@ -21,10 +21,36 @@
 //!   is accepted by a userspace stack (smoltcp) and its first bytes recorded (TLS ClientHello
 //!   SNI, HTTP request line and Host); UDP is logged; ICMP counted.
 //! - denied: every packet is dropped and counted with its destination; nothing is answered.
+//!
+//! # Modules
+//!
+//! - `packet`: reads the IP packets the sandbox sends, builds the UDP packets sent back.
+//! - `flows`: the flow accounting both modes share (keys, counts, samples, limits).
+//! - `dns`: questions read, answers with synthetic addresses, the address → name map.
+//! - `stack`: capture mode's TCP (smoltcp), and what is read from each stream.
+//! - `tls`, `http`: the ClientHello SNI and the HTTP request at the start of a stream.
+//! - `outbox`: the bounded queue of packets towards the sandbox.
+//! - `tun`: [`serve`], the only I/O: between the TUN descriptor and the engine.
 #![deny(missing_docs)]
 
+mod dns;
+mod flows;
+mod http;
+mod outbox;
+mod packet;
+mod stack;
+mod tls;
+mod tun;
+
+pub use tun::serve;
+
+use flows::{FlowKey, Flows};
 use glassbox_model::{EdgeCounters, Flow, NetworkMode};
-use std::net::{Ipv4Addr, Ipv6Addr};
+use outbox::Outbox;
+use packet::{Fragment, FragmentId, Packet, Transport};
+use stack::{Segment, Stack};
+use std::collections::VecDeque;
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 
 /// The sandbox's own IPv4 address (on the edge interface, prefix /15).
 pub const SANDBOX_V4: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
@@ -68,20 +94,51 @@ impl Default for Limits {
     }
 }
 
+/// Fragmented datagrams remembered, so that later fragments count with the first one.
+const FRAGMENTS_REMEMBERED: usize = 64;
+
 /// The packet engine of one run.
-#[derive(Debug)]
+///
+/// Every packet the sandbox sends goes to [`Edge::input`]; what the edge sends back comes
+/// out of [`Edge::output`]; [`Edge::poll`] runs the timers (TCP retransmissions, idle
+/// connections) when [`Edge::poll_delay_ns`] says. Memory stays bounded by [`Limits`].
 pub struct Edge {
     mode: NetworkMode,
     counters: EdgeCounters,
+    flows: Flows,
+    resolver: dns::Resolver,
+    /// The flows of recent fragmented datagrams (by their first fragment).
+    fragments: VecDeque<(FragmentId, FlowKey)>,
+    out: Outbox,
+    /// The TCP stack (capture mode only).
+    stack: Option<Stack>,
+}
+
+impl std::fmt::Debug for Edge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Edge")
+            .field("mode", &self.mode)
+            .field("counters", &self.counters)
+            .field("flows", &self.flows.len())
+            .field("queued", &self.out.len())
+            .field("stack", &self.stack)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Edge {
     /// An edge in `mode`; its flows are numbered from `first_flow_id`.
     pub fn new(mode: NetworkMode, first_flow_id: u64, limits: Limits) -> Edge {
-        let _ = (first_flow_id, limits);
+        let mut out = Outbox::new(limits.max_queued);
+        let stack = (mode == NetworkMode::Capture).then(|| Stack::new(limits.max_tcp, 0, &mut out));
         Edge {
             mode,
             counters: EdgeCounters::default(),
+            flows: Flows::new(mode, first_flow_id, &limits),
+            resolver: dns::Resolver::new(limits.max_flows),
+            fragments: VecDeque::new(),
+            out,
+            stack,
         }
     }
 
@@ -93,25 +150,163 @@ impl Edge {
     /// One packet from the sandbox (IPv4 or IPv6, no link header), read at `now_ns` (ns since
     /// the start of the audit).
     pub fn input(&mut self, packet: &[u8], now_ns: u64) {
-        let _ = now_ns;
         self.counters.packets += 1;
         self.counters.bytes += packet.len() as u64;
+        match packet::parse(packet) {
+            None => self.counters.malformed += 1,
+            Some(p) if p.is_housekeeping() => self.counters.housekeeping += 1,
+            Some(p) => self.account(packet, &p, now_ns),
+        }
+        self.counters.dropped_in = self.out.dropped;
+    }
+
+    /// Accounts packet `p` (`raw` as read) to its flow, and answers it in capture mode.
+    fn account(&mut self, raw: &[u8], p: &Packet<'_>, now_ns: u64) {
+        let key = match p.fragment {
+            Fragment::Later(id) => self
+                .fragments
+                .iter()
+                .find(|(f, _)| *f == id)
+                .map_or_else(|| FlowKey::of(p), |&(_, key)| key),
+            _ => FlowKey::of(p),
+        };
+        if let Fragment::First(id) = p.fragment {
+            if self.fragments.len() >= FRAGMENTS_REMEMBERED {
+                self.fragments.pop_front();
+            }
+            self.fragments.push_back((id, key));
+        }
+        let resolver = &self.resolver;
+        let flow = self.flows.packet(key, now_ns, |ip| resolver.name_of(ip));
+        if flow.is_none() {
+            self.counters.over_limit += 1;
+        }
+        let capture = self.mode == NetworkMode::Capture;
+        match p.transport {
+            Transport::Udp {
+                src_port,
+                dst_port: 53,
+                payload,
+            } => {
+                if let Some(i) = flow {
+                    self.flows.payload(i, payload);
+                }
+                if p.fragment == Fragment::Whole {
+                    let reply_to = SocketAddr::new(p.src, src_port);
+                    let from = SocketAddr::new(p.dst, 53);
+                    self.dns_query(payload, flow, from, reply_to);
+                } else if let Some(i) = flow {
+                    self.flows.note(i, "fragmented DNS query (not answered)");
+                }
+            }
+            Transport::Tcp {
+                src_port,
+                dst_port,
+                syn,
+                ack,
+                ..
+            } if capture && p.fragment == Fragment::Whole => {
+                let seg = Segment {
+                    tuple: (
+                        SocketAddr::new(p.src, src_port),
+                        SocketAddr::new(p.dst, dst_port),
+                    ),
+                    opens: syn && !ack,
+                    flow,
+                };
+                if let Some(stack) = &mut self.stack {
+                    // The stream's payload is accounted as the stack reads it.
+                    if stack.input(raw, seg, now_ns, &mut self.out, &mut self.flows) {
+                        self.counters.refused += 1;
+                    }
+                }
+            }
+            _ => {
+                if let Some(i) = flow {
+                    self.flows.payload(i, p.payload());
+                    if let Transport::Other {
+                        malformed: true, ..
+                    } = p.transport
+                    {
+                        self.flows.note(i, "transport header did not parse");
+                    }
+                }
+            }
+        }
+    }
+
+    /// Records a DNS query sent from `reply_to` to `from` and, in capture mode, answers it.
+    fn dns_query(
+        &mut self,
+        msg: &[u8],
+        flow: Option<usize>,
+        from: SocketAddr,
+        reply_to: SocketAddr,
+    ) {
+        let answer = self.mode == NetworkMode::Capture;
+        let handled = self.resolver.handle(msg, answer);
+        if let Some(i) = flow {
+            if let Some(note) = &handled.note {
+                self.flows.note(i, note);
+            }
+            if let (Some(q), Some(f)) = (handled.query, self.flows.get_mut(i)) {
+                f.dns = Some(q);
+            }
+        }
+        if let Some(reply) = handled
+            .reply
+            .and_then(|r| packet::udp_packet(from, reply_to, &r))
+        {
+            self.out.push(reply);
+        }
     }
 
     /// Runs the stack's timers and queues what it has to send.
     pub fn poll(&mut self, now_ns: u64) {
-        let _ = now_ns;
+        if let Some(stack) = &mut self.stack {
+            stack.poll(now_ns, &mut self.out, &mut self.flows);
+        }
+        self.counters.dropped_in = self.out.dropped;
     }
 
-    /// The next packet to write into the sandbox.
+    /// The next packet to write into the sandbox (counted as written; see
+    /// [`Edge::output_dropped`]).
     pub fn output(&mut self) -> Option<Vec<u8>> {
-        None
+        let packet = self.out.pop()?;
+        self.counters.packets_in += 1;
+        if let Some(p) = packet::parse(&packet) {
+            let payload = match p.transport {
+                Transport::Tcp { payload, .. } | Transport::Udp { payload, .. } => payload.len(),
+                _ => 0,
+            };
+            if let Some(i) = self.flows.find(&FlowKey::answered_by(&p)) {
+                self.flows.sent(i, payload);
+            }
+        }
+        Some(packet)
+    }
+
+    /// The last packet [`Edge::output`] gave could not be written: counted as dropped
+    /// rather than written.
+    pub fn output_dropped(&mut self) {
+        self.counters.packets_in = self.counters.packets_in.saturating_sub(1);
+        self.out.dropped += 1;
+        self.counters.dropped_in = self.out.dropped;
+    }
+
+    /// Packets waiting in the queue towards the sandbox.
+    pub fn queued(&self) -> usize {
+        self.out.len()
+    }
+
+    /// TCP sockets the stack holds (connections and listeners; capture mode).
+    pub fn tcp_sockets(&self) -> usize {
+        self.stack.as_ref().map_or(0, Stack::sockets)
     }
 
     /// How long until [`Edge::poll`] is due again, if a timer is pending.
     pub fn poll_delay_ns(&mut self, now_ns: u64) -> Option<u64> {
-        let _ = now_ns;
-        None
+        self.stack.as_mut()?.poll_delay_ns(now_ns)
     }
 
     /// What was counted so far.
@@ -119,22 +314,19 @@ impl Edge {
         &self.counters
     }
 
-    /// Ends the run: every flow (in the order they began) and the counters.
-    pub fn finish(self, now_ns: u64) -> (Vec<Flow>, EdgeCounters) {
-        let _ = now_ns;
-        (Vec::new(), self.counters)
+    /// Ends the run at `_now_ns`: every flow (in the order they began, which is the order
+    /// of their ids) and the counters. A flow ends at its last packet; connections still
+    /// open are noted.
+    pub fn finish(mut self, _now_ns: u64) -> (Vec<Flow>, EdgeCounters) {
+        if let Some(stack) = &self.stack {
+            for i in stack.open_flows() {
+                self.flows
+                    .note(i, "connection still open at the end of the run");
+            }
+        }
+        (self.flows.into_flows(), self.counters)
     }
 }
 
-/// Serves `edge` over a TUN descriptor (non-blocking or not) until `stop` is set: reads every
-/// packet, feeds it to the edge, writes back what the edge sends. `now_ns` is the audit's
-/// clock.
-pub fn serve(
-    tun: std::os::fd::BorrowedFd<'_>,
-    edge: &mut Edge,
-    now_ns: &dyn Fn() -> u64,
-    stop: &std::sync::atomic::AtomicBool,
-) -> std::io::Result<()> {
-    let _ = (tun, edge, now_ns, stop);
-    Ok(())
-}
+#[cfg(test)]
+mod tests;

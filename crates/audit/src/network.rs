@@ -1,0 +1,238 @@
+//! The two channels of egress, cross-checked: each flow at the edge is matched with the
+//! system calls that caused it (connect, sendto, sendmsg, sendmmsg, TCP Fast Open's
+//! `sendto(MSG_FASTOPEN)`), and each such call with its flow.
+//!
+//! - A TCP flow is one connection: it takes the earliest unmatched call to its destination
+//!   made before its first packet. One call, one connection.
+//! - A datagram flow (UDP, DNS, ICMP) takes every call to its destination made since the
+//!   previous flow to that destination began; a flow that shares a connected socket with an
+//!   earlier one (two DNS queries after one `connect`) takes that socket's latest call.
+//! - A canary-socket flow takes the connects to its path.
+//!
+//! What is left over is recorded, not guessed at: a flow with no call behind it is traffic the
+//! recorder did not see (`sandbox-evasion` flags it); a call with an IP destination off
+//! loopback and no flow is listed in the run's `syscalls_without_flow`.
+
+use glassbox_model::{Event, EventKind, Flow, FlowProtocol, SockAddr};
+use std::collections::HashMap;
+use std::net::IpAddr;
+
+/// How much later than its flow's first packet a call may be stamped (the two channels are
+/// read by different threads from one clock; a call is stamped before its packet exists).
+const SLACK_NS: u64 = 100_000_000;
+
+/// A destination as both channels name it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Key {
+    Ip(IpAddr, u16),
+    Unix(Vec<u8>),
+}
+
+fn ip_key(ip: &str, port: u16) -> Option<Key> {
+    let ip: IpAddr = ip.parse().ok()?;
+    // An IPv4-mapped IPv6 address leaves as IPv4.
+    let ip = match ip {
+        IpAddr::V6(v6) => v6
+            .to_ipv4_mapped()
+            .map(IpAddr::V4)
+            .unwrap_or(IpAddr::V6(v6)),
+        v4 => v4,
+    };
+    Some(Key::Ip(ip, port))
+}
+
+fn key(addr: &SockAddr) -> Option<Key> {
+    match addr {
+        SockAddr::Inet { ip, port } | SockAddr::Inet6 { ip, port } => ip_key(ip, *port),
+        SockAddr::Unix {
+            path,
+            is_abstract: false,
+        } => {
+            // `/var/run` is a symlink to `/run` in the sandbox.
+            let p = path.as_slice();
+            let p = p
+                .strip_prefix(b"/var".as_slice())
+                .filter(|r| r.starts_with(b"/run/"))
+                .unwrap_or(p);
+            Some(Key::Unix(p.to_vec()))
+        }
+        _ => None,
+    }
+}
+
+/// Whether a call's destination is one whose packets reach the edge.
+fn leaves(k: &Key) -> bool {
+    match k {
+        Key::Ip(ip, _) => {
+            !ip.is_loopback()
+                && !ip.is_unspecified()
+                && *ip != IpAddr::V4(glassbox_net::SANDBOX_V4)
+                && *ip != IpAddr::V6(glassbox_net::SANDBOX_V6)
+        }
+        Key::Unix(_) => false,
+    }
+}
+
+/// Matches `flows` (one run's) with that run's `events`, filling each flow's `events`.
+/// Returns the ids of the calls with an off-loopback IP destination that no flow took.
+pub(crate) fn match_flows(events: &[Event], flows: &mut [Flow]) -> Vec<u64> {
+    // The calls by destination, in time order.
+    let mut calls: HashMap<Key, Vec<(u64, u64)>> = HashMap::new();
+    for e in events {
+        if let EventKind::Connect { addr, .. } = &e.kind {
+            if let Some(k) = key(addr) {
+                calls.entry(k).or_default().push((e.t_ns, e.id));
+            }
+        }
+    }
+    let mut used: HashMap<u64, bool> = HashMap::new();
+    let mut order: Vec<usize> = (0..flows.len()).collect();
+    order.sort_by_key(|&i| flows[i].t_ns);
+    let mut previous_start: HashMap<Key, u64> = HashMap::new();
+    for i in order {
+        let f = &mut flows[i];
+        let Some(k) = key(&f.dst) else { continue };
+        let Some(list) = calls.get(&k) else {
+            continue;
+        };
+        let deadline = f.t_ns.saturating_add(SLACK_NS);
+        match f.protocol {
+            FlowProtocol::Tcp => {
+                if let Some(&(_, id)) = list
+                    .iter()
+                    .find(|(t, id)| *t <= deadline && !used.contains_key(id))
+                {
+                    used.insert(id, true);
+                    f.events = vec![id];
+                }
+            }
+            _ => {
+                let since = previous_start.get(&k).copied();
+                let end = f.end_ns.saturating_add(SLACK_NS);
+                let mine: Vec<u64> = list
+                    .iter()
+                    .filter(|(t, _)| since.is_none_or(|s| *t > s) && *t <= end)
+                    .map(|&(_, id)| id)
+                    .collect();
+                f.events = if mine.is_empty() {
+                    list.iter()
+                        .rev()
+                        .find(|(t, _)| *t <= deadline)
+                        .map(|&(_, id)| vec![id])
+                        .unwrap_or_default()
+                } else {
+                    mine
+                };
+                for id in &f.events {
+                    used.insert(*id, true);
+                }
+                previous_start.insert(k, f.t_ns);
+            }
+        }
+    }
+    let mut unmatched: Vec<u64> = calls
+        .iter()
+        .filter(|(k, _)| leaves(k))
+        .flat_map(|(_, list)| list.iter().map(|&(_, id)| id))
+        .filter(|id| !used.contains_key(id))
+        .collect();
+    unmatched.sort_unstable();
+    unmatched
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use glassbox_model::{Bytes, NetworkMode, Phase};
+
+    fn connect(id: u64, t_ns: u64, ip: &str, port: u16) -> Event {
+        Event {
+            id,
+            t_ns,
+            pid: 2,
+            ppid: 1,
+            phase: Phase::Startup,
+            kind: EventKind::Connect {
+                syscall: "connect".into(),
+                fd: 3,
+                addr: SockAddr::Inet {
+                    ip: ip.into(),
+                    port,
+                },
+            },
+        }
+    }
+
+    fn flow(protocol: FlowProtocol, t_ns: u64, ip: &str, port: u16) -> Flow {
+        Flow {
+            id: 0,
+            mode: NetworkMode::Capture,
+            t_ns,
+            end_ns: t_ns,
+            protocol,
+            src: None,
+            dst: SockAddr::Inet {
+                ip: ip.into(),
+                port,
+            },
+            dns_name: None,
+            dns: None,
+            sni: None,
+            http: None,
+            packets_out: 1,
+            bytes_out: 0,
+            bytes_in: 0,
+            sample: Bytes::from(""),
+            sample_truncated: false,
+            events: vec![],
+            note: None,
+        }
+    }
+
+    #[test]
+    fn one_connect_one_connection() {
+        let events = [
+            connect(1, 10, "192.0.2.9", 80),
+            connect(2, 20, "192.0.2.9", 80),
+        ];
+        // Three connections, two connects: the third was not seen by the recorder.
+        let mut flows = [
+            flow(FlowProtocol::Tcp, 11, "192.0.2.9", 80),
+            flow(FlowProtocol::Tcp, 21, "192.0.2.9", 80),
+            flow(FlowProtocol::Tcp, 31, "192.0.2.9", 80),
+        ];
+        let unmatched = match_flows(&events, &mut flows);
+        assert_eq!(flows[0].events, vec![1]);
+        assert_eq!(flows[1].events, vec![2]);
+        assert!(flows[2].events.is_empty());
+        assert!(unmatched.is_empty());
+    }
+
+    #[test]
+    fn datagrams_share_their_socket_and_leftover_calls_are_listed() {
+        let events = [
+            connect(1, 10, "198.18.0.2", 53),
+            connect(2, 12, "127.0.0.1", 9),
+            connect(3, 14, "::ffff:203.0.113.5", 7),
+            connect(4, 16, "192.0.2.77", 443),
+        ];
+        let mut flows = [
+            flow(FlowProtocol::Dns, 11, "198.18.0.2", 53),
+            flow(FlowProtocol::Dns, 13, "198.18.0.2", 53),
+            flow(FlowProtocol::Udp, 15, "203.0.113.5", 7),
+            // A flow to a destination no call named.
+            flow(FlowProtocol::Udp, 17, "198.51.100.1", 9),
+        ];
+        let unmatched = match_flows(&events, &mut flows);
+        assert_eq!(flows[0].events, vec![1]);
+        assert_eq!(
+            flows[1].events,
+            vec![1],
+            "the second query shares the connect"
+        );
+        assert_eq!(flows[2].events, vec![3], "mapped IPv4 is IPv4");
+        assert!(flows[3].events.is_empty());
+        // Loopback is no egress; the connect to 192.0.2.77 reached no edge.
+        assert_eq!(unmatched, vec![4]);
+    }
+}
