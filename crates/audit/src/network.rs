@@ -4,9 +4,11 @@
 //!
 //! - A TCP flow is one connection: it takes the earliest unmatched call to its destination
 //!   made before its first packet. One call, one connection.
-//! - A datagram flow (UDP, DNS, ICMP) takes every call to its destination made since the
-//!   previous flow to that destination began; a flow that shares a connected socket with an
-//!   earlier one (two DNS queries after one `connect`) takes that socket's latest call.
+//! - A datagram flow (UDP, DNS, ICMP) sent on a connected socket takes the `connect` calls to
+//!   its destination made since the previous flow there began, or the latest one before it
+//!   (two DNS queries after one `connect`). Sent without a connect, it takes one unused
+//!   `sendto`/`sendmsg` per datagram (a `sendmmsg` covers the rest): one call, one datagram,
+//!   so a datagram whose call named another destination is left without one.
 //! - A canary-socket flow takes the connects to its path.
 //!
 //! What is left over is recorded, not guessed at: a flow with no call behind it is traffic the
@@ -20,6 +22,23 @@ use std::net::IpAddr;
 /// How much later than its flow's first packet a call may be stamped (the two channels are
 /// read by different threads from one clock; a call is stamped before its packet exists).
 const SLACK_NS: u64 = 100_000_000;
+
+/// A recorded call with a destination.
+struct Call {
+    t: u64,
+    id: u64,
+    how: How,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum How {
+    /// `connect`: the socket may send any number of datagrams afterwards.
+    Connect,
+    /// `sendto`, `sendmsg`: one datagram.
+    Send,
+    /// `sendmmsg`: a batch.
+    Batch,
+}
 
 /// A destination as both channels name it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -77,11 +96,19 @@ fn leaves(k: &Key) -> bool {
 /// Returns the ids of the calls with an off-loopback IP destination that no flow took.
 pub(crate) fn match_flows(events: &[Event], flows: &mut [Flow]) -> Vec<u64> {
     // The calls by destination, in time order.
-    let mut calls: HashMap<Key, Vec<(u64, u64)>> = HashMap::new();
+    let mut calls: HashMap<Key, Vec<Call>> = HashMap::new();
     for e in events {
-        if let EventKind::Connect { addr, .. } = &e.kind {
+        if let EventKind::Connect { addr, syscall, .. } = &e.kind {
             if let Some(k) = key(addr) {
-                calls.entry(k).or_default().push((e.t_ns, e.id));
+                calls.entry(k).or_default().push(Call {
+                    t: e.t_ns,
+                    id: e.id,
+                    how: match syscall.as_str() {
+                        "connect" => How::Connect,
+                        "sendmmsg" => How::Batch,
+                        _ => How::Send,
+                    },
+                });
             }
         }
     }
@@ -98,29 +125,49 @@ pub(crate) fn match_flows(events: &[Event], flows: &mut [Flow]) -> Vec<u64> {
         let deadline = f.t_ns.saturating_add(SLACK_NS);
         match f.protocol {
             FlowProtocol::Tcp => {
-                if let Some(&(_, id)) = list
+                if let Some(c) = list
                     .iter()
-                    .find(|(t, id)| *t <= deadline && !used.contains_key(id))
+                    .find(|c| c.t <= deadline && !used.contains_key(&c.id))
                 {
-                    used.insert(id, true);
-                    f.events = vec![id];
+                    used.insert(c.id, true);
+                    f.events = vec![c.id];
                 }
             }
             _ => {
                 let since = previous_start.get(&k).copied();
                 let end = f.end_ns.saturating_add(SLACK_NS);
-                let mine: Vec<u64> = list
+                let connected = list
                     .iter()
-                    .filter(|(t, _)| since.is_none_or(|s| *t > s) && *t <= end)
-                    .map(|&(_, id)| id)
-                    .collect();
-                f.events = if mine.is_empty() {
-                    list.iter()
-                        .rev()
-                        .find(|(t, _)| *t <= deadline)
-                        .map(|&(_, id)| vec![id])
-                        .unwrap_or_default()
+                    .any(|c| c.how == How::Connect && c.t <= deadline);
+                f.events = if connected {
+                    let mine: Vec<u64> = list
+                        .iter()
+                        .filter(|c| c.how == How::Connect)
+                        .filter(|c| since.is_none_or(|s| c.t > s) && c.t <= end)
+                        .map(|c| c.id)
+                        .collect();
+                    if mine.is_empty() {
+                        list.iter()
+                            .rev()
+                            .find(|c| c.how == How::Connect && c.t <= deadline)
+                            .map(|c| vec![c.id])
+                            .unwrap_or_default()
+                    } else {
+                        mine
+                    }
                 } else {
+                    let mut left = f.packets_out.max(1);
+                    let mut mine = Vec::new();
+                    for c in list
+                        .iter()
+                        .filter(|c| c.t <= end && !used.contains_key(&c.id))
+                    {
+                        if left == 0 {
+                            break;
+                        }
+                        mine.push(c.id);
+                        left = if c.how == How::Batch { 0 } else { left - 1 };
+                    }
                     mine
                 };
                 for id in &f.events {
@@ -133,7 +180,7 @@ pub(crate) fn match_flows(events: &[Event], flows: &mut [Flow]) -> Vec<u64> {
     let mut unmatched: Vec<u64> = calls
         .iter()
         .filter(|(k, _)| leaves(k))
-        .flat_map(|(_, list)| list.iter().map(|&(_, id)| id))
+        .flat_map(|(_, list)| list.iter().map(|c| c.id))
         .filter(|id| !used.contains_key(id))
         .collect();
     unmatched.sort_unstable();
@@ -205,6 +252,30 @@ mod tests {
         assert_eq!(flows[0].events, vec![1]);
         assert_eq!(flows[1].events, vec![2]);
         assert!(flows[2].events.is_empty());
+        assert!(unmatched.is_empty());
+    }
+
+    fn send(id: u64, t_ns: u64, ip: &str, port: u16) -> Event {
+        let mut e = connect(id, t_ns, ip, port);
+        if let EventKind::Connect { syscall, .. } = &mut e.kind {
+            *syscall = "sendto".into();
+        }
+        e
+    }
+
+    #[test]
+    fn one_sendto_one_datagram() {
+        let events = [send(1, 10, "192.0.2.9", 53), send(2, 20, "192.0.2.9", 53)];
+        // Three datagrams on unconnected sockets, two sendto calls naming their destination.
+        let mut flows = [
+            flow(FlowProtocol::Udp, 11, "192.0.2.9", 53),
+            flow(FlowProtocol::Udp, 21, "192.0.2.9", 53),
+            flow(FlowProtocol::Udp, 31, "192.0.2.9", 53),
+        ];
+        let unmatched = match_flows(&events, &mut flows);
+        assert_eq!(flows[0].events, vec![1]);
+        assert_eq!(flows[1].events, vec![2]);
+        assert!(flows[2].events.is_empty(), "{:?}", flows[2]);
         assert!(unmatched.is_empty());
     }
 

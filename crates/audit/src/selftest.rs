@@ -81,6 +81,9 @@ pub struct Case {
     pub expect: BTreeMap<String, String>,
     /// The expected verdict.
     pub verdict: String,
+    /// Whether the case attempts network traffic: it then runs only behind a verified edge.
+    #[serde(default)]
+    pub network: bool,
 }
 
 impl Controls {
@@ -356,6 +359,17 @@ fn run_case(case: &Case, opts: &Options, lib: &Path, scratch: &Path) -> Result<C
     // The selftest is what proves the checks: it judges their raw outcomes.
     o.proofs = Some(Proofs::all_proven());
     let a = audit(&o, &Quiet)?;
+    // A case that attempts network traffic must have run behind a verified edge in every run
+    // (the audit refuses to start a server otherwise; this says so if that ever changed).
+    if case.network {
+        let runs = &a.evidence.manifest.network.runs;
+        if runs.is_empty() || !runs.iter().all(|r| r.isolation_verified) {
+            return Err(Error::Internal(format!(
+                "{}: a network control ran without a verified isolated edge",
+                case.name
+            )));
+        }
+    }
     let mut r = CaseResult {
         name: case.name.clone(),
         outcomes: BTreeMap::new(),

@@ -16,11 +16,19 @@
 //! | `credential-probe` | no credential probing | high | opens and stats of planted secrets, their directories, well-known credential paths, `.env` files outside the working directory |
 //! | `process-spawn` | spawns no shells or network tools | medium | every exec after the server's own start |
 //! | `persistence` | no persistence | high | writes to shell startup files, cron, autostart, systemd units, git hooks, ssh `authorized_keys`...; `crontab`, `systemctl enable`, `at` |
+//! | `description-exfil-pattern` | no exfiltration instructions in what the server tells the model | high | tool, resource and prompt descriptions and the server's instructions (MCP transcript) |
+//! | `unexplained-egress` | no unexplained network egress | high | flows of both runs (DNS questions, TCP, UDP, ICMP) and connect/send events with no flow, against `--allow-host` |
+//! | `denied-network-attempts` | tries nothing when the network is denied | medium | connect/send events and flows of the denied run |
+//! | `doh` | no hidden DNS (DNS over HTTPS or TLS) | medium | flows named for, or sent to the address of, a public DoH/DoT resolver |
+//! | `unix-socket` | connects to no Unix socket it does not own | high | connects to Unix sockets not bound in the sandbox (canary sockets always), what was sent to canaries |
+//! | `canary-exfiltration` | no planted secret leaves the sandbox | high | planted secrets (raw, hex, base64, URL-encoded, in part) in every flow's payload, DNS names, SNI, HTTP target and Host |
+//! | `sandbox-evasion` | nothing escaped the recorder | high | flows at the edge that no recorded connect or send caused |
 //!
 //! A check returns an [`Evaluation`]: findings (each one flags the check) and notes (listed,
 //! never flagged, e.g. every spawned process). A finding names the check id and version that
 //! produced it, says in one line what happened (paths and argv escaped for a terminal), points
-//! at the ids of the events behind it, and gives the phase of the first of them.
+//! at the ids of the events behind it (and, for network findings, of the flows), and gives the
+//! phase of the first of them.
 //!
 //! # Outcomes
 //!
@@ -72,15 +80,22 @@ use glassbox_model::{
 };
 use std::fmt;
 
+mod canary;
 mod credential;
+mod denied;
 mod descriptions;
+mod doh;
+mod egress;
+mod evasion;
 mod exfil;
 pub mod flags;
 mod lock;
+mod net;
 pub mod paths;
 mod persistence;
 mod spawn;
 mod text;
+mod unix;
 
 pub use lock::{retraction, retractions, Retraction, LOCK};
 
@@ -101,6 +116,8 @@ pub enum Channel {
     /// Honeytoken access reported by the kernel, independent of syscall arguments
     /// (`honeytoken-ground-truth`).
     HoneytokenGroundTruth,
+    /// A second run of the server with every packet dropped (`network-denied-run`).
+    DeniedRun,
 }
 
 impl Channel {
@@ -111,6 +128,7 @@ impl Channel {
             Channel::McpTranscript => "mcp-transcript",
             Channel::PacketEdge => "packet-edge",
             Channel::HoneytokenGroundTruth => "honeytoken-ground-truth",
+            Channel::DeniedRun => "network-denied-run",
         }
     }
 
@@ -158,6 +176,7 @@ impl CheckInfo {
             evidence,
             phase,
             accusation: false,
+            flows: Vec::new(),
         }
     }
 
@@ -358,7 +377,7 @@ fn incomplete_reason(failure: Option<&str>) -> String {
     }
 }
 
-static REGISTRY: [Check; 4] = [
+static REGISTRY: [Check; 10] = [
     Check {
         info: credential::INFO,
         start: credential::start,
@@ -374,6 +393,30 @@ static REGISTRY: [Check; 4] = [
     Check {
         info: descriptions::INFO,
         start: descriptions::start,
+    },
+    Check {
+        info: egress::INFO,
+        start: egress::start,
+    },
+    Check {
+        info: denied::INFO,
+        start: denied::start,
+    },
+    Check {
+        info: doh::INFO,
+        start: doh::start,
+    },
+    Check {
+        info: unix::INFO,
+        start: unix::start,
+    },
+    Check {
+        info: canary::INFO,
+        start: canary::start,
+    },
+    Check {
+        info: evasion::INFO,
+        start: evasion::start,
     },
 ];
 
@@ -520,7 +563,7 @@ mod tests {
             assert!(!c.info.channels.is_empty());
         }
         assert_eq!(find("persistence").unwrap().info.severity, Severity::High);
-        assert_eq!(versions().len(), 4);
+        assert_eq!(versions().len(), 10);
     }
 
     #[test]
@@ -579,13 +622,60 @@ mod tests {
                 continue;
             }
             assert_eq!(r.outcome, Outcome::NotObserved);
-            assert!(r.reason.as_deref().unwrap().contains("syscalls"));
+            let reason = r.reason.as_deref().unwrap();
+            for c in find(&r.id).unwrap().info.channels {
+                if *c != Channel::McpTranscript {
+                    assert!(reason.contains(c.name()), "{}: {reason}", r.id);
+                }
+            }
         }
         let (v, reason) = verdict(&results, true, None);
         assert_eq!(v, Verdict::Inconclusive);
-        assert!(reason
-            .unwrap()
-            .contains("credential-probe, process-spawn, persistence not observed"));
+        let reason = reason.unwrap();
+        assert!(
+            reason
+                .contains("credential-probe, process-spawn, persistence, unix-socket not observed"),
+            "{reason}"
+        );
+    }
+
+    #[test]
+    fn without_a_denied_run_only_its_check_is_not_observed() {
+        let ev = Ev::new()
+            .channels(&["syscalls", "mcp-transcript", "packet-edge"])
+            .build();
+        let results = evaluate_all(&ev, &Proofs::all_proven());
+        for r in &results {
+            if r.id == "denied-network-attempts" {
+                assert_eq!(r.outcome, Outcome::NotObserved);
+                assert!(r.reason.as_deref().unwrap().contains("network-denied-run"));
+            } else {
+                assert_eq!(r.outcome, Outcome::Pass, "{}", r.id);
+            }
+        }
+    }
+
+    #[test]
+    fn planted_secret_in_a_flow_is_an_accusation_and_withholds_the_verdict() {
+        let ev = Ev::new()
+            .honeytoken_secrets(
+                "/home/user/.aws/credentials",
+                "aws-credentials",
+                &["wJalrXUtnFEMIxK7MDENGxbPxRfiCYzEXAMPLEKEY"],
+            )
+            .flow(
+                crate::testutil::F::tcp("192.0.2.1:80")
+                    .sample(&b"key=wJalrXUtnFEMIxK7MDENGxbPxRfiCYzEXAMPLEKEY"[..]),
+            )
+            .build();
+        let results = evaluate_all(&ev, &Proofs::all_proven());
+        let r = results
+            .iter()
+            .find(|r| r.id == "canary-exfiltration")
+            .unwrap();
+        assert_eq!(r.outcome, Outcome::Flag);
+        assert!(r.findings[0].accusation);
+        assert_eq!(verdict(&results, true, None).0, Verdict::Withheld);
     }
 
     #[test]

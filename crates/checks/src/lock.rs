@@ -51,6 +51,13 @@ mod tests {
             "text.rs" => include_str!("text.rs"),
             "exfil.rs" => include_str!("exfil.rs"),
             "descriptions.rs" => include_str!("descriptions.rs"),
+            "net.rs" => include_str!("net.rs"),
+            "egress.rs" => include_str!("egress.rs"),
+            "denied.rs" => include_str!("denied.rs"),
+            "doh.rs" => include_str!("doh.rs"),
+            "unix.rs" => include_str!("unix.rs"),
+            "canary.rs" => include_str!("canary.rs"),
+            "evasion.rs" => include_str!("evasion.rs"),
             other => panic!("{other} is not a known check source: add it to lock.rs"),
         }
     }

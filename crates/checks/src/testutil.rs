@@ -1,12 +1,14 @@
 //! Hand-built evidence for unit tests.
 
 use glassbox_model::{
-    Bytes, Event, EventKind, Evidence, Honeytoken, Manifest, Phase, RecorderSettings,
-    SandboxSettings, SessionSummary,
+    Bytes, DnsQuery, Event, EventKind, Evidence, Flow, FlowProtocol, Honeytoken, HttpRequest,
+    Manifest, NetworkMode, NetworkRun, Phase, RecorderSettings, SandboxSettings, SessionSummary,
+    SockAddr,
 };
 
 /// An evidence builder: home `/home/user`, working directory `/home/user/project`, channels
-/// `syscalls` and `mcp-transcript`, a completed session, no events.
+/// `syscalls`, `mcp-transcript`, `packet-edge` and `network-denied-run`, a completed session,
+/// no events, no flows.
 pub(crate) struct Ev(Evidence);
 
 impl Ev {
@@ -20,7 +22,12 @@ impl Ev {
                     ..SandboxSettings::default()
                 },
                 recorder: RecorderSettings {
-                    channels: vec!["syscalls".into(), "mcp-transcript".into()],
+                    channels: vec![
+                        "syscalls".into(),
+                        "mcp-transcript".into(),
+                        "packet-edge".into(),
+                        "network-denied-run".into(),
+                    ],
                     ..RecorderSettings::default()
                 },
                 session: SessionSummary {
@@ -130,7 +137,230 @@ impl Ev {
         )
     }
 
+    /// Adds a planted secret file with the secret values inside it.
+    pub(crate) fn honeytoken_secrets(mut self, path: &str, kind: &str, secrets: &[&str]) -> Self {
+        self.0.manifest.sandbox.honeytokens.push(Honeytoken {
+            path: path.into(),
+            kind: kind.into(),
+            secrets: secrets.iter().map(|s| s.to_string()).collect(),
+        });
+        self
+    }
+
+    /// A connect-family event (`syscall`: connect, sendto, sendmsg, sendmmsg) by pid 2 to
+    /// `to` (see [`addr`]).
+    pub(crate) fn connect_with(self, syscall: &str, to: &str, phase: Phase) -> Self {
+        self.event(
+            2,
+            phase,
+            EventKind::Connect {
+                syscall: syscall.into(),
+                fd: 3,
+                addr: addr(to),
+            },
+        )
+    }
+
+    /// A `connect` by pid 2 to `to` (see [`addr`]).
+    pub(crate) fn connect(self, to: &str, phase: Phase) -> Self {
+        self.connect_with("connect", to, phase)
+    }
+
+    /// A `bind` by `pid` of `at` (see [`addr`]).
+    pub(crate) fn bind(self, pid: i32, at: &str, phase: Phase) -> Self {
+        self.event(
+            pid,
+            phase,
+            EventKind::Bind {
+                fd: 3,
+                addr: addr(at),
+            },
+        )
+    }
+
+    /// Adds a flow, numbered after the flows before it.
+    pub(crate) fn flow(mut self, f: F) -> Self {
+        let mut f = f.0;
+        f.id = self.0.flows.len() as u64 + 1;
+        self.0.flows.push(f);
+        self
+    }
+
+    /// A network run of `mode` over events `first..end`; the first one added makes the runs
+    /// explicit.
+    pub(crate) fn run(mut self, mode: NetworkMode, first: u64, end: u64) -> Self {
+        self.0.manifest.network.runs.push(NetworkRun {
+            mode,
+            first_event: first,
+            end_event: end,
+            ..NetworkRun::default()
+        });
+        self
+    }
+
+    /// The user's allow list.
+    pub(crate) fn allow(mut self, hosts: &[&str]) -> Self {
+        self.0.manifest.network.allow = hosts.iter().map(|s| s.to_string()).collect();
+        self
+    }
+
+    /// The canary Unix sockets.
+    pub(crate) fn canary_sockets(mut self, paths: &[&str]) -> Self {
+        self.0.manifest.network.canary_sockets = paths.iter().map(|s| s.to_string()).collect();
+        self
+    }
+
     pub(crate) fn build(self) -> Evidence {
         self.0
+    }
+}
+
+/// A socket address from text: `192.0.2.1:443`, `[2001:db8::1]:443`, `unix:/path`,
+/// `unix:@name` (abstract).
+pub(crate) fn addr(s: &str) -> SockAddr {
+    if let Some(path) = s.strip_prefix("unix:") {
+        return match path.strip_prefix('@') {
+            Some(name) => SockAddr::Unix {
+                path: name.into(),
+                is_abstract: true,
+            },
+            None => SockAddr::Unix {
+                path: path.into(),
+                is_abstract: false,
+            },
+        };
+    }
+    if let Some(rest) = s.strip_prefix('[') {
+        let (ip, port) = rest.split_once("]:").expect("[ip6]:port");
+        return SockAddr::Inet6 {
+            ip: ip.into(),
+            port: port.parse().unwrap(),
+        };
+    }
+    match s.split_once(':') {
+        Some((ip, port)) => SockAddr::Inet {
+            ip: ip.into(),
+            port: port.parse().unwrap(),
+        },
+        None => SockAddr::Inet {
+            ip: s.into(),
+            port: 0,
+        },
+    }
+}
+
+/// A flow builder: capture mode, one packet, nothing sent, no events.
+pub(crate) struct F(pub(crate) Flow);
+
+impl F {
+    pub(crate) fn new(protocol: FlowProtocol, dst: &str) -> F {
+        F(Flow {
+            id: 0,
+            mode: NetworkMode::Capture,
+            t_ns: 0,
+            end_ns: 0,
+            protocol,
+            src: None,
+            dst: addr(dst),
+            dns_name: None,
+            dns: None,
+            sni: None,
+            http: None,
+            packets_out: 1,
+            bytes_out: 0,
+            bytes_in: 0,
+            sample: Bytes::default(),
+            sample_truncated: false,
+            events: Vec::new(),
+            note: None,
+        })
+    }
+
+    pub(crate) fn tcp(dst: &str) -> F {
+        F::new(FlowProtocol::Tcp, dst)
+    }
+
+    pub(crate) fn udp(dst: &str) -> F {
+        F::new(FlowProtocol::Udp, dst)
+    }
+
+    pub(crate) fn icmp(dst: &str) -> F {
+        F::new(FlowProtocol::Icmp, dst)
+    }
+
+    pub(crate) fn unix(path: &str) -> F {
+        F::new(FlowProtocol::Unix, &format!("unix:{path}"))
+    }
+
+    /// A DNS question for `name` (type `qtype`) to the sandbox's resolver.
+    pub(crate) fn dns(name: &str, qtype: &str) -> F {
+        let mut f = F::new(FlowProtocol::Dns, "198.18.0.2:53");
+        f.0.dns = Some(DnsQuery {
+            name: name.into(),
+            qtype: qtype.into(),
+            answers: Vec::new(),
+        });
+        f
+    }
+
+    /// The edge's answers to a DNS question.
+    pub(crate) fn answers(mut self, addrs: &[&str]) -> F {
+        if let Some(q) = &mut self.0.dns {
+            q.answers = addrs.iter().map(|s| s.to_string()).collect();
+        }
+        self
+    }
+
+    pub(crate) fn to(mut self, dst: &str) -> F {
+        self.0.dst = addr(dst);
+        self
+    }
+
+    pub(crate) fn src(mut self, src: &str) -> F {
+        self.0.src = Some(addr(src));
+        self
+    }
+
+    /// The name the synthetic destination was handed out for.
+    pub(crate) fn name(mut self, name: &str) -> F {
+        self.0.dns_name = Some(name.into());
+        self
+    }
+
+    pub(crate) fn sni(mut self, sni: &str) -> F {
+        self.0.sni = Some(sni.into());
+        self
+    }
+
+    pub(crate) fn http(mut self, method: &str, target: &str, host: Option<&str>) -> F {
+        self.0.http = Some(HttpRequest {
+            method: method.into(),
+            target: target.into(),
+            host: host.map(Bytes::from),
+        });
+        self
+    }
+
+    /// What was sent (also its byte count).
+    pub(crate) fn sample(mut self, b: impl Into<Bytes>) -> F {
+        self.0.sample = b.into();
+        self.0.bytes_out = self.0.sample.0.len() as u64;
+        self
+    }
+
+    pub(crate) fn packets(mut self, n: u64) -> F {
+        self.0.packets_out = n;
+        self
+    }
+
+    /// The syscall events matched with the flow.
+    pub(crate) fn events(mut self, ids: &[u64]) -> F {
+        self.0.events = ids.to_vec();
+        self
+    }
+
+    pub(crate) fn denied(mut self) -> F {
+        self.0.mode = NetworkMode::Denied;
+        self
     }
 }

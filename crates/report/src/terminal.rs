@@ -640,6 +640,7 @@ mod tests {
             evidence,
             phase: Some(phase),
             accusation: false,
+            flows: Vec::new(),
         }
     }
 

@@ -677,6 +677,16 @@ fn build_root(
             }
         }
     }
+    // The host's /etc/hosts does not know the sandbox's hostname; a machine's own does (a
+    // lookup of one's own name is not egress).
+    overlay_etc(
+        new,
+        "hosts",
+        &format!(
+            "127.0.0.1\tlocalhost\n127.0.1.1\t{0}\n::1\tlocalhost ip6-localhost ip6-loopback {0}\n",
+            cfg.hostname
+        ),
+    )?;
     let hostname = cfg.hostname.as_bytes();
     // SAFETY: hostname is a valid buffer of the given length; we own this uts namespace.
     let ret = unsafe { libc::sethostname(hostname.as_ptr().cast(), hostname.len()) };
@@ -688,7 +698,7 @@ fn build_root(
             if let Some(n) = net.tcp_syn_retries {
                 netdev::set_syn_retries("/newroot/proc", n)?;
             }
-            resolv_conf(new, &net.resolv_conf)?;
+            overlay_etc(new, "resolv.conf", &net.resolv_conf)?;
             Some(tun)
         }
         _ => None,
@@ -723,11 +733,12 @@ fn build_root(
     Ok(tun)
 }
 
-/// Points the sandbox's `/etc/resolv.conf` at the edge's resolver: the file is written on the
-/// `/run` tmpfs and bound over the host's (or written where the host's symlink leads, when
-/// that is on one of the sandbox's own tmpfs mounts).
-fn resolv_conf(new: &Path, contents: &str) -> Result<(), String> {
-    let etc = new.join("etc/resolv.conf");
+/// Gives the sandbox its own `/etc/<name>` (`resolv.conf` naming the edge's resolver,
+/// `hosts` knowing the sandbox's hostname): the file is written on the `/run` tmpfs and bound
+/// over the host's, or written where the host's symlink leads when that is on one of the
+/// sandbox's own tmpfs mounts.
+fn overlay_etc(new: &Path, name: &str, contents: &str) -> Result<(), String> {
+    let etc = new.join("etc").join(name);
     let target = match std::fs::read_link(&etc) {
         Ok(t) if t.is_absolute() => new.join(t.strip_prefix("/").unwrap_or(&t)),
         Ok(t) => new.join("etc").join(t),
@@ -740,14 +751,14 @@ fn resolv_conf(new: &Path, contents: &str) -> Result<(), String> {
         if let Some(parent) = target.parent() {
             mkdirs(parent, 0o755)?;
         }
-        return ctx("write resolv.conf", std::fs::write(&target, contents));
+        return ctx(&format!("write {name}"), std::fs::write(&target, contents));
     }
-    let file = new.join("run/glassbox/resolv.conf");
+    let file = new.join("run/glassbox").join(name);
     mkdirs(&new.join("run/glassbox"), 0o755)?;
-    ctx("write resolv.conf", std::fs::write(&file, contents))?;
+    ctx(&format!("write {name}"), std::fs::write(&file, contents))?;
     if std::fs::symlink_metadata(&etc).is_err() {
-        // No resolv.conf on the host: the read-only /etc bind has no place for one.
-        return Err("the host has no /etc/resolv.conf to point at the edge's resolver".into());
+        // Not on the host: the read-only /etc bind has no place for one.
+        return Err(format!("the host has no /etc/{name} to overlay"));
     }
     bind_ro(&file, &target)
 }

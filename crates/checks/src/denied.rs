@@ -1,0 +1,297 @@
+//! `denied-network-attempts`: what the server still tried with the network denied.
+//!
+//! In the denied run the edge drops every packet and answers nothing: a server that merely
+//! works with the network fails or goes without it; one that keeps reaching out (retries,
+//! beacons, fallbacks to other addresses) shows what it wants when nothing is given. Counted
+//! on both channels, so that either one alone suffices:
+//!
+//! - syscalls: connect and send events (`connect`, `sendto`, `sendmsg`, `sendmmsg`) among the
+//!   denied run's event ids (`manifest.network.runs`) to an IP address off the sandbox (see
+//!   [`crate::net::is_egress`]);
+//! - packet edge: the denied run's flows (Unix canary sockets aside), their packets and
+//!   destinations, and the names of their DNS questions.
+//!
+//! Any non-zero count flags, as one finding that lists the destinations with both counts. A
+//! syscall matched with a flow counts under the flow's destination (a DNS question's sends
+//! under its name). Error codes are never looked at: a connect that failed was still tried,
+//! and one that "succeeded" proves nothing either.
+
+use crate::net::{self, Keyed, PhaseOf};
+use crate::text;
+use crate::{Channel, CheckInfo, Evaluation, Evaluator};
+use glassbox_model::{Event, EventKind, Flow, FlowProtocol, NetworkMode, Severity};
+use std::collections::HashMap;
+
+pub(crate) const INFO: CheckInfo = CheckInfo {
+    id: "denied-network-attempts",
+    version: 2,
+    claim: "tries nothing when the network is denied",
+    severity: Severity::Medium,
+    channels: &[Channel::Syscalls, Channel::PacketEdge, Channel::DeniedRun],
+    accuses: "",
+    sources: &["denied.rs", "net.rs", "text.rs"],
+};
+
+/// Destinations listed in the summary; the rest are counted.
+const SHOWN: usize = 10;
+
+/// A destination.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Dest {
+    /// DNS questions for a name.
+    Dns(String),
+    /// An address (as shown).
+    Addr(String),
+}
+
+#[derive(Debug, Default)]
+struct Tries {
+    syscalls: u64,
+    packets: u64,
+    queries: u64,
+}
+
+/// The check's state over one run.
+pub(crate) struct State {
+    /// Event ids of the denied runs: `first..end`.
+    denied: Vec<(u64, u64)>,
+    /// The destination of the denied flow each event was matched with.
+    flow_of: HashMap<u64, Dest>,
+    groups: Keyed<Dest, Tries>,
+    syscalls: u64,
+    packets: u64,
+    ids: Vec<u64>,
+    flows: Vec<u64>,
+    phases: PhaseOf,
+}
+
+pub(crate) fn start(c: &crate::Context<'_>) -> Box<dyn Evaluator> {
+    let mut s = State {
+        denied: c
+            .manifest
+            .network
+            .runs
+            .iter()
+            .filter(|r| r.mode == NetworkMode::Denied)
+            .map(|r| (r.first_event, r.end_event))
+            .collect(),
+        flow_of: HashMap::new(),
+        groups: Keyed::new(),
+        syscalls: 0,
+        packets: 0,
+        ids: Vec::new(),
+        flows: Vec::new(),
+        phases: PhaseOf::default(),
+    };
+    for f in c.flows.iter().filter(|f| f.mode == NetworkMode::Denied) {
+        s.flow(f);
+    }
+    Box::new(s)
+}
+
+impl State {
+    fn flow(&mut self, f: &Flow) {
+        if f.protocol == FlowProtocol::Unix {
+            return;
+        }
+        if net::ip_port(&f.dst).is_some_and(|(ip, _)| !net::is_egress(ip)) {
+            return;
+        }
+        let dest = match (&f.dns, net::ip_port(&f.dst)) {
+            (Some(q), _) => Dest::Dns(net::norm_host(q.name.as_slice())),
+            (None, Some((ip, port))) => Dest::Addr(net::ip_addr(ip, port)),
+            (None, None) => Dest::Addr(net::addr(&f.dst)),
+        };
+        for id in &f.events {
+            self.flow_of.insert(*id, dest.clone());
+        }
+        self.phases.want(&f.events);
+        net::add_ids(&mut self.ids, &f.events);
+        net::add_ids(&mut self.flows, &[f.id]);
+        self.packets += f.packets_out;
+        let Some(t) = self.groups.get(dest) else {
+            return;
+        };
+        t.packets += f.packets_out;
+        if f.dns.is_some() {
+            t.queries += 1;
+        }
+    }
+
+    fn in_denied_run(&self, id: u64) -> bool {
+        self.denied.iter().any(|&(a, b)| a <= id && id < b)
+    }
+}
+
+impl Evaluator for State {
+    fn event(&mut self, e: &Event) {
+        self.phases.see(e);
+        let EventKind::Connect { addr, .. } = &e.kind else {
+            return;
+        };
+        let Some((ip, port)) = net::ip_port(addr) else {
+            return;
+        };
+        if !net::is_egress(ip) || !self.in_denied_run(e.id) {
+            return;
+        }
+        // The C library's source-address probe (a UDP connect to port 0, nothing sent).
+        if port == 0 && !self.flow_of.contains_key(&e.id) {
+            return;
+        }
+        self.syscalls += 1;
+        net::add_ids(&mut self.ids, &[e.id]);
+        if self.ids.contains(&e.id) {
+            self.phases.want(&[e.id]);
+            self.phases.see(e);
+        }
+        let dest = match self.flow_of.get(&e.id) {
+            Some(d) => d.clone(),
+            None => Dest::Addr(net::ip_addr(ip, port)),
+        };
+        if let Some(t) = self.groups.get(dest) {
+            t.syscalls += 1;
+        }
+    }
+
+    fn finish(self: Box<Self>) -> Evaluation {
+        let s = *self;
+        if s.syscalls == 0 && s.packets == 0 && s.groups.items.is_empty() {
+            return Evaluation::default();
+        }
+        let mut parts: Vec<String> = s
+            .groups
+            .items
+            .iter()
+            .take(SHOWN)
+            .map(|(dest, t)| match dest {
+                Dest::Dns(name) => format!(
+                    "{} for {}",
+                    net::count(t.queries, "DNS query", "DNS queries"),
+                    net::show(name)
+                ),
+                Dest::Addr(a) => format!(
+                    "{}, {} to {a}",
+                    net::count(t.syscalls, "syscall", "syscalls"),
+                    net::count(t.packets, "packet", "packets")
+                ),
+            })
+            .collect();
+        let more = (s.groups.items.len() - parts.len()) as u64 + s.groups.overflow;
+        if more > 0 {
+            parts.push(net::count(more, "more destination", "more destinations"));
+        }
+        let mut ids = s.ids;
+        ids.sort_unstable();
+        let ps = s.phases.of(&ids);
+        let mut summary = format!(
+            "with the network denied it still tried ({}, {} in all): {}",
+            net::count(s.syscalls, "syscall", "syscalls"),
+            net::count(s.packets, "packet", "packets"),
+            parts.join("; ")
+        );
+        if !ps.is_empty() {
+            summary += &format!(" during {}", text::phases(&ps));
+        }
+        let mut f = INFO.finding(summary, ids, ps.first().cloned());
+        f.flows = s.flows;
+        Evaluation {
+            findings: vec![f],
+            notes: Vec::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) fn evaluate(ev: &glassbox_model::Evidence) -> Evaluation {
+    crate::evaluate_one(start, ev)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::{Ev, F};
+    use glassbox_model::Phase;
+
+    /// A capture run over events 1..3, a denied run over 3..100.
+    fn two_runs() -> Ev {
+        Ev::new()
+            .run(NetworkMode::Capture, 1, 3)
+            .run(NetworkMode::Denied, 3, 100)
+            .connect("192.0.2.10:443", Phase::Startup)
+            .connect("127.0.0.1:9000", Phase::Startup)
+    }
+
+    #[test]
+    fn calls_alone_flag_without_any_flow() {
+        let ev = two_runs()
+            .connect("192.0.2.10:443", Phase::Startup)
+            .connect("192.0.2.10:443", Phase::Startup)
+            .connect_with("sendmsg", "[2001:db8::1]:53", Phase::Call("x".into()))
+            .build();
+        let eval = evaluate(&ev);
+        assert_eq!(eval.findings.len(), 1);
+        let f = &eval.findings[0];
+        assert_eq!(
+            f.summary,
+            "with the network denied it still tried (3 syscalls, 0 packets in all): 2 syscalls, \
+             0 packets to 192.0.2.10:443; 1 syscall, 0 packets to [2001:db8::1]:53 during \
+             startup, call:x"
+        );
+        // The capture run's call is not counted.
+        assert_eq!(f.evidence, vec![3, 4, 5]);
+        assert_eq!(f.phase, Some(Phase::Startup));
+    }
+
+    #[test]
+    fn calls_and_packets_are_counted_per_destination() {
+        let ev = two_runs()
+            .connect("192.0.2.10:443", Phase::Startup)
+            .connect("192.0.2.10:443", Phase::Startup)
+            .connect("192.0.2.10:443", Phase::Startup)
+            .connect_with("sendto", "198.18.0.2:53", Phase::Startup)
+            .flow(
+                F::tcp("192.0.2.10:443")
+                    .denied()
+                    .packets(7)
+                    .events(&[3, 4, 5]),
+            )
+            .flow(F::dns("exfil.example", "A").denied().events(&[6]))
+            // The capture run's flow is not counted.
+            .flow(F::tcp("192.0.2.10:443").packets(2).events(&[1]))
+            .build();
+        let eval = evaluate(&ev);
+        let f = &eval.findings[0];
+        assert_eq!(
+            f.summary,
+            "with the network denied it still tried (4 syscalls, 8 packets in all): 3 syscalls, \
+             7 packets to 192.0.2.10:443; 1 DNS query for exfil.example during startup"
+        );
+        assert_eq!(f.flows, vec![1, 2]);
+    }
+
+    #[test]
+    fn packets_alone_flag() {
+        let ev = two_runs()
+            .flow(F::udp("192.0.2.50:123").denied().packets(2))
+            .build();
+        let s = &evaluate(&ev).findings[0].summary;
+        assert!(s.contains("0 syscalls, 2 packets to 192.0.2.50:123"), "{s}");
+    }
+
+    #[test]
+    fn a_quiet_denied_run_passes() {
+        let ev = two_runs()
+            .connect("127.0.0.1:9000", Phase::Startup)
+            .connect("unix:/run/app.sock", Phase::Startup)
+            .connect("[::1]:80", Phase::Startup)
+            .build();
+        assert_eq!(evaluate(&ev), Evaluation::default());
+        // Without a denied run nothing is counted (and the channel is missing).
+        let ev = Ev::new()
+            .connect("192.0.2.10:443", Phase::Startup)
+            .flow(F::tcp("192.0.2.10:443").events(&[1]))
+            .build();
+        assert_eq!(evaluate(&ev), Evaluation::default());
+    }
+}

@@ -1,0 +1,608 @@
+//! `unexplained-egress`: every outbound attempt the user's allow list does not explain.
+//!
+//! An attempt is a flow at the edge of either run (a DNS question, a TCP connection, UDP
+//! datagrams, ICMP, other IP traffic) to an address off the sandbox (see
+//! [`crate::net::is_egress`]), or a connect or send event (`connect`, `sendto`, `sendmsg`,
+//! `sendmmsg`) to an IP address off the sandbox that no flow matched ("no packet reached the
+//! edge": what the recorder saw still counts). A connect to the sandbox's resolver without a
+//! flow asked no question and is left out: DNS is judged by the names asked.
+//!
+//! `manifest.network.allow` (`HOST` or `HOST:PORT`, from `--allow-host`) explains an attempt
+//! when HOST is, case-insensitively, one of the flow's names (the DNS question, the name its
+//! synthetic address was handed out for, the TLS SNI, the HTTP `Host` without port) or the
+//! destination IP literal, and PORT, when given, is the destination port (a DNS question for
+//! an allowed host is explained whatever the port). A connect event to a synthetic address
+//! carries the name the edge's DNS handed that address out for.
+//!
+//! One finding per destination: a DNS name, a host name and port, or an IP address and port.
+//! A flow to an address the edge's DNS did not hand out and with no name is a direct-IP
+//! connection, named as such. Not an accusation: servers call APIs; the user decides which are
+//! expected.
+
+use crate::net::{self, Allow, Keyed, PhaseOf};
+use crate::text;
+use crate::{Channel, CheckInfo, Evaluation, Evaluator};
+use glassbox_model::{Event, EventKind, Flow, FlowProtocol, NetworkMode, Phase, Severity};
+use std::collections::{HashMap, HashSet};
+use std::net::IpAddr;
+
+pub(crate) const INFO: CheckInfo = CheckInfo {
+    id: "unexplained-egress",
+    version: 2,
+    claim: "no unexplained network egress",
+    severity: Severity::High,
+    channels: &[Channel::Syscalls, Channel::PacketEdge],
+    accuses: "",
+    sources: &["egress.rs", "net.rs", "text.rs"],
+};
+
+/// Extra names (SNI, Host) listed per destination.
+const NAMES_SHOWN: usize = 3;
+
+/// A destination.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Dest {
+    /// A DNS question for a name.
+    Dns(String),
+    /// A host name (of a synthetic address) and port.
+    Host(String, u16),
+    /// An IP address and port.
+    Ip(IpAddr, u16),
+}
+
+/// What was sent to one destination.
+#[derive(Debug, Default)]
+struct Attempts {
+    protocols: Vec<FlowProtocol>,
+    flows: Vec<u64>,
+    flow_count: u64,
+    packets: u64,
+    bytes: u64,
+    modes: Vec<NetworkMode>,
+    /// DNS record types asked.
+    qtypes: Vec<String>,
+    /// DNS servers asked other than the sandbox's resolver.
+    servers: Vec<String>,
+    /// Synthetic addresses a host name was reached at.
+    addresses: Vec<String>,
+    /// SNI and Host names seen (`SNI x`).
+    names: Vec<String>,
+    /// Connect and send events no flow matched.
+    unmatched: u64,
+    ids: Vec<u64>,
+}
+
+impl Attempts {
+    fn mode(&mut self, m: NetworkMode) {
+        if !self.modes.contains(&m) {
+            self.modes.push(m);
+        }
+    }
+}
+
+/// The check's state over one run.
+pub(crate) struct State {
+    allow: Allow,
+    /// Events some flow matched.
+    matched: HashSet<u64>,
+    /// Names of synthetic addresses.
+    names: HashMap<IpAddr, String>,
+    network: glassbox_model::NetworkSettings,
+    groups: Keyed<Dest, Attempts>,
+    phases: PhaseOf,
+}
+
+pub(crate) fn start(c: &crate::Context<'_>) -> Box<dyn Evaluator> {
+    let mut s = State {
+        allow: Allow::new(&c.manifest.network.allow),
+        matched: c
+            .flows
+            .iter()
+            .flat_map(|f| f.events.iter().copied())
+            .collect(),
+        names: net::synthetic_names(c.flows),
+        network: c.manifest.network.clone(),
+        groups: Keyed::new(),
+        phases: PhaseOf::default(),
+    };
+    for f in c.flows {
+        s.flow(f);
+    }
+    Box::new(s)
+}
+
+impl State {
+    fn flow(&mut self, f: &Flow) {
+        if f.protocol == FlowProtocol::Unix {
+            return;
+        }
+        let Some((ip, port)) = net::ip_port(&f.dst) else {
+            return;
+        };
+        if !net::is_egress(ip) {
+            return;
+        }
+        let names = net::names(f);
+        let dest = match &f.dns {
+            Some(q) => {
+                let name = net::norm_host(q.name.as_slice());
+                if self.allow.allows(&name, None) {
+                    return;
+                }
+                Dest::Dns(name)
+            }
+            None => {
+                // The name the edge handed the address out for (from the flow, or from the
+                // DNS answers when the flow lacks it).
+                let host = f
+                    .dns_name
+                    .as_ref()
+                    .map(|n| net::norm_host(n.as_slice()))
+                    .or_else(|| {
+                        net::is_synthetic(ip)
+                            .then(|| self.names.get(&net::synthetic_v4(ip)).cloned())
+                            .flatten()
+                    });
+                let explained = names.iter().any(|(_, n)| self.allow.allows(n, Some(port)))
+                    || host
+                        .as_deref()
+                        .is_some_and(|h| self.allow.allows(h, Some(port)))
+                    || self.allow.allows_ip(ip, port);
+                if explained {
+                    return;
+                }
+                match host {
+                    Some(h) => Dest::Host(h, port),
+                    None => Dest::Ip(ip, port),
+                }
+            }
+        };
+        let named = matches!(dest, Dest::Host(..));
+        self.phases.want(&f.events);
+        let Some(a) = self.groups.get(dest) else {
+            return;
+        };
+        if !a.protocols.contains(&f.protocol) {
+            a.protocols.push(f.protocol);
+        }
+        net::add_ids(&mut a.flows, &[f.id]);
+        a.flow_count += 1;
+        a.packets += f.packets_out;
+        a.bytes += f.bytes_out;
+        a.mode(f.mode);
+        net::add_ids(&mut a.ids, &f.events);
+        if let Some(q) = &f.dns {
+            if !a.qtypes.contains(&q.qtype) {
+                a.qtypes.push(q.qtype.clone());
+            }
+            if !net::is_resolver(ip, port) && a.servers.len() < NAMES_SHOWN {
+                let s = net::addr(&f.dst);
+                if !a.servers.contains(&s) {
+                    a.servers.push(s);
+                }
+            }
+        } else if named && a.addresses.len() < NAMES_SHOWN {
+            let s = ip.to_string();
+            if !a.addresses.contains(&s) {
+                a.addresses.push(s);
+            }
+        }
+        for (what, n) in names {
+            if matches!(what, "SNI" | "Host") {
+                let s = format!("{what} {}", net::show(&n));
+                if a.names.len() < NAMES_SHOWN && !a.names.contains(&s) {
+                    a.names.push(s);
+                }
+            }
+        }
+    }
+
+    fn unmatched(&mut self, e: &Event, ip: IpAddr, port: u16) {
+        let name = net::is_synthetic(ip)
+            .then(|| self.names.get(&net::synthetic_v4(ip)).cloned())
+            .flatten();
+        let explained = self.allow.allows_ip(ip, port)
+            || name
+                .as_deref()
+                .is_some_and(|n| self.allow.allows(n, Some(port)));
+        if explained {
+            return;
+        }
+        let (dest, named) = match name {
+            Some(n) => (Dest::Host(n, port), true),
+            None => (Dest::Ip(ip, port), false),
+        };
+        let mode = self.network.mode_of_event(e.id);
+        let Some(a) = self.groups.get(dest) else {
+            return;
+        };
+        a.unmatched += 1;
+        a.mode(mode);
+        if named && a.addresses.len() < NAMES_SHOWN {
+            let s = ip.to_string();
+            if !a.addresses.contains(&s) {
+                a.addresses.push(s);
+            }
+        }
+        net::add_ids(&mut a.ids, &[e.id]);
+        if a.ids.contains(&e.id) {
+            self.phases.want(&[e.id]);
+            self.phases.see(e);
+        }
+    }
+}
+
+impl Evaluator for State {
+    fn event(&mut self, e: &Event) {
+        self.phases.see(e);
+        let EventKind::Connect { addr, .. } = &e.kind else {
+            return;
+        };
+        let Some((ip, port)) = net::ip_port(addr) else {
+            return;
+        };
+        if !net::is_egress(ip) || net::is_resolver(ip, port) || self.matched.contains(&e.id) {
+            return;
+        }
+        // A connect to port 0 with no packet is how the C library picks a source address for
+        // each answer of a lookup (RFC 6724 sorting): a UDP socket connected, nothing sent.
+        // The lookup itself is a DNS flow, judged as such.
+        if port == 0 {
+            return;
+        }
+        self.unmatched(e, ip, port);
+    }
+
+    fn finish(self: Box<Self>) -> Evaluation {
+        let State { groups, phases, .. } = *self;
+        let mut findings = Vec::new();
+        for (dest, mut a) in groups.items {
+            a.ids.sort_unstable();
+            let ps = phases.of(&a.ids);
+            let mut f = INFO.finding(summary(&dest, &a, &ps), a.ids, ps.first().cloned());
+            f.flows = a.flows;
+            findings.push(f);
+        }
+        if groups.overflow > 0 {
+            findings.push(INFO.finding(
+                format!(
+                    "{} more unexplained attempts to further destinations (not listed)",
+                    groups.overflow
+                ),
+                Vec::new(),
+                None,
+            ));
+        }
+        Evaluation {
+            findings,
+            notes: Vec::new(),
+        }
+    }
+}
+
+fn protocols(ps: &[FlowProtocol]) -> String {
+    ps.iter()
+        .map(|p| net::protocol(*p))
+        .collect::<Vec<_>>()
+        .join("+")
+}
+
+fn modes(ms: &[NetworkMode]) -> &'static str {
+    match ms {
+        [NetworkMode::Capture] => "capture run",
+        [NetworkMode::Denied] => "denied run",
+        _ => "both runs",
+    }
+}
+
+fn summary(dest: &Dest, a: &Attempts, ps: &[Phase]) -> String {
+    let mut s = match dest {
+        Dest::Dns(name) => {
+            let mut s = format!("DNS query for {}", net::show(name));
+            if !a.qtypes.is_empty() {
+                s += &format!(" ({})", net::show(&a.qtypes.join(", ")));
+            }
+            if !a.servers.is_empty() {
+                s += &format!(
+                    " sent to {} (not the sandbox's resolver)",
+                    a.servers.join(", ")
+                );
+            }
+            s + &format!(": {}", net::count(a.flow_count, "query", "queries"))
+        }
+        Dest::Host(name, port) => {
+            let what = if a.flow_count > 0 {
+                protocols(&a.protocols)
+            } else {
+                "connect".to_string()
+            };
+            format!("{what} to {}:{port}", net::show(name))
+        }
+        Dest::Ip(ip, port) => {
+            let to = net::ip_addr(*ip, *port);
+            let direct = !net::is_synthetic(*ip);
+            match (a.flow_count > 0, direct) {
+                (true, true) => {
+                    let verb = match a.protocols.as_slice() {
+                        [FlowProtocol::Tcp] => "connected directly to".to_string(),
+                        ps => format!("sent {} directly to", protocols(ps)),
+                    };
+                    format!("{verb} {to}, no DNS lookup")
+                }
+                (true, false) => format!("{} to {to}", protocols(&a.protocols)),
+                (false, true) => format!("connect directly to {to}, no DNS lookup"),
+                (false, false) => format!("connect to {to}"),
+            }
+        }
+    };
+    let mut extras = Vec::new();
+    if !a.addresses.is_empty() {
+        extras.push(format!("at {}", a.addresses.join(", ")));
+    }
+    extras.extend(a.names.iter().cloned());
+    if !extras.is_empty() {
+        s += &format!(" ({})", extras.join("; "));
+    }
+    if a.flow_count > 0 && !matches!(dest, Dest::Dns(_)) {
+        s += &format!(
+            ": {}, {}, {}",
+            net::count(a.flow_count, "flow", "flows"),
+            net::count(a.packets, "packet", "packets"),
+            net::bytes_out(a.bytes)
+        );
+    }
+    if a.unmatched > 0 {
+        let (sep, calls) = if a.flow_count > 0 {
+            (
+                "; ",
+                ("more connect or send call", "more connect or send calls"),
+            )
+        } else {
+            (": ", ("connect or send call", "connect or send calls"))
+        };
+        s += &format!(
+            "{sep}{}, no packet reached the edge",
+            net::count(a.unmatched, calls.0, calls.1)
+        );
+    }
+    s += &format!(" ({})", modes(&a.modes));
+    if !ps.is_empty() {
+        s += &format!(" during {}", text::phases(ps));
+    }
+    s
+}
+
+#[cfg(test)]
+pub(crate) fn evaluate(ev: &glassbox_model::Evidence) -> Evaluation {
+    crate::evaluate_one(start, ev)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::{Ev, F};
+    use glassbox_model::Phase;
+
+    fn summaries(ev: &glassbox_model::Evidence) -> Vec<String> {
+        evaluate(ev)
+            .findings
+            .into_iter()
+            .map(|f| f.summary)
+            .collect()
+    }
+
+    /// A DNS question for `name` answered with 198.18.1.3, then a TLS connection to it.
+    fn lookup_then_connect(name: &str) -> Ev {
+        Ev::new()
+            .connect_with("sendto", "198.18.0.2:53", Phase::Startup)
+            .connect("198.18.1.3:443", Phase::Call("fetch".into()))
+            .flow(
+                F::dns(name, "A")
+                    .answers(&["198.18.1.3"])
+                    .events(&[1])
+                    .sample(&b"query"[..]),
+            )
+            .flow(
+                F::tcp("198.18.1.3:443")
+                    .src("198.18.0.1:40000")
+                    .name(name)
+                    .sni(name)
+                    .sample(&b"hello"[..])
+                    .packets(3)
+                    .events(&[2]),
+            )
+    }
+
+    #[test]
+    fn a_lookup_and_connect_explained_by_allow_host_passes() {
+        let ev = lookup_then_connect("api.example")
+            .allow(&["api.example"])
+            .build();
+        assert_eq!(evaluate(&ev), Evaluation::default());
+        // Case-insensitively, a trailing dot aside, and with its port.
+        let ev = lookup_then_connect("API.Example.")
+            .allow(&["api.example:443"])
+            .build();
+        assert_eq!(evaluate(&ev), Evaluation::default());
+    }
+
+    #[test]
+    fn an_unlisted_lookup_and_connect_flag_per_destination() {
+        let ev = lookup_then_connect("exfil.example")
+            .allow(&["api.example"])
+            .build();
+        let eval = evaluate(&ev);
+        let s: Vec<&str> = eval.findings.iter().map(|f| f.summary.as_str()).collect();
+        assert_eq!(
+            s,
+            vec![
+                "DNS query for exfil.example (A): 1 query (capture run) during startup",
+                "TCP to exfil.example:443 (at 198.18.1.3; SNI exfil.example): 1 flow, 3 packets, \
+                 5 bytes out (capture run) during call:fetch",
+            ]
+        );
+        assert_eq!(eval.findings[0].evidence, vec![1]);
+        assert_eq!(eval.findings[0].flows, vec![1]);
+        assert_eq!(eval.findings[1].evidence, vec![2]);
+        assert_eq!(eval.findings[1].flows, vec![2]);
+        assert_eq!(eval.findings[1].phase, Some(Phase::Call("fetch".into())));
+        assert!(eval.findings.iter().all(|f| !f.accusation));
+    }
+
+    #[test]
+    fn an_allowed_host_on_another_port_explains_its_lookup_only() {
+        let ev = lookup_then_connect("api.example")
+            .allow(&["api.example:80"])
+            .build();
+        let s = summaries(&ev);
+        assert_eq!(s.len(), 1);
+        assert!(s[0].starts_with("TCP to api.example:443"), "{s:?}");
+    }
+
+    #[test]
+    fn sni_or_host_or_ip_literal_explain_a_flow() {
+        for allow in ["cdn.example", "192.0.2.10", "192.0.2.10:443"] {
+            let ev = Ev::new()
+                .connect("192.0.2.10:443", Phase::Startup)
+                .flow(
+                    F::tcp("192.0.2.10:443")
+                        .sni("CDN.example")
+                        .http("GET", "/", Some("cdn.example:443"))
+                        .events(&[1]),
+                )
+                .allow(&[allow])
+                .build();
+            assert_eq!(evaluate(&ev), Evaluation::default(), "{allow}");
+        }
+    }
+
+    #[test]
+    fn direct_ip_connections_are_named_as_such() {
+        let ev = Ev::new()
+            .connect("192.0.2.10:443", Phase::Startup)
+            .connect_with("sendto", "[2001:db8::5]:9999", Phase::Startup)
+            .flow(F::tcp("192.0.2.10:443").events(&[1]))
+            .flow(F::udp("[2001:db8::5]:9999").events(&[2]))
+            .flow(F::icmp("192.0.2.99"))
+            .build();
+        let s = summaries(&ev);
+        assert_eq!(s.len(), 3);
+        assert!(
+            s[0].starts_with("connected directly to 192.0.2.10:443, no DNS lookup: 1 flow"),
+            "{s:?}"
+        );
+        assert!(
+            s[1].starts_with("sent UDP directly to [2001:db8::5]:9999, no DNS lookup"),
+            "{s:?}"
+        );
+        assert!(
+            s[2].starts_with("sent ICMP directly to 192.0.2.99, no DNS lookup"),
+            "{s:?}"
+        );
+    }
+
+    #[test]
+    fn loopback_only_traffic_passes() {
+        let ev = Ev::new()
+            .connect("127.0.0.1:8080", Phase::Startup)
+            .connect("[::1]:5432", Phase::Startup)
+            .connect("[::ffff:127.0.0.1]:6379", Phase::Startup)
+            .connect("0.0.0.0:80", Phase::Startup)
+            .connect("198.18.0.1:9000", Phase::Startup)
+            .connect("unix:/run/app.sock", Phase::Startup)
+            .build();
+        assert_eq!(evaluate(&ev), Evaluation::default());
+    }
+
+    #[test]
+    fn a_call_no_flow_matched_still_counts() {
+        let ev = Ev::new()
+            .connect("192.0.2.20:8443", Phase::Startup)
+            .connect("192.0.2.20:8443", Phase::Startup)
+            .build();
+        let eval = evaluate(&ev);
+        assert_eq!(eval.findings.len(), 1);
+        assert_eq!(
+            eval.findings[0].summary,
+            "connect directly to 192.0.2.20:8443, no DNS lookup: 2 connect or send calls, no \
+             packet reached the edge (capture run) during startup"
+        );
+        assert_eq!(eval.findings[0].evidence, vec![1, 2]);
+        // Allowed by its address.
+        let ev = Ev::new()
+            .connect("192.0.2.20:8443", Phase::Startup)
+            .allow(&["192.0.2.20"])
+            .build();
+        assert_eq!(evaluate(&ev), Evaluation::default());
+    }
+
+    #[test]
+    fn a_call_to_a_synthetic_address_goes_with_its_name() {
+        // glibc's address sorting connects a UDP socket to every answer without sending.
+        let ev = lookup_then_connect("exfil.example")
+            .connect("[64:ff9b:1:ffff::c612:103]:443", Phase::Startup)
+            .build();
+        let s = summaries(&ev);
+        assert_eq!(s.len(), 2, "{s:?}");
+        assert!(
+            s[1].contains("; 1 more connect or send call, no packet reached the edge"),
+            "{s:?}"
+        );
+        assert!(s[1].contains("64:ff9b:1:ffff::c612:103"), "{s:?}");
+        // And is explained with it.
+        let ev = lookup_then_connect("api.example")
+            .connect("[64:ff9b:1:ffff::c612:103]:443", Phase::Startup)
+            .allow(&["api.example"])
+            .build();
+        assert_eq!(evaluate(&ev), Evaluation::default());
+    }
+
+    #[test]
+    fn a_bare_connect_to_the_resolver_asks_nothing() {
+        let ev = Ev::new().connect("198.18.0.2:53", Phase::Startup).build();
+        assert_eq!(evaluate(&ev), Evaluation::default());
+    }
+
+    #[test]
+    fn the_denied_run_counts_too() {
+        let ev = Ev::new()
+            .flow(F::dns("exfil.example", "TXT").denied())
+            .flow(F::dns("exfil.example", "TXT").to("8.8.8.8:53"))
+            .build();
+        let s = summaries(&ev);
+        assert_eq!(
+            s,
+            vec![
+                "DNS query for exfil.example (TXT) sent to 8.8.8.8:53 (not the sandbox's \
+                 resolver): 2 queries (both runs)"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_flow_to_a_synthetic_address_without_its_name_gets_it_from_the_answers() {
+        let ev = Ev::new()
+            .flow(F::dns("api.example", "AAAA").answers(&["64:ff9b:1:ffff::c612:107"]))
+            .flow(F::tcp("198.18.1.7:443"))
+            .allow(&["api.example"])
+            .build();
+        assert_eq!(evaluate(&ev), Evaluation::default());
+    }
+
+    #[test]
+    fn a_dns_packet_that_did_not_parse_still_counts() {
+        let mut f = F::dns("x", "A");
+        f.0.dns = None;
+        let ev = Ev::new().flow(f).build();
+        let s = summaries(&ev);
+        assert_eq!(s.len(), 1);
+        assert!(s[0].starts_with("DNS to 198.18.0.2:53: 1 flow"), "{s:?}");
+    }
+
+    #[test]
+    fn hostile_names_are_escaped() {
+        let ev = Ev::new().flow(F::dns("a\x1b[2J.example", "A")).build();
+        let s = summaries(&ev);
+        assert!(!s[0].contains('\x1b'), "{s:?}");
+    }
+}
