@@ -366,7 +366,7 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
         flows.extend(run_flows);
         bundle.write_manifest(&manifest)?;
     }
-    if let Some(e) = events.take_error() {
+    if let Err(e) = events.clone().flush() {
         return Err(Error::Evidence {
             path: dir.join("events.jsonl"),
             source: e,

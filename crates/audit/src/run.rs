@@ -35,33 +35,29 @@ impl<W: Write + Send> EventSink for JsonLines<W> {
     }
 }
 
-/// One event sink shared by the runs of an audit (`events.jsonl` holds them all).
+/// One event sink shared by the runs of an audit (`events.jsonl` holds them all); each run's
+/// recorder writes through it in turn.
 #[derive(Clone)]
-pub(crate) struct SharedSink(
-    Arc<std::sync::Mutex<(Box<dyn Write + Send>, Option<std::io::Error>)>>,
-);
+pub(crate) struct SharedSink(Arc<std::sync::Mutex<Box<dyn Write + Send>>>);
 
 impl SharedSink {
     pub(crate) fn new(w: impl Write + Send + 'static) -> SharedSink {
-        SharedSink(Arc::new(std::sync::Mutex::new((Box::new(w), None))))
+        SharedSink(Arc::new(std::sync::Mutex::new(Box::new(w))))
     }
 
-    /// The first write error, if any.
-    pub(crate) fn take_error(&self) -> Option<std::io::Error> {
-        let mut g = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        let _ = g.0.flush();
-        g.1.take()
+    fn writer(&self) -> std::sync::MutexGuard<'_, Box<dyn Write + Send>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
 impl EventSink for SharedSink {
     fn event(&mut self, e: &Event) -> std::io::Result<()> {
-        let mut g = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        serde_json::to_writer(&mut g.0, e)?;
-        g.0.write_all(b"\n")
+        let mut w = self.writer();
+        serde_json::to_writer(&mut *w, e)?;
+        w.write_all(b"\n")
     }
     fn flush(&mut self) -> std::io::Result<()> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).0.flush()
+        self.writer().flush()
     }
 }
 
@@ -80,7 +76,6 @@ pub enum RecorderChoice {
 /// A started sandbox with its recorder running.
 pub(crate) struct Running {
     pub sandbox: Sandbox,
-    pub clock: Arc<Clock>,
     pub settings: SandboxSettings,
     /// How calls are recorded.
     pub mechanism: String,
@@ -93,13 +88,15 @@ pub(crate) struct Running {
 /// A run's network edge: the thread serving the TUN descriptor, the canary sockets, and the
 /// isolation checks made before the server started.
 pub(crate) struct EdgeRun {
-    pub mode: NetworkMode,
     pub isolation: Vec<String>,
     pub canary_sockets: Vec<String>,
     stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<(Vec<Flow>, EdgeCounters, Option<String>)>>,
+    thread: Option<JoinHandle<EdgeResult>>,
     canaries: Option<Canaries>,
 }
+
+/// What the edge thread hands back: the flows, the counters, why serving stopped early.
+type EdgeResult = (Vec<Flow>, EdgeCounters, Option<String>);
 
 /// What a run's edge saw.
 #[derive(Debug, Default)]
@@ -320,7 +317,6 @@ pub(crate) fn start(
                 })
                 .map_err(|e| Error::Internal(format!("cannot start the edge thread: {e}")))?;
             Some(EdgeRun {
-                mode,
                 isolation,
                 canary_sockets: vec![
                     canary::DOCKER_VAR.to_string(),
@@ -368,7 +364,6 @@ pub(crate) fn start(
     let _ = started_rx.recv_timeout(std::time::Duration::from_secs(5));
     Ok(Running {
         sandbox,
-        clock,
         settings,
         mechanism,
         stop,
