@@ -316,6 +316,16 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
                 network: Some(mode),
             },
             progress,
+            &mut |settings, mechanism| {
+                // What is known once the server runs goes to disk at once: a glassbox killed
+                // mid-session leaves a manifest that says how the sandbox was set up.
+                if main {
+                    manifest.sandbox = settings.clone();
+                    manifest.recorder.mechanism = mechanism.to_string();
+                    bundle.write_manifest(&manifest)?;
+                }
+                Ok(())
+            },
         )?;
         if let Some(e) = run.recording.write_error {
             return Err(Error::Evidence {
@@ -421,10 +431,12 @@ fn one_run(
     sink: Box<dyn EventSink>,
     plan: run::RunPlan,
     progress: &dyn Progress,
+    started: &mut dyn FnMut(&glassbox_model::SandboxSettings, &str) -> Result<(), Error>,
 ) -> Result<RunResult, Error> {
     let clock = plan.clock.clone();
     let start_ns = clock.now_ns();
     let mut running = run::start(target, &opts.cwd, sink, true, opts.recorder, plan)?;
+    started(&running.settings, &running.mechanism)?;
     let (isolation, canary_sockets) = running
         .edge
         .as_ref()

@@ -241,6 +241,8 @@ pub(crate) fn syscall_names() -> Vec<String> {
 pub(crate) enum Decoded {
     /// Record this.
     Event(EventKind),
+    /// Record these (a `sendmmsg` to several destinations: one event each).
+    Events(Vec<EventKind>),
     /// Nothing to record (a stat outside home, a send without destination).
     Skip,
     /// The caller's memory could not be read.
@@ -334,25 +336,33 @@ pub(crate) fn decode(tid: u32, nr: i32, args: &[u64; 6], home: &[u8]) -> Decoded
         },
         Kind::SendMmsg => {
             // Each struct mmsghdr is a msghdr (56 bytes) and a length, padded to 64.
+            // Every distinct destination of the batch is an event: the edge matches each
+            // datagram with a call naming its destination.
             let n = args[2].min(MAX_MMSG);
-            let mut first = None;
+            let mut addrs: Vec<SockAddr> = Vec::new();
             for i in 0..n {
                 match msg_name(tid, args[1] + i * 64) {
                     Some(Some(addr)) => {
-                        first = Some(addr);
-                        break;
+                        if !addrs.contains(&addr) {
+                            addrs.push(addr);
+                        }
                     }
                     Some(None) => {}
                     None => return Decoded::Lost,
                 }
             }
-            match first {
-                Some(addr) => Decoded::Event(EventKind::Connect {
-                    syscall,
+            let mut kinds: Vec<EventKind> = addrs
+                .into_iter()
+                .map(|addr| EventKind::Connect {
+                    syscall: syscall.clone(),
                     fd: args[0] as i32,
                     addr,
-                }),
-                None => Decoded::Skip,
+                })
+                .collect();
+            match kinds.len() {
+                0 => Decoded::Skip,
+                1 => Decoded::Event(kinds.remove(0)),
+                _ => Decoded::Events(kinds),
             }
         }
         Kind::Socket => Decoded::Event(EventKind::Socket {

@@ -301,6 +301,7 @@ impl Recorder {
         st.stats.notifications += 1;
         let decoded = decode(req.pid, req.data.nr, &req.data.args, &self.home);
         let ids = match &decoded {
+            Decoded::Events(_) => Some(st.pids.lookup(req.pid)),
             Decoded::Event(kind) => {
                 let ids = st.pids.lookup(req.pid);
                 if matches!(kind, EventKind::Exec { .. }) {
@@ -332,6 +333,12 @@ impl Recorder {
                 }
                 let t = st.clock.now_ns();
                 st.emit(sink, t, true, ids.unwrap_or((0, 0)), kind);
+            }
+            Decoded::Events(kinds) if valid => {
+                let t = st.clock.now_ns();
+                for kind in kinds {
+                    st.emit(sink, t, true, ids.unwrap_or((0, 0)), kind);
+                }
             }
             Decoded::Skip => {}
             _ => st.stats.lost += 1,
