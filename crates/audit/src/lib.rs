@@ -306,9 +306,11 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
         let run = one_run(
             &target,
             opts,
-            &bundle,
-            &suffix,
-            Box::new(events.clone()),
+            RunFiles {
+                bundle: &bundle,
+                suffix: &suffix,
+                events: Box::new(events.clone()),
+            },
             run::RunPlan {
                 secrets: Some(secrets.clone()),
                 clock: clock.clone(),
@@ -421,21 +423,31 @@ struct RunResult {
     end_ns: u64,
 }
 
-/// Runs the server once in its sandbox and speaks MCP to it. The transcript goes to
+/// Where one run writes: events to the audit's shared sink, the transcript to
 /// `transcript{suffix}.jsonl`, stderr to `stderr{suffix}.log`.
+struct RunFiles<'a> {
+    bundle: &'a bundle::Bundle,
+    suffix: &'a str,
+    events: Box<dyn EventSink>,
+}
+
+/// Runs the server once in its sandbox and speaks MCP to it.
 fn one_run(
     target: &target::Resolved,
     opts: &AuditOptions,
-    bundle: &bundle::Bundle,
-    suffix: &str,
-    sink: Box<dyn EventSink>,
+    files: RunFiles<'_>,
     plan: run::RunPlan,
     progress: &dyn Progress,
     started: &mut dyn FnMut(&glassbox_model::SandboxSettings, &str) -> Result<(), Error>,
 ) -> Result<RunResult, Error> {
     let clock = plan.clock.clone();
     let start_ns = clock.now_ns();
-    let mut running = run::start(target, &opts.cwd, sink, true, opts.recorder, plan)?;
+    let RunFiles {
+        bundle,
+        suffix,
+        events,
+    } = files;
+    let mut running = run::start(target, &opts.cwd, events, true, opts.recorder, plan)?;
     started(&running.settings, &running.mechanism)?;
     let (isolation, canary_sockets) = running
         .edge
