@@ -13,6 +13,7 @@ use std::hash::Hash;
 pub(crate) const FILES_CAP: usize = 25;
 pub(crate) const PROCESSES_CAP: usize = 20;
 pub(crate) const CONNECTIONS_CAP: usize = 20;
+pub(crate) const FLOWS_CAP: usize = 20;
 pub(crate) const TOOLS_CAP: usize = 40;
 pub(crate) const FINDINGS_CAP: usize = 10;
 pub(crate) const NOTES_CAP: usize = 10;
@@ -63,6 +64,7 @@ pub(crate) fn render(ev: &Evidence, report: &AuditReport, color: bool) -> String
     files(&mut out, &st, ev);
     processes(&mut out, &st, ev);
     connections(&mut out, &st, ev);
+    network(&mut out, &st, ev);
     tools(&mut out, &st, report);
     checks(&mut out, &st, report);
     out
@@ -404,6 +406,75 @@ fn connections(out: &mut String, st: &Style, ev: &Evidence) {
         "  ",
         "events.jsonl",
     );
+}
+
+/// What reached the network edge, per run: how each run's edge was set up and checked, then
+/// the flows grouped by run, protocol and destination (with the names behind them).
+fn network(out: &mut String, st: &Style, ev: &Evidence) {
+    let net = &ev.manifest.network;
+    if net.runs.is_empty() {
+        return;
+    }
+    st.heading(out, "Network (every packet ends at glassbox's edge)");
+    for r in &net.runs {
+        let flows = ev.flows.iter().filter(|f| f.mode == r.mode).count();
+        let isolation = if r.isolation_verified {
+            st.paint(GREEN, "isolation verified")
+        } else {
+            st.paint(RED, "isolation NOT verified")
+        };
+        let _ = writeln!(
+            out,
+            "  {} run: {} packets, {flows} flows; {isolation}; {} calls with no packet",
+            r.mode.name(),
+            r.counters.packets,
+            r.syscalls_without_flow.len()
+        );
+    }
+    let mut index: HashMap<String, usize> = HashMap::new();
+    let mut rows: Vec<(String, u64, u64, u64)> = Vec::new();
+    for f in &ev.flows {
+        let dest = match &f.dns {
+            Some(q) => format!("{} ({})", escape::bytes(&q.name), escape::text(&q.qtype)),
+            None => {
+                let mut d = escape::text(&f.dst.to_string());
+                if let Some(n) = &f.dns_name {
+                    d.push_str(&format!(" = {}", escape::bytes(n)));
+                }
+                if let Some(sni) = &f.sni {
+                    d.push_str(&format!(" SNI {}", escape::bytes(sni)));
+                }
+                if let Some(h) = f.http.as_ref().and_then(|h| h.host.as_ref()) {
+                    d.push_str(&format!(" Host {}", escape::bytes(h)));
+                }
+                d
+            }
+        };
+        let proto = serde_json::to_value(f.protocol)
+            .ok()
+            .and_then(|v| v.as_str().map(String::from))
+            .unwrap_or_default();
+        let key = format!("{:<7} {proto:<4} {dest}", f.mode.name());
+        let n = *index.entry(key.clone()).or_insert_with(|| {
+            rows.push((key, 0, 0, 0));
+            rows.len() - 1
+        });
+        rows[n].1 += 1;
+        rows[n].2 += f.packets_out;
+        rows[n].3 += f.bytes_out;
+    }
+    if rows.is_empty() {
+        let _ = writeln!(out, "  no flows");
+        return;
+    }
+    for (key, flows, packets, bytes) in rows.iter().take(FLOWS_CAP) {
+        let _ = writeln!(
+            out,
+            "  {}  {flows} flows, {packets} packets, {bytes} bytes out",
+            escape::truncate(key, WIDE)
+        );
+    }
+    more(out, st, FLOWS_CAP, rows.len(), "  ", "network.jsonl");
 }
 
 fn tools(out: &mut String, st: &Style, report: &AuditReport) {
@@ -906,5 +977,85 @@ mod tests {
         assert!(!out.contains(&format!("~/f{FILES_CAP}")), "{out}");
         assert!(out.contains(&format!("~/f{}", FILES_CAP - 1)), "{out}");
         assert!(out.lines().count() < 200);
+    }
+}
+
+#[cfg(test)]
+mod network_tests {
+    use super::*;
+    use glassbox_model::{
+        Flow, FlowProtocol, Manifest, NetworkMode, NetworkRun, NetworkSettings, SockAddr,
+    };
+
+    fn flow(mode: NetworkMode, sni: &[u8]) -> Flow {
+        Flow {
+            id: 1,
+            mode,
+            t_ns: 1,
+            end_ns: 2,
+            protocol: FlowProtocol::Tcp,
+            src: None,
+            dst: SockAddr::Inet {
+                ip: "192.0.2.80".into(),
+                port: 443,
+            },
+            dns_name: None,
+            dns: None,
+            sni: Some(Bytes(sni.to_vec())),
+            http: None,
+            packets_out: 3,
+            bytes_out: 517,
+            bytes_in: 0,
+            sample: Bytes(vec![]),
+            sample_truncated: false,
+            events: vec![7],
+            note: None,
+        }
+    }
+
+    #[test]
+    fn flows_are_grouped_per_run_and_hostile_names_stay_inert() {
+        let ev = Evidence {
+            manifest: Manifest {
+                network: NetworkSettings {
+                    runs: vec![
+                        NetworkRun {
+                            mode: NetworkMode::Capture,
+                            isolation_verified: true,
+                            ..NetworkRun::default()
+                        },
+                        NetworkRun {
+                            mode: NetworkMode::Denied,
+                            isolation_verified: true,
+                            ..NetworkRun::default()
+                        },
+                    ],
+                    ..NetworkSettings::default()
+                },
+                ..Manifest::default()
+            },
+            events: vec![],
+            transcript: vec![],
+            flows: vec![
+                flow(NetworkMode::Capture, b"dns.google\x1b[2J"),
+                flow(NetworkMode::Capture, b"dns.google\x1b[2J"),
+                flow(NetworkMode::Denied, b"x"),
+            ],
+        };
+        let mut out = String::new();
+        network(&mut out, &Style { color: false }, &ev);
+        assert!(
+            out.contains("capture run: 0 packets, 2 flows; isolation verified"),
+            "{out}"
+        );
+        assert!(
+            out.contains("capture tcp  192.0.2.80:443 SNI dns.google\\u{1b}[2J  2 flows, 6 packets, 1034 bytes out"),
+            "{out}"
+        );
+        assert!(
+            out.contains("denied  tcp  192.0.2.80:443 SNI x  1 flows"),
+            "{out}"
+        );
+        assert!(!out.contains('\x1b'), "{out}");
     }
 }
