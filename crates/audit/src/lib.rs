@@ -579,15 +579,26 @@ pub fn report(
     }
 }
 
-/// Runs `command` in the sandbox under the recorder, without MCP: the command's standard
-/// streams are glassbox's own. Returns how it ended and the recorder's counters.
+/// What [`trace`] saw besides the events it wrote.
+#[derive(Debug)]
+pub struct Traced {
+    /// How the command ended.
+    pub exit: ServerExit,
+    /// Events recorded.
+    pub events: u64,
+    /// The flows at the network edge (capture mode) and the canary sockets.
+    pub flows: Vec<glassbox_model::Flow>,
+}
+
+/// Runs `command` in the sandbox under the recorder, without MCP, with the network captured at
+/// the edge: the command's standard streams are glassbox's own.
 pub fn trace(
     command: &[OsString],
     cwd: &Path,
     extra_ro: &[PathBuf],
     sink: Box<dyn EventSink>,
     recorder: RecorderChoice,
-) -> Result<(ServerExit, u64), Error> {
+) -> Result<Traced, Error> {
     let mut target = target::resolve(command, cwd)?;
     target.extra_ro.extend(extra_ro.iter().cloned());
     let mut running = run::start(
@@ -640,5 +651,9 @@ pub fn trace(
             source: e,
         });
     }
-    Ok((exit, recording.stats.events))
+    Ok(Traced {
+        exit,
+        events: recording.stats.events,
+        flows: recording.edge.flows,
+    })
 }

@@ -407,11 +407,33 @@ fn run(cli: Cli) -> Result<i32> {
                 ))),
                 None => Box::new(Readable(std::io::stderr())),
             };
-            let (exit, events) =
+            let traced =
                 glassbox_audit::trace(&cmd, &cwd, &absolute(read_only)?, sink, recorder.into())?;
             if let Some(p) = &out {
-                eprintln!("glassbox: {events} events written to {}", p.display());
+                eprintln!(
+                    "glassbox: {} events written to {}",
+                    traced.events,
+                    p.display()
+                );
             }
+            eprintln!(
+                "glassbox: {} flows at the network edge (captured, nothing left the machine)",
+                traced.flows.len()
+            );
+            for f in traced.flows.iter().take(50) {
+                let what = match (&f.dns, &f.sni, &f.dns_name) {
+                    (Some(q), _, _) => format!("{} {}", q.qtype, q.name),
+                    (_, Some(sni), _) => format!("SNI {sni}"),
+                    (_, _, Some(n)) => format!("= {n}"),
+                    _ => String::new(),
+                };
+                let line = format!(
+                    "  {:?} {} {what} ({} packets, {} bytes out)",
+                    f.protocol, f.dst, f.packets_out, f.bytes_out
+                );
+                eprintln!("{}", glassbox_model::printable(&line));
+            }
+            let exit = traced.exit;
             Ok(match exit {
                 ServerExit::Exited { code } => code,
                 ServerExit::Signaled { signal, .. } => 128 + signal,
