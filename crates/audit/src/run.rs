@@ -253,6 +253,7 @@ pub(crate) fn start(
         files,
         rules: rules(files_by_ebpf),
         network: plan.network.map(|_| network_setup()),
+        refusals: glassbox_sandbox::seccomp::Refusals::Recorded,
     };
     let clock = plan.clock.clone();
     let mut files = None;

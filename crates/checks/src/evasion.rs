@@ -1,4 +1,18 @@
-//! `sandbox-evasion`: traffic at the edge that no recorded syscall explains.
+//! `sandbox-evasion`: attempts to get around the sandbox or the recorder, and what got past
+//! the recorder.
+//!
+//! Three kinds of finding:
+//!
+//! - **Refused calls.** The sandbox's static filter refuses the calls that would let a program
+//!   act unseen (io_uring, a foreign syscall ABI, `ptrace`, `process_vm_*`, `bpf`, a second
+//!   seccomp listener, new namespaces, the mount family, raw sockets...); each refusal is a
+//!   `refused` event, and each is flagged, grouped by call. One is not: `clone3`, which every
+//!   C library tries first when it starts a thread or a process and which is refused only so
+//!   that `clone`'s flags can be inspected; its refusals are listed as a note.
+//! - **Programs run from memory.** An exec whose image is a memfd (`/memfd:…`) or a deleted
+//!   file (`… (deleted)`) runs code that is on no file system: nothing of it can be looked at
+//!   afterwards.
+//! - **Traffic the recorder did not see**, below.
 //!
 //! Every packet the server sends reaches the edge, whichever way it was sent; the recorder
 //! sees the calls that send with a destination (`connect`, `sendto`, `sendmsg`, `sendmmsg`),
@@ -10,12 +24,13 @@
 //! aside: no IP packet is involved).
 
 use crate::net;
+use crate::text::{self, Groups};
 use crate::{Channel, CheckInfo, Evaluation, Evaluator};
-use glassbox_model::{Event, FlowProtocol, NetworkMode, Severity};
+use glassbox_model::{Event, EventKind, FlowProtocol, NetworkMode, Severity};
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "sandbox-evasion",
-    version: 1,
+    version: 2,
     claim: "nothing escaped the recorder",
     severity: Severity::High,
     channels: &[Channel::Syscalls, Channel::PacketEdge],
@@ -26,12 +41,34 @@ pub(crate) const INFO: CheckInfo = CheckInfo {
 /// Flows listed one by one; the rest are counted in one line.
 const LISTED: usize = 1000;
 
-/// The check's state over one run: decided from the flows alone.
-pub(crate) struct State(Evaluation);
+/// The check's state over one run: the flows' findings, then refusals and execs by event.
+pub(crate) struct State {
+    eval: Evaluation,
+    /// Refused calls by name.
+    refused: Groups<String, Refusal>,
+    /// Execs of an image that is on no file system.
+    hidden: Groups<Vec<u8>, ()>,
+}
+
+/// What is kept of a group of refusals.
+#[derive(Default)]
+pub(crate) struct Refusal {
+    errno: i32,
+    reason: String,
+}
+
+/// The C library's routine attempt, refused so that `clone`'s flags can be read: not evasion.
+const ROUTINE: &[&str] = &["clone3"];
+
+/// Whether an exec's image is on no file system.
+fn from_memory(path: &[u8]) -> bool {
+    path.starts_with(b"/memfd:") || path.ends_with(b" (deleted)")
+}
 
 pub(crate) fn start(c: &crate::Context<'_>) -> Box<dyn Evaluator> {
     let mut eval = Evaluation::default();
     let mut more = 0u64;
+    // Without the edge there are no flows to weigh; the refusals are still seen.
     for f in c.flows {
         if f.protocol == FlowProtocol::Unix || !f.events.is_empty() {
             continue;
@@ -71,14 +108,93 @@ pub(crate) fn start(c: &crate::Context<'_>) -> Box<dyn Evaluator> {
             None,
         ));
     }
-    Box::new(State(eval))
+    Box::new(State {
+        eval,
+        refused: Groups::new(),
+        hidden: Groups::new(),
+    })
 }
 
 impl Evaluator for State {
-    fn event(&mut self, _: &Event) {}
+    fn event(&mut self, e: &Event) {
+        match &e.kind {
+            EventKind::Refused {
+                syscall,
+                errno,
+                reason,
+            } => {
+                if let Some(g) = self.refused.add(syscall.clone(), e.id, &e.phase) {
+                    if g.reason.is_empty() {
+                        g.errno = *errno;
+                        g.reason = reason.clone();
+                    }
+                }
+            }
+            EventKind::Exec { path, .. } if from_memory(path.as_slice()) => {
+                self.hidden.add(path.as_slice().to_vec(), e.id, &e.phase);
+            }
+            _ => {}
+        }
+    }
 
     fn finish(self: Box<Self>) -> Evaluation {
-        self.0
+        let State {
+            mut eval,
+            refused,
+            hidden,
+        } = *self;
+        for g in refused.items {
+            let routine = ROUTINE.contains(&g.key.as_str());
+            let summary = format!(
+                "{}refused {} {} (errno {}): {}",
+                if routine {
+                    ""
+                } else {
+                    "tried a call the sandbox refuses: "
+                },
+                text::escape(&g.key),
+                net::count(g.count, "time", "times"),
+                g.data.errno,
+                g.data.reason
+            );
+            let summary = format!("{summary} during {}", text::phases(&g.phases));
+            let f = INFO.finding(summary, g.ids, g.phases.first().cloned());
+            if routine {
+                eval.notes.push(f);
+            } else {
+                eval.findings.push(f);
+            }
+        }
+        if refused.overflow > 0 {
+            eval.findings.push(INFO.finding(
+                format!("{} more refused calls (not listed)", refused.overflow),
+                Vec::new(),
+                None,
+            ));
+        }
+        for g in hidden.items {
+            eval.findings.push(INFO.finding(
+                format!(
+                    "ran a program that is on no file system (a memfd or a deleted file): {} \
+                     during {}",
+                    text::escape(&String::from_utf8_lossy(&g.key)),
+                    text::phases(&g.phases)
+                ),
+                g.ids,
+                g.phases.first().cloned(),
+            ));
+        }
+        if hidden.overflow > 0 {
+            eval.findings.push(INFO.finding(
+                format!(
+                    "{} more programs run from memory (not listed)",
+                    hidden.overflow
+                ),
+                Vec::new(),
+                None,
+            ));
+        }
+        eval
     }
 }
 
@@ -92,6 +208,56 @@ mod tests {
     use super::*;
     use crate::testutil::{Ev, F};
     use glassbox_model::Phase;
+
+    fn refused(ev: Ev, syscall: &str, errno: i32) -> Ev {
+        ev.event(
+            2,
+            Phase::Call("t".into()),
+            EventKind::Refused {
+                syscall: syscall.into(),
+                errno,
+                reason: "why".into(),
+            },
+        )
+    }
+
+    #[test]
+    fn refusals_flag_grouped_by_call_and_clone3_is_a_note() {
+        let mut ev = Ev::new();
+        for _ in 0..3 {
+            ev = refused(ev, "io_uring_setup", 38);
+        }
+        ev = refused(ev, "i386:5", 38);
+        ev = refused(ev, "clone3", 38);
+        let eval = evaluate(&ev.build());
+        let s: Vec<&str> = eval.findings.iter().map(|f| f.summary.as_str()).collect();
+        assert_eq!(
+            s,
+            vec![
+                "tried a call the sandbox refuses: refused io_uring_setup 3 times (errno 38): why \
+                 during call:t",
+                "tried a call the sandbox refuses: refused i386:5 1 time (errno 38): why during \
+                 call:t",
+            ]
+        );
+        assert_eq!(eval.findings[0].evidence, vec![1, 2, 3]);
+        assert_eq!(eval.notes.len(), 1);
+        assert!(eval.notes[0].summary.starts_with("refused clone3"));
+    }
+
+    #[test]
+    fn a_program_run_from_memory_flags_an_ordinary_one_does_not() {
+        let ev = Ev::new()
+            .server_start()
+            .exec(3, "/memfd:x (deleted)", &["x"], Phase::Call("t".into()))
+            .exec(4, "/tmp/tool (deleted)", &["tool"], Phase::Call("t".into()))
+            .exec(5, "/usr/bin/true", &["true"], Phase::Call("t".into()))
+            .build();
+        let eval = evaluate(&ev);
+        assert_eq!(eval.findings.len(), 2, "{:?}", eval.findings);
+        assert!(eval.findings[0].summary.contains("/memfd:x (deleted)"));
+        assert_eq!(eval.findings[1].evidence, vec![3]);
+    }
 
     #[test]
     fn a_flow_no_call_explains_flags() {

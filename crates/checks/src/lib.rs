@@ -22,7 +22,7 @@
 //! | `doh` | no hidden DNS (DNS over HTTPS or TLS) | medium | flows named for, or sent to the address of, a public DoH/DoT resolver |
 //! | `unix-socket` | connects to no Unix socket it does not own | high | connects to Unix sockets not bound in the sandbox (canary sockets always), what was sent to canaries |
 //! | `canary-exfiltration` | no planted secret leaves the sandbox | high | planted secrets (raw, hex, base64, URL-encoded, in part) in every flow's payload, DNS names, SNI, HTTP target and Host |
-//! | `sandbox-evasion` | nothing escaped the recorder | high | flows at the edge that no recorded connect or send caused |
+//! | `sandbox-evasion` | nothing escaped the recorder | high | calls the static filter refused (`refused` events; `clone3`, a routine fallback, noted), execs of a memfd or a deleted file, flows at the edge that no recorded connect or send caused |
 //!
 //! A check returns an [`Evaluation`]: findings (each one flags the check) and notes (listed,
 //! never flagged, e.g. every spawned process). A finding names the check id and version that

@@ -162,6 +162,16 @@ impl Serialize for Event {
                 m.serialize_entry("sock_type", sock_type)?;
                 m.serialize_entry("protocol", protocol)?;
             }
+            EventKind::Refused {
+                syscall,
+                errno,
+                reason,
+            } => {
+                m.serialize_entry("kind", "refused")?;
+                m.serialize_entry("syscall", syscall)?;
+                m.serialize_entry("errno", errno)?;
+                m.serialize_entry("reason", reason)?;
+            }
         }
         m.end()
     }
@@ -214,6 +224,8 @@ enum Field {
     Domain,
     SockType,
     Protocol,
+    Errno,
+    Reason,
     /// A key no kind has: ignored.
     Other,
 }
@@ -238,6 +250,8 @@ impl Field {
             b"domain" => Field::Domain,
             b"sock_type" => Field::SockType,
             b"protocol" => Field::Protocol,
+            b"errno" => Field::Errno,
+            b"reason" => Field::Reason,
             _ => Field::Other,
         }
     }
@@ -261,6 +275,8 @@ impl Field {
             Field::Domain => "domain",
             Field::SockType => "sock_type",
             Field::Protocol => "protocol",
+            Field::Errno => "errno",
+            Field::Reason => "reason",
             Field::Other => "(other)",
         }
     }
@@ -294,17 +310,19 @@ enum Kind {
     Connect,
     Bind,
     Socket,
+    Refused,
 }
 
 impl Kind {
     /// In `EventKind`'s order (the derive's variant indices).
-    const ALL: [(Kind, &'static str); 6] = [
+    const ALL: [(Kind, &'static str); 7] = [
         (Kind::Exec, "exec"),
         (Kind::Open, "open"),
         (Kind::Stat, "stat"),
         (Kind::Connect, "connect"),
         (Kind::Bind, "bind"),
         (Kind::Socket, "socket"),
+        (Kind::Refused, "refused"),
     ];
 
     /// Whether `f` is one of this kind's fields.
@@ -320,6 +338,7 @@ impl Kind {
             Kind::Connect => matches!(f, F::Syscall | F::Fd | F::Addr),
             Kind::Bind => matches!(f, F::Fd | F::Addr),
             Kind::Socket => matches!(f, F::Domain | F::SockType | F::Protocol),
+            Kind::Refused => matches!(f, F::Syscall | F::Errno | F::Reason),
         }
     }
 }
@@ -330,14 +349,14 @@ impl<'de> Deserialize<'de> for Kind {
         impl Visitor<'_> for V {
             type Value = Kind;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("an event kind (exec, open, stat, connect, bind or socket)")
+                f.write_str("an event kind (exec, open, stat, connect, bind, socket or refused)")
             }
             fn visit_str<E: de::Error>(self, s: &str) -> Result<Kind, E> {
                 match Kind::ALL.iter().find(|(_, name)| *name == s) {
                     Some((k, _)) => Ok(*k),
                     None => Err(E::custom(format_args!(
                         "unknown event kind {s:?}, expected one of exec, open, stat, \
-                         connect, bind, socket"
+                         connect, bind, socket, refused"
                     ))),
                 }
             }
@@ -348,7 +367,7 @@ impl<'de> Deserialize<'de> for Kind {
                     .and_then(|i| Kind::ALL.get(i))
                     .map(|(k, _)| *k)
                     .ok_or_else(|| {
-                        E::invalid_value(de::Unexpected::Unsigned(n), &"variant index 0 <= i < 6")
+                        E::invalid_value(de::Unexpected::Unsigned(n), &"variant index 0 <= i < 7")
                     })
             }
         }
@@ -412,6 +431,8 @@ struct KindFields {
     domain: Option<i32>,
     sock_type: Option<i32>,
     protocol: Option<i32>,
+    errno: Option<i32>,
+    reason: Option<String>,
 }
 
 impl KindFields {
@@ -429,6 +450,8 @@ impl KindFields {
             Field::Domain => put(&mut self.domain, f, src),
             Field::SockType => put(&mut self.sock_type, f, src),
             Field::Protocol => put(&mut self.protocol, f, src),
+            Field::Errno => put(&mut self.errno, f, src),
+            Field::Reason => put(&mut self.reason, f, src),
             // Not a kind's field: consumed and dropped (callers do not send these here).
             _ => src.value::<IgnoredAny>().map(drop),
         }
@@ -466,6 +489,11 @@ impl KindFields {
                 domain: required(self.domain, "domain")?,
                 sock_type: required(self.sock_type, "sock_type")?,
                 protocol: required(self.protocol, "protocol")?,
+            },
+            Kind::Refused => EventKind::Refused {
+                syscall: required(self.syscall, "syscall")?,
+                errno: required(self.errno, "errno")?,
+                reason: required(self.reason, "reason")?,
             },
         })
     }
@@ -593,6 +621,16 @@ pub enum EventKind {
         sock_type: i32,
         /// Protocol number.
         protocol: i32,
+    },
+    /// A call the sandbox's static filter refused (the call failed with `errno`; it never ran).
+    Refused {
+        /// The call (`ptrace`, `io_uring_setup`), or `<abi>:<number>` for a foreign ABI
+        /// (`i386:5`).
+        syscall: String,
+        /// The errno it failed with.
+        errno: i32,
+        /// Why the filter refuses it.
+        reason: String,
     },
 }
 
@@ -1245,7 +1283,7 @@ mod tests {
         let err = parse(json).unwrap_err();
         assert!(
             err.starts_with(
-                r#"unknown event kind "frob", expected one of exec, open, stat, connect, bind, socket"#
+                r#"unknown event kind "frob", expected one of exec, open, stat, connect, bind, socket, refused"#
             ),
             "{err}"
         );

@@ -66,7 +66,10 @@ pub(crate) fn spawn(
             .map(|(k, v)| sys::cstr(&format!("{k}={v}")))
             .collect(),
         cwd: cfg.cwd.clone(),
-        prog: seccomp::build(&[seccomp::static_rules(), cfg.rules.clone()].concat()),
+        prog: seccomp::build_with(
+            &[seccomp::static_rules(), cfg.rules.clone()].concat(),
+            cfg.refusals,
+        ),
     };
     let (stdin_r, stdin_w) = sys::pipe().map_err(io_err("pipe"))?;
     let (stdout_r, stdout_w) = sys::pipe().map_err(io_err("pipe"))?;

@@ -117,6 +117,9 @@ pub struct Config {
     pub rules: Vec<seccomp::Rule>,
     /// The network edge; `None`: loopback only, no route out at all.
     pub network: Option<NetworkSetup>,
+    /// Whether the static filter's refusals go through the recorder (which records each one
+    /// and answers with its errno) or stay in the kernel, unseen.
+    pub refusals: seccomp::Refusals,
 }
 
 /// The network edge's interface inside the sandbox: a TUN device that every route leads

@@ -206,19 +206,137 @@ pub struct Rule {
     pub reason: &'static str,
 }
 
-/// Builds the program: kill foreign ABIs, route the recorded calls to the listener, allow the
-/// rest.
+/// How the filter carries out a refusal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refusals {
+    /// In the kernel: the call fails with its errno, a foreign ABI kills the process; nobody
+    /// hears of it.
+    Kernel,
+    /// Through the recorder: the call is handed to the listener, which records it as a
+    /// `refused` event and answers with the errno ([`refusal`] says which). A call nobody
+    /// answers waits; a listener that is gone makes it fail with `ENOSYS`: refused either way.
+    Recorded,
+}
+
+/// A call the static rules refuse, as the recorder reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    /// The call's name (`ptrace`), or `<abi>:<number>` for a foreign ABI.
+    pub syscall: String,
+    /// The errno it fails with.
+    pub errno: i32,
+    /// Why it is refused.
+    pub reason: &'static str,
+}
+
+const FOREIGN_ABI: &str = "a foreign system call ABI (i386 `int 0x80`, x32): its numbers would \
+                           pass a filter written for x86_64 numbers unseen";
+
+/// Whether the static rules refuse the call `nr` with `args` made under `arch`, and how: the
+/// same decision the filter's program makes, from the same rules.
+pub fn refusal(arch: u32, nr: i32, args: &[u64; 6]) -> Option<Refusal> {
+    if arch != AUDIT_ARCH_X86_64 || (nr as u32) & X32_SYSCALL_BIT != 0 {
+        let abi = match arch {
+            0x4000_0003 => "i386".to_string(),
+            AUDIT_ARCH_X86_64 => "x32".to_string(),
+            other => format!("arch-{other:#x}"),
+        };
+        return Some(Refusal {
+            syscall: format!("{abi}:{}", (nr as u32) & !X32_SYSCALL_BIT),
+            errno: libc::ENOSYS,
+            reason: FOREIGN_ABI,
+        });
+    }
+    let rule = static_rules().into_iter().find(|r| r.nr == nr as u32)?;
+    let errno = match rule.route {
+        Route::Deny(errno) => errno,
+        Route::DenyIfArgBits { arg, mask, errno } => {
+            if (args[arg as usize] as u32) & mask == 0 {
+                return None;
+            }
+            errno
+        }
+        Route::SocketFamilies => {
+            let family = args[0] as u32 as i32;
+            let allowed = matches!(family, libc::AF_UNIX | libc::AF_INET | libc::AF_INET6)
+                || (family == libc::AF_NETLINK && args[2] as u32 == 0);
+            if allowed {
+                return None;
+            }
+            libc::EAFNOSUPPORT as u32
+        }
+        Route::Notify | Route::NotifyIfArgNonNull(_) => return None,
+    };
+    Some(Refusal {
+        syscall: syscall_name(nr as i64).to_string(),
+        errno: errno as i32,
+        reason: rule.reason,
+    })
+}
+
+/// The names of the calls the static rules name.
+fn syscall_name(nr: i64) -> &'static str {
+    use libc::*;
+    match nr {
+        SYS_io_uring_setup => "io_uring_setup",
+        SYS_io_uring_enter => "io_uring_enter",
+        SYS_io_uring_register => "io_uring_register",
+        SYS_ptrace => "ptrace",
+        SYS_process_vm_readv => "process_vm_readv",
+        SYS_process_vm_writev => "process_vm_writev",
+        SYS_bpf => "bpf",
+        SYS_perf_event_open => "perf_event_open",
+        SYS_userfaultfd => "userfaultfd",
+        SYS_mount => "mount",
+        SYS_umount2 => "umount2",
+        SYS_pivot_root => "pivot_root",
+        SYS_open_tree => "open_tree",
+        SYS_move_mount => "move_mount",
+        SYS_fsopen => "fsopen",
+        SYS_fsconfig => "fsconfig",
+        SYS_fsmount => "fsmount",
+        SYS_fspick => "fspick",
+        SYS_mount_setattr => "mount_setattr",
+        SYS_add_key => "add_key",
+        SYS_request_key => "request_key",
+        SYS_keyctl => "keyctl",
+        SYS_init_module => "init_module",
+        SYS_finit_module => "finit_module",
+        SYS_delete_module => "delete_module",
+        SYS_seccomp => "seccomp",
+        SYS_socket => "socket",
+        SYS_clone3 => "clone3",
+        SYS_clone => "clone",
+        SYS_unshare => "unshare",
+        SYS_setns => "setns",
+        _ => "unknown",
+    }
+}
+
+/// Builds the program with refusals carried out in the kernel (see [`build_with`]).
 pub fn build(rules: &[Rule]) -> Vec<Insn> {
+    build_with(rules, Refusals::Kernel)
+}
+
+/// Builds the program: refuse foreign ABIs, route the recorded calls to the listener, allow the
+/// rest; `refusals` says whether refusals are the kernel's alone or recorded.
+pub fn build_with(rules: &[Rule], refusals: Refusals) -> Vec<Insn> {
+    let (kill, errno) = match refusals {
+        Refusals::Kernel => (SECCOMP_RET_KILL_PROCESS, None),
+        Refusals::Recorded => (SECCOMP_RET_USER_NOTIF, Some(SECCOMP_RET_USER_NOTIF)),
+    };
+    // A refusal with `e`: the errno in the kernel, or the listener, which answers with it.
+    let refuse = |e: u32| stmt(BPF_RET_K, errno.unwrap_or(SECCOMP_RET_ERRNO | (e & 0xffff)));
     let mut p = vec![
         // Only the native ABI: an i386 `int 0x80` call has other numbers and would pass a
         // filter written for x86_64 numbers unseen.
         stmt(BPF_LD_W_ABS, OFF_ARCH),
         jump(BPF_JEQ_K, AUDIT_ARCH_X86_64, 1, 0),
-        stmt(BPF_RET_K, SECCOMP_RET_KILL_PROCESS),
+        stmt(BPF_RET_K, kill),
         stmt(BPF_LD_W_ABS, OFF_NR),
         // The x32 ABI shares the x86_64 arch value but sets this bit in the number.
         jump(BPF_JSET_K, X32_SYSCALL_BIT, 0, 1),
-        stmt(BPF_RET_K, SECCOMP_RET_KILL_PROCESS),
+        stmt(BPF_RET_K, kill),
     ];
     // Each rule: `if nr == rule.nr { body } ` where the body returns.
     for rule in rules {
@@ -232,9 +350,9 @@ pub fn build(rules: &[Rule]) -> Vec<Insn> {
                 stmt(BPF_RET_K, SECCOMP_RET_USER_NOTIF),
                 stmt(BPF_RET_K, SECCOMP_RET_ALLOW),
             ],
-            Route::Deny(errno) => vec![stmt(BPF_RET_K, SECCOMP_RET_ERRNO | (errno & 0xffff))],
+            Route::Deny(errno) => vec![refuse(errno)],
             Route::SocketFamilies => {
-                let refuse = stmt(BPF_RET_K, SECCOMP_RET_ERRNO | libc::EAFNOSUPPORT as u32);
+                let refuse = refuse(libc::EAFNOSUPPORT as u32);
                 // Allowed families jump past the body (to the next rule); netlink is allowed
                 // with protocol 0 (NETLINK_ROUTE) only. The number is reloaded at the end so
                 // that the next rule compares it again.
@@ -254,7 +372,7 @@ pub fn build(rules: &[Rule]) -> Vec<Insn> {
             Route::DenyIfArgBits { arg, mask, errno } => vec![
                 stmt(BPF_LD_W_ABS, off_arg_lo(arg)),
                 jump(BPF_JSET_K, mask, 0, 1),
-                stmt(BPF_RET_K, SECCOMP_RET_ERRNO | (errno & 0xffff)),
+                refuse(errno),
                 stmt(BPF_RET_K, SECCOMP_RET_ALLOW),
             ],
         };
@@ -297,6 +415,61 @@ pub(crate) fn install_with_listener(prog: &[Insn]) -> io::Result<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn refusal_decides_as_the_filter_does() {
+        let none = [0u64; 6];
+        let r = refusal(AUDIT_ARCH_X86_64, libc::SYS_ptrace as i32, &none).unwrap();
+        assert_eq!((r.syscall.as_str(), r.errno), ("ptrace", libc::EPERM));
+        let r = refusal(0x4000_0003, 5, &none).unwrap();
+        assert_eq!((r.syscall.as_str(), r.errno), ("i386:5", libc::ENOSYS));
+        let r = refusal(AUDIT_ARCH_X86_64, (X32_SYSCALL_BIT | 2) as i32, &none).unwrap();
+        assert_eq!(r.syscall, "x32:2");
+        // clone without namespace flags goes on; with CLONE_NEWUSER it is refused.
+        let clone = libc::SYS_clone as i32;
+        assert_eq!(
+            refusal(AUDIT_ARCH_X86_64, clone, &[0x11, 0, 0, 0, 0, 0]),
+            None
+        );
+        let flags = libc::CLONE_NEWUSER as u64;
+        assert_eq!(
+            refusal(AUDIT_ARCH_X86_64, clone, &[flags, 0, 0, 0, 0, 0]).map(|r| r.errno),
+            Some(libc::EPERM)
+        );
+        // socket: inet and netlink-route go on to the recorder; packet sockets are refused.
+        let socket = libc::SYS_socket as i32;
+        let inet = [libc::AF_INET as u64, 1, 0, 0, 0, 0];
+        assert_eq!(refusal(AUDIT_ARCH_X86_64, socket, &inet), None);
+        let route = [libc::AF_NETLINK as u64, 3, 0, 0, 0, 0];
+        assert_eq!(refusal(AUDIT_ARCH_X86_64, socket, &route), None);
+        let audit = [libc::AF_NETLINK as u64, 3, 9, 0, 0, 0];
+        assert!(refusal(AUDIT_ARCH_X86_64, socket, &audit).is_some());
+        let packet = [libc::AF_PACKET as u64, 3, 0, 0, 0, 0];
+        assert_eq!(
+            refusal(AUDIT_ARCH_X86_64, socket, &packet).map(|r| r.errno),
+            Some(libc::EAFNOSUPPORT)
+        );
+        // A call no static rule names.
+        assert_eq!(
+            refusal(AUDIT_ARCH_X86_64, libc::SYS_read as i32, &none),
+            None
+        );
+        // Every static rule has its name.
+        for r in static_rules() {
+            assert_ne!(syscall_name(r.nr as i64), "unknown", "{}", r.nr);
+        }
+    }
+
+    #[test]
+    fn recorded_refusals_go_to_the_listener() {
+        let p = build_with(&[], Refusals::Recorded);
+        assert_eq!(p[2], stmt(BPF_RET_K, SECCOMP_RET_USER_NOTIF));
+        assert!(!p
+            .iter()
+            .any(|i| i.code == BPF_RET_K && i.k & 0xffff_0000 == SECCOMP_RET_ERRNO));
+        let k = build_with(&[], Refusals::Kernel);
+        assert_eq!(k[2], stmt(BPF_RET_K, SECCOMP_RET_KILL_PROCESS));
+    }
 
     #[test]
     fn jumps_skip_exactly_the_rule_body() {

@@ -23,6 +23,7 @@ fn config(script: &str) -> Config {
         }],
         rules: vec![],
         network: None,
+        refusals: glassbox_sandbox::seccomp::Refusals::Kernel,
     }
 }
 

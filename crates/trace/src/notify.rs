@@ -5,6 +5,7 @@ use crate::ebpf::{self, Rec};
 use crate::procinfo::{absolute_or, proc_link, Pids};
 use crate::Clock;
 use glassbox_model::{Event, EventKind};
+use glassbox_sandbox::seccomp::refusal;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -299,6 +300,33 @@ impl Recorder {
             return;
         }
         st.stats.notifications += 1;
+        // A call the static rules refuse reaches the recorder only to be recorded: it fails
+        // with the rule's errno and never runs. Decided before anything is decoded (a foreign
+        // ABI's numbers mean other calls).
+        if let Some(r) = refusal(req.data.arch, req.data.nr, &req.data.args) {
+            let ids = st.pids.lookup(req.pid);
+            let resp = SeccompNotifResp {
+                id: req.id,
+                val: 0,
+                error: -r.errno,
+                flags: 0,
+            };
+            // SAFETY: resp is a valid seccomp_notif_resp.
+            unsafe { libc::ioctl(fd, IOCTL_NOTIF_SEND, &resp) };
+            let t = st.clock.now_ns();
+            st.emit(
+                sink,
+                t,
+                true,
+                ids,
+                EventKind::Refused {
+                    syscall: r.syscall,
+                    errno: r.errno,
+                    reason: r.reason.to_string(),
+                },
+            );
+            return;
+        }
         let decoded = decode(req.pid, req.data.nr, &req.data.args, &self.home);
         let ids = match &decoded {
             Decoded::Events(_) => Some(st.pids.lookup(req.pid)),

@@ -25,6 +25,7 @@ fn record(program: &str, argv: &[&str], ebpf: bool) -> (Vec<Event>, String) {
         }],
         rules: rules(ebpf),
         network: None,
+        refusals: glassbox_sandbox::seccomp::Refusals::Kernel,
     };
     let mut files = None;
     let mut sb = Sandbox::spawn_with(&cfg, &mut |pid| {
