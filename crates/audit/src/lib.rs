@@ -80,6 +80,9 @@ pub struct AuditOptions {
     pub session: glassbox_mcp::SessionConfig,
     /// How long the server may take to exit after its stdin is closed.
     pub exit_grace: Duration,
+    /// How long processes the server left behind (daemons) are still recorded after it
+    /// exited, before the sandbox is killed.
+    pub linger: Duration,
     /// How the open and stat families are recorded.
     pub recorder: RecorderChoice,
     /// Which checks are proven; `None`: this build's selftest record.
@@ -123,6 +126,7 @@ impl AuditOptions {
             evidence_dir: None,
             session: glassbox_mcp::SessionConfig::default(),
             exit_grace: Duration::from_secs(3),
+            linger: Duration::from_secs(2),
             recorder: RecorderChoice::Auto,
             proofs: None,
             network: NetworkChoice::Both,
@@ -267,6 +271,7 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
             syscalls: Vec::new(),
             channels,
             lost: 0,
+            failure: None,
         },
         checks: glassbox_checks::registry()
             .iter()
@@ -361,6 +366,13 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
         });
         manifest.timings.extend(run.timings);
         manifest.recorder.lost += run.recording.stats.lost;
+        if let Some(f) = &run.recording.stats.failure {
+            let what = format!("{} run: {f}", mode.name());
+            manifest.recorder.failure = Some(match manifest.recorder.failure.take() {
+                Some(earlier) => format!("{earlier}; {what}"),
+                None => what,
+            });
+        }
         for s in &run.recording.stats.syscalls {
             if !manifest.recorder.syscalls.contains(s) {
                 manifest.recorder.syscalls.push(s.clone());
@@ -490,6 +502,14 @@ fn one_run(
     // A well-behaved server exits now; one that closed its stdout during the session has
     // exited, or is about to: how it ended is why the session failed.
     let exited = running.sandbox.wait_timeout(opts.exit_grace);
+    // Daemons the server left are recorded a little longer (a double-forked child that acts
+    // once its parent is gone), then die with the sandbox.
+    if exited.is_some() {
+        let until = std::time::Instant::now() + opts.linger;
+        while running.sandbox.others_alive() && std::time::Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
     let exited_early = if session.server_closed_stdout {
         exited.clone()
     } else {
@@ -558,8 +578,17 @@ pub fn report(
     dir: &Path,
 ) -> AuditReport {
     let session = &manifest.session;
-    let (verdict, inconclusive_reason) =
-        glassbox_checks::verdict(&checks, session.completed, session.failure.as_deref());
+    let (verdict, inconclusive_reason) = match &manifest.recorder.failure {
+        // Fail closed: with a recorder that stopped, what was recorded is not the whole run.
+        Some(f) => (
+            glassbox_model::Verdict::Inconclusive,
+            Some(format!(
+                "the recorder stopped while the server ran ({f}); the sandbox was killed and \
+                 nothing is claimed"
+            )),
+        ),
+        None => glassbox_checks::verdict(&checks, session.completed, session.failure.as_deref()),
+    };
     AuditReport {
         glassbox_version: GLASSBOX_VERSION.into(),
         run_id: manifest.run_id.clone(),

@@ -347,6 +347,12 @@ pub(crate) fn start(
     // The server waits in its first execve until the recorder answers: the run's phases start
     // once that exec is recorded, so the server's own start is in phase `startup`.
     let (started_tx, started_rx) = std::sync::mpsc::channel::<()>();
+    // Fails closed: a recorder that stops (an error, a panic) while processes still run under
+    // the filter kills the whole sandbox; the run then claims nothing.
+    let killer = sandbox.killer();
+    let fault_after = std::env::var(FAULT_RECORDER_PANIC)
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok());
     let recorder = std::thread::Builder::new()
         .name("recorder".into())
         .spawn(move || {
@@ -356,8 +362,29 @@ pub(crate) fn start(
                 kept: Vec::new(),
                 error: None,
                 started: Some(started_tx),
+                seen: 0,
+                fault_after,
             };
-            let stats = recorder.run(first_event_id, &stop2, &mut out);
+            let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                recorder.run(first_event_id, &stop2, &mut out)
+            }));
+            let stats = match ran {
+                Ok(stats) => stats,
+                Err(panic) => {
+                    let why = panic
+                        .downcast_ref::<&str>()
+                        .map(|s| s.to_string())
+                        .or_else(|| panic.downcast_ref::<String>().cloned())
+                        .unwrap_or_default();
+                    RecorderStats {
+                        failure: Some(format!("the recorder panicked: {why}")),
+                        ..RecorderStats::default()
+                    }
+                }
+            };
+            if stats.failure.is_some() {
+                killer.kill();
+            }
             (stats, out.kept, out.error)
         })
         .map_err(|e| Error::Internal(format!("cannot start the recorder thread: {e}")))?;
@@ -382,10 +409,23 @@ struct Writer {
     error: Option<std::io::Error>,
     /// Told when the first exec (the server's own start) has been recorded.
     started: Option<std::sync::mpsc::Sender<()>>,
+    /// Events seen (for the fault injection below).
+    seen: u64,
+    /// Fault injection for the fail-closed test: panic at this event.
+    fault_after: Option<u64>,
 }
+
+/// Environment variable that makes the recorder panic at its Nth event: how the tests prove
+/// that an audit whose recorder dies kills the server and claims nothing. Never set it
+/// otherwise.
+pub const FAULT_RECORDER_PANIC: &str = "GLASSBOX_FAULT_RECORDER_PANIC_AT_EVENT";
 
 impl glassbox_trace::Sink for Writer {
     fn event(&mut self, e: Event) {
+        self.seen += 1;
+        if self.fault_after == Some(self.seen) {
+            panic!("fault injected by {FAULT_RECORDER_PANIC}");
+        }
         if matches!(e.kind, glassbox_model::EventKind::Exec { .. }) {
             if let Some(tx) = self.started.take() {
                 let _ = tx.send(());

@@ -785,6 +785,10 @@ pub struct RecorderSettings {
     pub channels: Vec<String>,
     /// Notifications that could not be decoded (the process vanished, memory unreadable).
     pub lost: u64,
+    /// Why the recorder stopped while processes still ran, if it did: the sandbox was then
+    /// killed, and the audit claims nothing (verdict `inconclusive`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
 }
 
 /// Start and end of one phase.

@@ -548,8 +548,10 @@ fn init(
         // SAFETY: reaping any child of pid 1 (orphans are re-parented to it).
         let pid = unsafe { libc::waitpid(-1, &mut st, libc::__WALL) };
         if pid == server {
+            // Reported, then pid 1 stays: daemons the server left keep running (and being
+            // recorded) until glassbox kills pid 1, and the namespace with it.
             let _ = sys::write_all(status.as_raw_fd(), &st.to_ne_bytes());
-            return Ok(());
+            continue;
         }
         if pid < 0 && io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
             return Ok(());

@@ -378,6 +378,24 @@ impl Sandbox {
         self.server_pid
     }
 
+    /// A handle that kills the whole sandbox from any thread (the recorder's, when it fails).
+    pub fn killer(&self) -> Killer {
+        Killer(
+            self.init_pidfd
+                .as_ref()
+                .and_then(|fd| fd.try_clone().ok())
+                .map(std::sync::Arc::new),
+        )
+    }
+
+    /// Whether processes other than pid 1 are left in the sandbox (daemons, after the server
+    /// exited): pid 1's children, which orphans are re-parented to.
+    pub fn others_alive(&self) -> bool {
+        std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", self.init_pid))
+            .map(|c| !c.trim().is_empty())
+            .unwrap_or(false)
+    }
+
     /// Kills every process of the sandbox (pid 1 of its namespace, and so all the rest).
     pub fn kill(&mut self) {
         if !self.killed {
@@ -426,9 +444,15 @@ impl Sandbox {
     }
 
     /// Kills the sandbox if it still runs and reaps its processes; returns how the server
-    /// ended.
+    /// ended. pid 1 outlives the server (daemons stay recorded until the audit is done with
+    /// them): it is killed here, and every process left with it.
     pub fn finish(&mut self) -> ServerExit {
         if let Some(e) = self.wait_timeout(Duration::ZERO) {
+            if !self.killed {
+                self.killed = true;
+                // SAFETY: kill(2) of pid 1 of our sandbox; the outer process goes with it.
+                unsafe { libc::kill(self.init_pid, libc::SIGKILL) };
+            }
             self.reap();
             return e;
         }
@@ -470,6 +494,29 @@ impl Drop for Sandbox {
         if self.outer_pid > 0 {
             self.kill();
             self.reap();
+        }
+    }
+}
+
+/// Kills a sandbox from any thread: SIGKILL to its pid 1 through a pidfd (never a recycled
+/// pid), and with it every process of its namespace.
+#[derive(Clone, Debug)]
+pub struct Killer(Option<std::sync::Arc<OwnedFd>>);
+
+impl Killer {
+    /// Kills the sandbox (nothing if it is gone already).
+    pub fn kill(&self) {
+        if let Some(fd) = &self.0 {
+            // SAFETY: pidfd_send_signal on a pidfd we own, with no siginfo.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_pidfd_send_signal,
+                    fd.as_raw_fd(),
+                    libc::SIGKILL,
+                    std::ptr::null::<libc::siginfo_t>(),
+                    0,
+                )
+            };
         }
     }
 }

@@ -282,3 +282,16 @@ fn the_isolation_check_fails_without_an_edge() {
         isolation.0
     );
 }
+
+/// A killer from another thread ends the whole sandbox at once.
+#[test]
+fn a_killer_ends_the_sandbox_from_another_thread() {
+    let mut sb = Sandbox::spawn(&config("sleep 30")).expect("spawn");
+    let killer = sb.killer();
+    let start = std::time::Instant::now();
+    std::thread::spawn(move || killer.kill()).join().unwrap();
+    let exit = sb.wait_timeout(Duration::from_secs(10));
+    assert!(exit.is_some(), "still running after the kill");
+    assert!(start.elapsed() < Duration::from_secs(5));
+    sb.finish();
+}

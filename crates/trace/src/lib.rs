@@ -57,10 +57,12 @@
 
 mod decode;
 pub mod ebpf;
+mod fanotify;
 mod notify;
 mod procinfo;
 
 pub use decode::rules;
+pub use fanotify::{Access, AccessKind, HoneytokenError, HoneytokenWatch, PidNamespace};
 pub use notify::{FileChannel, Recorder, RecorderStats, Sink};
 
 use glassbox_model::Phase;

@@ -67,6 +67,8 @@ pub struct RecorderStats {
     pub lost: u64,
     /// The recorded system calls.
     pub syscalls: Vec<String>,
+    /// Why the recorder stopped before every process under the filter was gone, if it did.
+    pub failure: Option<String>,
 }
 
 /// The asynchronous eBPF channel for the open and stat families (see [`crate::ebpf`]).
@@ -255,9 +257,11 @@ impl Recorder {
                 continue;
             }
             if n < 0 {
-                if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+                let e = std::io::Error::last_os_error();
+                if e.raw_os_error() == Some(libc::EINTR) {
                     continue;
                 }
+                st.stats.failure = Some(format!("waiting for notifications failed: {e}"));
                 break;
             }
             if let Some(f) = files.as_mut() {
