@@ -271,6 +271,7 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
             syscalls: Vec::new(),
             channels,
             lost: 0,
+            unobserved: Vec::new(),
             failure: None,
         },
         checks: glassbox_checks::registry()
@@ -378,6 +379,17 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
                 manifest.recorder.syscalls.push(s.clone());
             }
         }
+        match &run.ground_truth {
+            None if main => manifest
+                .recorder
+                .channels
+                .push("honeytoken-ground-truth".into()),
+            None => {}
+            Some(why) => manifest.recorder.unobserved.push(format!(
+                "honeytoken-ground-truth ({} run): {why}",
+                mode.name()
+            )),
+        }
         if main {
             manifest.sandbox = run.settings;
             manifest.recorder.mechanism = run.mechanism;
@@ -431,6 +443,7 @@ struct RunResult {
     mechanism: String,
     isolation: Vec<String>,
     canary_sockets: Vec<String>,
+    ground_truth: Option<String>,
     start_ns: u64,
     end_ns: u64,
 }
@@ -554,6 +567,7 @@ fn one_run(
         mechanism: running.mechanism.clone(),
         isolation,
         canary_sockets,
+        ground_truth: running.ground_truth.clone(),
         start_ns,
         end_ns,
     })

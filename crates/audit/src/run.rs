@@ -79,6 +79,8 @@ pub(crate) struct Running {
     pub settings: SandboxSettings,
     /// How calls are recorded.
     pub mechanism: String,
+    /// Why the honeytoken ground truth is not observed in this run (`None`: it is).
+    pub ground_truth: Option<String>,
     stop: Arc<AtomicBool>,
     recorder: Option<JoinHandle<RecorderResult>>,
     /// The network edge of this run, when it has one.
@@ -259,6 +261,12 @@ pub(crate) fn start(
     let mut files = None;
     let mut isolation = Vec::new();
     let mut canaries = None;
+    // The honeytoken ground truth (fanotify): marks on the planted files, made once they
+    // exist and before the server runs. Where it is not available, the channel is reported
+    // not observed, with the reason.
+    let planted: Vec<String> = tokens.iter().map(|t| t.path.clone()).collect();
+    let mut watch = glassbox_trace::HoneytokenWatch::new().map_err(|e| e.to_string());
+    let mut pid_ns = None;
     // SAFETY: geteuid cannot fail.
     let host_uid = match unsafe { libc::geteuid() } {
         0 => glassbox_sandbox::HOST_UID_WHEN_ROOT,
@@ -284,6 +292,20 @@ pub(crate) fn start(
                 mode,
                 clock.clone(),
             )?);
+        }
+        if let Ok(w) = watch.as_mut() {
+            let root = std::path::PathBuf::from(format!("/proc/{server_pid}/root"));
+            let marked = planted
+                .iter()
+                .try_for_each(|p| w.watch_planted(&root, p, &home))
+                .map_err(|e| e.to_string())
+                .and_then(|()| {
+                    glassbox_trace::PidNamespace::of(server_pid).map_err(|e| e.to_string())
+                });
+            match marked {
+                Ok(ns) => pid_ns = Some(ns),
+                Err(e) => watch = Err(format!("cannot watch the planted files: {e}")),
+            }
         }
         if files_by_ebpf {
             files = Some(
@@ -337,6 +359,14 @@ pub(crate) fn start(
         _ => None,
     };
     let mut recorder = Recorder::new(listener, &home, clock.clone());
+    let ground_truth = match (watch, pid_ns) {
+        (Ok(w), Some(ns)) => {
+            recorder = recorder.with_honeytokens(w, ns);
+            None
+        }
+        (Err(e), _) => Some(e),
+        (Ok(_), None) => Some("the sandbox's pid namespace could not be read".into()),
+    };
     if let Some(f) = files {
         recorder = recorder.with_file_channel(f);
     }
@@ -394,6 +424,7 @@ pub(crate) fn start(
         sandbox,
         settings,
         mechanism,
+        ground_truth,
         stop,
         recorder: Some(recorder),
         edge,

@@ -21,7 +21,7 @@ use glassbox_model::{Event, EventKind, Manifest, Severity};
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "credential-probe",
-    version: 2,
+    version: 3,
     claim: "no credential probing",
     severity: Severity::High,
     channels: &[Channel::Syscalls],
@@ -158,6 +158,8 @@ struct Access {
     stat: bool,
     opens: usize,
     failed_opens: usize,
+    /// Reported by the kernel (the honeytoken ground truth), whatever path was passed.
+    kernel: bool,
 }
 
 impl Access {
@@ -196,6 +198,7 @@ impl Evaluator for State {
     fn event(&mut self, e: &Event) {
         let path = match &e.kind {
             EventKind::Open { path, .. } | EventKind::Stat { path, .. } => path,
+            EventKind::Honeytoken { path, access, .. } if access != "overflow" => path,
             _ => return,
         };
         // Every rule is about paths under home or planted secrets: a plain path outside both
@@ -235,6 +238,17 @@ impl Evaluator for State {
                     acc.failed_opens += 1;
                 }
             }
+            // The kernel saw the planted file (or its folder) opened or read: a read whatever
+            // path the recorder was shown.
+            EventKind::Honeytoken { access, dir, .. } => {
+                acc.kernel = true;
+                if *dir {
+                    acc.list = true;
+                } else if access != "close-nowrite" {
+                    acc.read = true;
+                    acc.opens += 1;
+                }
+            }
             _ => acc.stat = true,
         }
     }
@@ -250,6 +264,8 @@ impl Evaluator for State {
                 let reason = acc.reason.map_or("", Reason::text);
                 let failed = if acc.opens > 0 && acc.failed_opens == acc.opens {
                     ", every open failed"
+                } else if acc.kernel {
+                    ", seen by the kernel"
                 } else {
                     ""
                 };
@@ -309,6 +325,29 @@ mod tests {
 
     fn call(t: &str) -> Phase {
         Phase::Call(t.into())
+    }
+
+    #[test]
+    fn a_kernel_reported_read_accuses_even_without_a_recorded_open() {
+        let ev = Ev::new()
+            .honeytoken("/home/user/.ssh/id_rsa")
+            .event(
+                7,
+                Phase::Call("t".into()),
+                glassbox_model::EventKind::Honeytoken {
+                    path: Bytes::from("/home/user/.ssh/id_rsa"),
+                    access: "read".into(),
+                    dir: false,
+                },
+            )
+            .build();
+        let eval = evaluate(&ev);
+        assert_eq!(eval.findings.len(), 1);
+        assert_eq!(
+            eval.findings[0].summary,
+            "read ~/.ssh/id_rsa (planted secret, seen by the kernel) during call:t"
+        );
+        assert!(eval.findings[0].accusation);
     }
 
     #[test]

@@ -12,6 +12,12 @@
 //! - **Programs run from memory.** An exec whose image is a memfd (`/memfd:…`) or a deleted
 //!   file (`… (deleted)`) runs code that is on no file system: nothing of it can be looked at
 //!   afterwards.
+//! - **Planted secrets the recorder was not shown.** The kernel reports every open and read
+//!   of a planted file (or opendir of its folder) with the process that did it (`honeytoken`
+//!   events, fanotify); a process the kernel saw open one, with no recorded `open` or `exec`
+//!   naming that path, passed the recorder another path than the one the kernel opened (an
+//!   argument rewritten by a racing thread) or went around it. The kernel merges repeated
+//!   accesses: this is decided per process and path, not per call.
 //! - **Traffic the recorder did not see**, below.
 //!
 //! Every packet the server sends reaches the edge, whichever way it was sent; the recorder
@@ -30,7 +36,7 @@ use glassbox_model::{Event, EventKind, FlowProtocol, NetworkMode, Severity};
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "sandbox-evasion",
-    version: 2,
+    version: 3,
     claim: "nothing escaped the recorder",
     severity: Severity::High,
     channels: &[Channel::Syscalls, Channel::PacketEdge],
@@ -48,6 +54,12 @@ pub(crate) struct State {
     refused: Groups<String, Refusal>,
     /// Execs of an image that is on no file system.
     hidden: Groups<Vec<u8>, ()>,
+    /// (pid, path) of every recorded open and exec of a path the kernel reports on.
+    named: std::collections::HashSet<(i32, Vec<u8>)>,
+    /// Paths any recorded open or exec named (for accesses whose process was gone).
+    named_any: std::collections::HashSet<Vec<u8>>,
+    /// Kernel-reported accesses by (pid, path): event ids, phase.
+    seen: Groups<(i32, Vec<u8>), ()>,
 }
 
 /// What is kept of a group of refusals.
@@ -59,6 +71,11 @@ pub(crate) struct Refusal {
 
 /// The C library's routine attempt, refused so that `clone`'s flags can be read: not evasion.
 const ROUTINE: &[&str] = &["clone3"];
+
+/// A path compared lexically normalized (`a/../b`, `//`, `.`), as bytes.
+fn normal(path: &[u8]) -> Vec<u8> {
+    crate::paths::NormPath::new(path).to_bytes().0
+}
 
 /// Whether an exec's image is on no file system.
 fn from_memory(path: &[u8]) -> bool {
@@ -112,6 +129,9 @@ pub(crate) fn start(c: &crate::Context<'_>) -> Box<dyn Evaluator> {
         eval,
         refused: Groups::new(),
         hidden: Groups::new(),
+        named: Default::default(),
+        named_any: Default::default(),
+        seen: Groups::new(),
     })
 }
 
@@ -133,7 +153,22 @@ impl Evaluator for State {
             EventKind::Exec { path, .. } if from_memory(path.as_slice()) => {
                 self.hidden.add(path.as_slice().to_vec(), e.id, &e.phase);
             }
+            EventKind::Honeytoken { path, access, .. }
+                if access == "open" || access == "read" || access == "open-exec" =>
+            {
+                let p = normal(path.as_slice());
+                self.seen.add((e.pid, p), e.id, &e.phase);
+            }
             _ => {}
+        }
+        if let EventKind::Open { path, .. } | EventKind::Exec { path, .. } = &e.kind {
+            // Bounded like the groups: past the cap, a path counts as named (no finding is
+            // made up from running out of room).
+            if self.named.len() < text::MAX_GROUPS * 10 {
+                let p = normal(path.as_slice());
+                self.named.insert((e.pid, p.clone()));
+                self.named_any.insert(p);
+            }
         }
     }
 
@@ -142,7 +177,37 @@ impl Evaluator for State {
             mut eval,
             refused,
             hidden,
+            named,
+            named_any,
+            seen,
         } = *self;
+        for g in seen.items {
+            let (pid, path) = &g.key;
+            let attributed = if *pid == 0 {
+                named_any.contains(path)
+            } else {
+                named.contains(&(*pid, path.clone()))
+            };
+            if attributed {
+                continue;
+            }
+            let who = if *pid == 0 {
+                "a process gone before it could be named".to_string()
+            } else {
+                format!("pid {pid}")
+            };
+            eval.findings.push(INFO.finding(
+                format!(
+                    "the kernel saw {who} open or read {}, and no recorded open or exec by it \
+                     names that path: the recorder was shown another path, or went around, \
+                     during {}",
+                    text::escape(&String::from_utf8_lossy(path)),
+                    text::phases(&g.phases)
+                ),
+                g.ids,
+                g.phases.first().cloned(),
+            ));
+        }
         for g in refused.items {
             let routine = ROUTINE.contains(&g.key.as_str());
             let summary = format!(
@@ -243,6 +308,48 @@ mod tests {
         assert_eq!(eval.findings[0].evidence, vec![1, 2, 3]);
         assert_eq!(eval.notes.len(), 1);
         assert!(eval.notes[0].summary.starts_with("refused clone3"));
+    }
+
+    fn kernel_saw(ev: Ev, pid: i32, path: &str) -> Ev {
+        ev.event(
+            pid,
+            Phase::Call("t".into()),
+            EventKind::Honeytoken {
+                path: path.into(),
+                access: "read".into(),
+                dir: false,
+            },
+        )
+    }
+
+    #[test]
+    fn a_kernel_reported_access_no_recorded_open_names_flags() {
+        // pid 2 opened the key under its own name; pid 3 was recorded opening another path.
+        let ev = Ev::new()
+            .open("/home/user/.ssh/id_rsa", 0, Phase::Call("t".into()))
+            .event(
+                3,
+                Phase::Call("t".into()),
+                EventKind::Open {
+                    syscall: "openat".into(),
+                    path: "/tmp/harmless".into(),
+                    flags: 0,
+                    flags_text: String::new(),
+                    result: Some(3),
+                },
+            );
+        let ev = kernel_saw(ev, 2, "/home/user/.ssh/id_rsa");
+        let ev = kernel_saw(ev, 3, "/home/user/.ssh/id_rsa").build();
+        let eval = evaluate(&ev);
+        assert_eq!(eval.findings.len(), 1, "{:?}", eval.findings);
+        assert!(
+            eval.findings[0]
+                .summary
+                .starts_with("the kernel saw pid 3 open or read /home/user/.ssh/id_rsa"),
+            "{}",
+            eval.findings[0].summary
+        );
+        assert_eq!(eval.findings[0].evidence, vec![4]);
     }
 
     #[test]

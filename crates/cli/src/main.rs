@@ -212,6 +212,9 @@ impl<W: Write + Send> EventSink for Readable<W> {
                 sock_type,
                 protocol,
             } => format!("socket domain={domain} type={sock_type} protocol={protocol}"),
+            EventKind::Honeytoken { path, access, .. } => {
+                format!("HONEYTOKEN {access} {path} (kernel-reported)")
+            }
             EventKind::Refused { syscall, errno, .. } => {
                 format!("REFUSED {syscall} (errno {errno})")
             }

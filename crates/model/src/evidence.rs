@@ -162,6 +162,12 @@ impl Serialize for Event {
                 m.serialize_entry("sock_type", sock_type)?;
                 m.serialize_entry("protocol", protocol)?;
             }
+            EventKind::Honeytoken { path, access, dir } => {
+                m.serialize_entry("kind", "honeytoken")?;
+                m.serialize_entry("path", path)?;
+                m.serialize_entry("access", access)?;
+                m.serialize_entry("dir", dir)?;
+            }
             EventKind::Refused {
                 syscall,
                 errno,
@@ -226,6 +232,8 @@ enum Field {
     Protocol,
     Errno,
     Reason,
+    Access,
+    Dir,
     /// A key no kind has: ignored.
     Other,
 }
@@ -252,6 +260,8 @@ impl Field {
             b"protocol" => Field::Protocol,
             b"errno" => Field::Errno,
             b"reason" => Field::Reason,
+            b"access" => Field::Access,
+            b"dir" => Field::Dir,
             _ => Field::Other,
         }
     }
@@ -277,6 +287,8 @@ impl Field {
             Field::Protocol => "protocol",
             Field::Errno => "errno",
             Field::Reason => "reason",
+            Field::Access => "access",
+            Field::Dir => "dir",
             Field::Other => "(other)",
         }
     }
@@ -310,18 +322,20 @@ enum Kind {
     Connect,
     Bind,
     Socket,
+    Honeytoken,
     Refused,
 }
 
 impl Kind {
     /// In `EventKind`'s order (the derive's variant indices).
-    const ALL: [(Kind, &'static str); 7] = [
+    const ALL: [(Kind, &'static str); 8] = [
         (Kind::Exec, "exec"),
         (Kind::Open, "open"),
         (Kind::Stat, "stat"),
         (Kind::Connect, "connect"),
         (Kind::Bind, "bind"),
         (Kind::Socket, "socket"),
+        (Kind::Honeytoken, "honeytoken"),
         (Kind::Refused, "refused"),
     ];
 
@@ -338,6 +352,7 @@ impl Kind {
             Kind::Connect => matches!(f, F::Syscall | F::Fd | F::Addr),
             Kind::Bind => matches!(f, F::Fd | F::Addr),
             Kind::Socket => matches!(f, F::Domain | F::SockType | F::Protocol),
+            Kind::Honeytoken => matches!(f, F::Path | F::Access | F::Dir),
             Kind::Refused => matches!(f, F::Syscall | F::Errno | F::Reason),
         }
     }
@@ -349,14 +364,14 @@ impl<'de> Deserialize<'de> for Kind {
         impl Visitor<'_> for V {
             type Value = Kind;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("an event kind (exec, open, stat, connect, bind, socket or refused)")
+                f.write_str("an event kind (exec, open, stat, connect, bind, socket, honeytoken or refused)")
             }
             fn visit_str<E: de::Error>(self, s: &str) -> Result<Kind, E> {
                 match Kind::ALL.iter().find(|(_, name)| *name == s) {
                     Some((k, _)) => Ok(*k),
                     None => Err(E::custom(format_args!(
                         "unknown event kind {s:?}, expected one of exec, open, stat, \
-                         connect, bind, socket, refused"
+                         connect, bind, socket, honeytoken, refused"
                     ))),
                 }
             }
@@ -367,7 +382,7 @@ impl<'de> Deserialize<'de> for Kind {
                     .and_then(|i| Kind::ALL.get(i))
                     .map(|(k, _)| *k)
                     .ok_or_else(|| {
-                        E::invalid_value(de::Unexpected::Unsigned(n), &"variant index 0 <= i < 7")
+                        E::invalid_value(de::Unexpected::Unsigned(n), &"variant index 0 <= i < 8")
                     })
             }
         }
@@ -433,6 +448,8 @@ struct KindFields {
     protocol: Option<i32>,
     errno: Option<i32>,
     reason: Option<String>,
+    access: Option<String>,
+    dir: Option<bool>,
 }
 
 impl KindFields {
@@ -452,6 +469,8 @@ impl KindFields {
             Field::Protocol => put(&mut self.protocol, f, src),
             Field::Errno => put(&mut self.errno, f, src),
             Field::Reason => put(&mut self.reason, f, src),
+            Field::Access => put(&mut self.access, f, src),
+            Field::Dir => put(&mut self.dir, f, src),
             // Not a kind's field: consumed and dropped (callers do not send these here).
             _ => src.value::<IgnoredAny>().map(drop),
         }
@@ -489,6 +508,11 @@ impl KindFields {
                 domain: required(self.domain, "domain")?,
                 sock_type: required(self.sock_type, "sock_type")?,
                 protocol: required(self.protocol, "protocol")?,
+            },
+            Kind::Honeytoken => EventKind::Honeytoken {
+                path: required(self.path, "path")?,
+                access: required(self.access, "access")?,
+                dir: required(self.dir, "dir")?,
             },
             Kind::Refused => EventKind::Refused {
                 syscall: required(self.syscall, "syscall")?,
@@ -622,6 +646,18 @@ pub enum EventKind {
         /// Protocol number.
         protocol: i32,
     },
+    /// An access to a planted secret (or a directory holding one) as the kernel reported it
+    /// (fanotify), whatever path the program passed: ground truth independent of syscall
+    /// arguments. Accesses by one process merge in the kernel's queue: this says that it
+    /// happened, not how often. `pid` is 0 when the process was gone before it was read.
+    Honeytoken {
+        /// The planted file or directory.
+        path: Bytes,
+        /// `open`, `read`, `close-nowrite`, `open-exec`, or `overflow` (events were lost).
+        access: String,
+        /// Whether `path` is a directory.
+        dir: bool,
+    },
     /// A call the sandbox's static filter refused (the call failed with `errno`; it never ran).
     Refused {
         /// The call (`ptrace`, `io_uring_setup`), or `<abi>:<number>` for a foreign ABI
@@ -640,7 +676,8 @@ impl EventKind {
         match self {
             EventKind::Exec { path, .. }
             | EventKind::Open { path, .. }
-            | EventKind::Stat { path, .. } => Some(path),
+            | EventKind::Stat { path, .. }
+            | EventKind::Honeytoken { path, .. } => Some(path),
             _ => None,
         }
     }
@@ -785,6 +822,9 @@ pub struct RecorderSettings {
     pub channels: Vec<String>,
     /// Notifications that could not be decoded (the process vanished, memory unreadable).
     pub lost: u64,
+    /// Channels this run could not observe, each with why (`honeytoken-ground-truth: …`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unobserved: Vec<String>,
     /// Why the recorder stopped while processes still ran, if it did: the sandbox was then
     /// killed, and the audit claims nothing (verdict `inconclusive`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -1287,7 +1327,7 @@ mod tests {
         let err = parse(json).unwrap_err();
         assert!(
             err.starts_with(
-                r#"unknown event kind "frob", expected one of exec, open, stat, connect, bind, socket, refused"#
+                r#"unknown event kind "frob", expected one of exec, open, stat, connect, bind, socket, honeytoken, refused"#
             ),
             "{err}"
         );

@@ -2,6 +2,7 @@
 
 use crate::decode::{decode, file_event, syscall_names, Decoded};
 use crate::ebpf::{self, Rec};
+use crate::fanotify::{AccessKind, HoneytokenWatch, PidNamespace};
 use crate::procinfo::{absolute_or, proc_link, Pids};
 use crate::Clock;
 use glassbox_model::{Event, EventKind};
@@ -91,6 +92,7 @@ pub struct Recorder {
     home: Vec<u8>,
     clock: Arc<Clock>,
     files: Option<FileChannel>,
+    honeytokens: Option<(HoneytokenWatch, PidNamespace)>,
 }
 
 /// Where the recorder puts events.
@@ -110,6 +112,32 @@ struct State<'a> {
 }
 
 impl State<'_> {
+    /// Records what the honeytoken watch reports: each access with the accessing process's
+    /// pid in the sandbox (0 when it was gone before this read), lost events as `overflow`.
+    fn ground_truth(&mut self, sink: &mut dyn Sink, h: &mut (HoneytokenWatch, PidNamespace)) {
+        let (watch, ns) = h;
+        let now = self.clock.now_ns();
+        let mut got = Vec::new();
+        watch.drain(now, &mut |a| got.push(a));
+        for a in got {
+            let pid = ns.pid_of(a.host_pid).unwrap_or(0);
+            if a.what == AccessKind::Overflow {
+                self.stats.lost += 1;
+            }
+            self.emit(
+                sink,
+                a.t_ns,
+                true,
+                (pid, 0),
+                EventKind::Honeytoken {
+                    path: glassbox_model::Bytes::from(a.sandbox_path.as_str()),
+                    access: a.what.as_str().to_string(),
+                    dir: a.dir,
+                },
+            );
+        }
+    }
+
     fn emit(
         &mut self,
         sink: &mut dyn Sink,
@@ -185,6 +213,7 @@ impl Recorder {
             home,
             clock,
             files: None,
+            honeytokens: None,
         }
     }
 
@@ -192,6 +221,13 @@ impl Recorder {
     /// filter must then not route them: see [`crate::rules`]).
     pub fn with_file_channel(mut self, files: FileChannel) -> Recorder {
         self.files = Some(files);
+        self
+    }
+
+    /// Adds the honeytoken ground truth: the kernel's reports of accesses to the planted
+    /// files, recorded as `honeytoken` events with the accessing process's pid in `ns`.
+    pub fn with_honeytokens(mut self, watch: HoneytokenWatch, ns: PidNamespace) -> Recorder {
+        self.honeytokens = Some((watch, ns));
         self
     }
 
@@ -214,6 +250,7 @@ impl Recorder {
         let mechanism = self.mechanism().to_string();
         let fd = self.listener.as_raw_fd();
         let mut files = self.files.take();
+        let mut honey = self.honeytokens.take();
         let mut st = State {
             home: &self.home,
             clock: &self.clock,
@@ -238,17 +275,22 @@ impl Recorder {
                     events: libc::POLLIN,
                     revents: 0,
                 },
+                libc::pollfd {
+                    fd: honey.as_ref().map_or(-1, |h| h.0.fd().as_raw_fd()),
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
             ];
             // Busy: look without waiting; nothing pending: make the sink durable, then block
             // (with the eBPF channel, only until its next drain).
             let block = if files.is_some() { RING_PERIOD_MS } else { 100 };
-            // SAFETY: fds is a valid array of two pollfds (a negative fd is ignored).
-            let mut n = unsafe { libc::poll(fds.as_mut_ptr(), 2, if idle { block } else { 0 }) };
+            // SAFETY: fds is a valid array of three pollfds (a negative fd is ignored).
+            let mut n = unsafe { libc::poll(fds.as_mut_ptr(), 3, if idle { block } else { 0 }) };
             if n == 0 && !idle {
                 sink.idle();
                 idle = true;
                 // SAFETY: as above.
-                n = unsafe { libc::poll(fds.as_mut_ptr(), 2, block) };
+                n = unsafe { libc::poll(fds.as_mut_ptr(), 3, block) };
             }
             if stop.load(Ordering::Relaxed) {
                 break;
@@ -273,6 +315,11 @@ impl Recorder {
                     continue;
                 }
             }
+            if fds[2].revents & libc::POLLIN != 0 {
+                if let Some(h) = honey.as_mut() {
+                    st.ground_truth(sink, h);
+                }
+            }
             idle = false;
             if fds[0].revents & libc::POLLIN != 0 {
                 self.notification(&mut st, sink);
@@ -289,6 +336,9 @@ impl Recorder {
             }) > 0
             {}
             st.stats.lost += f.0.drops();
+        }
+        if let Some(h) = honey.as_mut() {
+            st.ground_truth(sink, h);
         }
         sink.idle();
         st.stats
