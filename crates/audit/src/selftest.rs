@@ -258,6 +258,7 @@ pub fn run(
     save: bool,
 ) -> Result<Record, Error> {
     let controls = Controls::load(&opts.fixtures)?;
+    build_c_controls(&opts.fixtures)?;
     let lib = opts.fixtures.join("lib");
     let scratch = std::env::temp_dir().join(format!("glassbox-selftest-{}", std::process::id()));
     let queue = Mutex::new(controls.cases.clone());
@@ -316,6 +317,72 @@ pub fn run(
         })?;
     }
     Ok(record)
+}
+
+/// Builds the C controls: every folder of `fixtures` holding a `control.c` gets the helper its
+/// server runs, `control`, compiled with the system C compiler (`cc -O2 -Wall -o control
+/// control.c`, plus `-lpthread` when the source includes `<pthread.h>`) when it is missing or
+/// older than its source. The sandbox binds the folder read-only, so the helper must exist
+/// before the case runs. It is written under a temporary name, made world-executable (the
+/// sandbox user may be another host uid) and renamed into place, so a concurrent selftest never
+/// runs a half-written one. A compile failure is a usage error naming the file, with the
+/// compiler's output.
+fn build_c_controls(fixtures: &Path) -> Result<(), Error> {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let unreadable = |p: &Path, e: std::io::Error| Error::Usage(format!("{}: {e}", p.display()));
+    let mut sources: Vec<PathBuf> = std::fs::read_dir(fixtures)
+        .map_err(|e| unreadable(fixtures, e))?
+        .filter_map(|entry| entry.ok())
+        .map(|entry| entry.path().join("control.c"))
+        .filter(|src| src.is_file())
+        .collect();
+    sources.sort();
+    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    for src in sources {
+        let dir = src.parent().unwrap_or(fixtures);
+        let out = dir.join("control");
+        if let (Some(s), Some(o)) = (modified(&src), modified(&out)) {
+            if o >= s {
+                continue;
+            }
+        }
+        let text = std::fs::read_to_string(&src).map_err(|e| unreadable(&src, e))?;
+        let tmp = dir.join(format!(
+            ".control.tmp-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
+        let mut cc = std::process::Command::new("cc");
+        cc.args(["-O2", "-Wall", "-o"]).arg(&tmp).arg(&src);
+        if text.contains("<pthread.h>") {
+            cc.arg("-lpthread");
+        }
+        let built = cc.stdin(std::process::Stdio::null()).output();
+        let failed = match built {
+            Ok(o) if o.status.success() => None,
+            Ok(o) => Some(format!(
+                "cc -O2 -Wall failed ({}):\n{}",
+                o.status,
+                String::from_utf8_lossy(&o.stderr).trim_end()
+            )),
+            Err(e) => Some(format!("cannot run cc: {e}")),
+        };
+        if let Some(why) = failed {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(Error::Usage(format!(
+                "cannot build the C control {}: {why}",
+                src.display()
+            )));
+        }
+        let mode = <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755);
+        if let Err(e) =
+            std::fs::set_permissions(&tmp, mode).and_then(|()| std::fs::rename(&tmp, &out))
+        {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(unreadable(&out, e));
+        }
+    }
+    Ok(())
 }
 
 fn tally(id: &str, version: u32, controls: &Controls, cases: &[CaseResult]) -> Tally {
