@@ -11,7 +11,11 @@
 //!   that `clone`'s flags can be inspected; its refusals are listed as a note.
 //! - **Programs run from memory.** An exec whose image is a memfd (`/memfd:…`) or a deleted
 //!   file (`… (deleted)`) runs code that is on no file system: nothing of it can be looked at
-//!   afterwards.
+//!   afterwards. Seen in the exec's path, or in the image the kernel reports once the exec is
+//!   through (`image` events, `/proc/PID/exe`).
+//! - **Another program than the one the recorder was shown.** The kernel's image differs from
+//!   what the recorded exec's path resolved to (symlinks followed, a script's interpreter):
+//!   the path was rewritten after the recorder read it.
 //! - **Planted secrets the recorder was not shown.** The kernel reports every open and read
 //!   of a planted file (or opendir of its folder) with the process that did it (`honeytoken`
 //!   events, fanotify); a process the kernel saw open one, with no recorded `open` or `exec`
@@ -36,7 +40,7 @@ use glassbox_model::{Event, EventKind, FlowProtocol, NetworkMode, Severity};
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "sandbox-evasion",
-    version: 3,
+    version: 4,
     claim: "nothing escaped the recorder",
     severity: Severity::High,
     channels: &[Channel::Syscalls, Channel::PacketEdge],
@@ -60,6 +64,8 @@ pub(crate) struct State {
     named_any: std::collections::HashSet<Vec<u8>>,
     /// Kernel-reported accesses by (pid, path): event ids, phase.
     seen: Groups<(i32, Vec<u8>), ()>,
+    /// Images the kernel reports that differ from what the exec named: (image, shown).
+    swapped: Groups<(Vec<u8>, Vec<u8>), ()>,
 }
 
 /// What is kept of a group of refusals.
@@ -132,6 +138,7 @@ pub(crate) fn start(c: &crate::Context<'_>) -> Box<dyn Evaluator> {
         named: Default::default(),
         named_any: Default::default(),
         seen: Groups::new(),
+        swapped: Groups::new(),
     })
 }
 
@@ -152,6 +159,13 @@ impl Evaluator for State {
             }
             EventKind::Exec { path, .. } if from_memory(path.as_slice()) => {
                 self.hidden.add(path.as_slice().to_vec(), e.id, &e.phase);
+            }
+            EventKind::Image { path, .. } if from_memory(path.as_slice()) => {
+                self.hidden.add(path.as_slice().to_vec(), e.id, &e.phase);
+            }
+            EventKind::Image { path, shown } if path != shown => {
+                let key = (path.as_slice().to_vec(), shown.as_slice().to_vec());
+                self.swapped.add(key, e.id, &e.phase);
             }
             EventKind::Honeytoken { path, access, .. }
                 if access == "open" || access == "read" || access == "open-exec" =>
@@ -180,7 +194,22 @@ impl Evaluator for State {
             named,
             named_any,
             seen,
+            swapped,
         } = *self;
+        for g in swapped.items {
+            let (image, shown) = &g.key;
+            eval.findings.push(INFO.finding(
+                format!(
+                    "the kernel runs {} where the exec the recorder saw named {}: the path \
+                     changed after it was read, during {}",
+                    text::escape(&String::from_utf8_lossy(image)),
+                    text::escape(&String::from_utf8_lossy(shown)),
+                    text::phases(&g.phases)
+                ),
+                g.ids,
+                g.phases.first().cloned(),
+            ));
+        }
         for g in seen.items {
             let (pid, path) = &g.key;
             let attributed = if *pid == 0 {
@@ -350,6 +379,31 @@ mod tests {
             eval.findings[0].summary
         );
         assert_eq!(eval.findings[0].evidence, vec![4]);
+    }
+
+    fn image(ev: Ev, pid: i32, path: &str, shown: &str) -> Ev {
+        ev.event(
+            pid,
+            Phase::Call("t".into()),
+            EventKind::Image {
+                path: path.into(),
+                shown: shown.into(),
+            },
+        )
+    }
+
+    #[test]
+    fn the_kernels_image_is_weighed_against_the_exec() {
+        let ev = image(Ev::new(), 3, "/usr/bin/python3.11", "/usr/bin/python3.11");
+        let ev = image(ev, 4, "/usr/bin/nc.openbsd", "/usr/bin/true");
+        let ev = image(ev, 5, "/memfd:payload (deleted)", "/proc/5/fd/3").build();
+        let eval = evaluate(&ev);
+        let s: Vec<&str> = eval.findings.iter().map(|f| f.summary.as_str()).collect();
+        assert_eq!(s.len(), 2, "{s:?}");
+        assert!(s.iter().any(|f| f.starts_with(
+            "the kernel runs /usr/bin/nc.openbsd where the exec the recorder saw named /usr/bin/true"
+        )));
+        assert!(s.iter().any(|f| f.contains("/memfd:payload (deleted)")));
     }
 
     #[test]

@@ -212,6 +212,7 @@ impl<W: Write + Send> EventSink for Readable<W> {
                 sock_type,
                 protocol,
             } => format!("socket domain={domain} type={sock_type} protocol={protocol}"),
+            EventKind::Image { path, shown } => format!("image {path} (exec named {shown})"),
             EventKind::Honeytoken { path, access, .. } => {
                 format!("HONEYTOKEN {access} {path} (kernel-reported)")
             }

@@ -162,6 +162,11 @@ impl Serialize for Event {
                 m.serialize_entry("sock_type", sock_type)?;
                 m.serialize_entry("protocol", protocol)?;
             }
+            EventKind::Image { path, shown } => {
+                m.serialize_entry("kind", "image")?;
+                m.serialize_entry("path", path)?;
+                m.serialize_entry("shown", shown)?;
+            }
             EventKind::Honeytoken { path, access, dir } => {
                 m.serialize_entry("kind", "honeytoken")?;
                 m.serialize_entry("path", path)?;
@@ -234,6 +239,7 @@ enum Field {
     Reason,
     Access,
     Dir,
+    Shown,
     /// A key no kind has: ignored.
     Other,
 }
@@ -262,6 +268,7 @@ impl Field {
             b"reason" => Field::Reason,
             b"access" => Field::Access,
             b"dir" => Field::Dir,
+            b"shown" => Field::Shown,
             _ => Field::Other,
         }
     }
@@ -289,6 +296,7 @@ impl Field {
             Field::Reason => "reason",
             Field::Access => "access",
             Field::Dir => "dir",
+            Field::Shown => "shown",
             Field::Other => "(other)",
         }
     }
@@ -322,19 +330,21 @@ enum Kind {
     Connect,
     Bind,
     Socket,
+    Image,
     Honeytoken,
     Refused,
 }
 
 impl Kind {
     /// In `EventKind`'s order (the derive's variant indices).
-    const ALL: [(Kind, &'static str); 8] = [
+    const ALL: [(Kind, &'static str); 9] = [
         (Kind::Exec, "exec"),
         (Kind::Open, "open"),
         (Kind::Stat, "stat"),
         (Kind::Connect, "connect"),
         (Kind::Bind, "bind"),
         (Kind::Socket, "socket"),
+        (Kind::Image, "image"),
         (Kind::Honeytoken, "honeytoken"),
         (Kind::Refused, "refused"),
     ];
@@ -352,6 +362,7 @@ impl Kind {
             Kind::Connect => matches!(f, F::Syscall | F::Fd | F::Addr),
             Kind::Bind => matches!(f, F::Fd | F::Addr),
             Kind::Socket => matches!(f, F::Domain | F::SockType | F::Protocol),
+            Kind::Image => matches!(f, F::Path | F::Shown),
             Kind::Honeytoken => matches!(f, F::Path | F::Access | F::Dir),
             Kind::Refused => matches!(f, F::Syscall | F::Errno | F::Reason),
         }
@@ -364,14 +375,14 @@ impl<'de> Deserialize<'de> for Kind {
         impl Visitor<'_> for V {
             type Value = Kind;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("an event kind (exec, open, stat, connect, bind, socket, honeytoken or refused)")
+                f.write_str("an event kind (exec, open, stat, connect, bind, socket, image, honeytoken or refused)")
             }
             fn visit_str<E: de::Error>(self, s: &str) -> Result<Kind, E> {
                 match Kind::ALL.iter().find(|(_, name)| *name == s) {
                     Some((k, _)) => Ok(*k),
                     None => Err(E::custom(format_args!(
                         "unknown event kind {s:?}, expected one of exec, open, stat, \
-                         connect, bind, socket, honeytoken, refused"
+                         connect, bind, socket, image, honeytoken, refused"
                     ))),
                 }
             }
@@ -382,7 +393,7 @@ impl<'de> Deserialize<'de> for Kind {
                     .and_then(|i| Kind::ALL.get(i))
                     .map(|(k, _)| *k)
                     .ok_or_else(|| {
-                        E::invalid_value(de::Unexpected::Unsigned(n), &"variant index 0 <= i < 8")
+                        E::invalid_value(de::Unexpected::Unsigned(n), &"variant index 0 <= i < 9")
                     })
             }
         }
@@ -450,6 +461,7 @@ struct KindFields {
     reason: Option<String>,
     access: Option<String>,
     dir: Option<bool>,
+    shown: Option<Bytes>,
 }
 
 impl KindFields {
@@ -471,6 +483,7 @@ impl KindFields {
             Field::Reason => put(&mut self.reason, f, src),
             Field::Access => put(&mut self.access, f, src),
             Field::Dir => put(&mut self.dir, f, src),
+            Field::Shown => put(&mut self.shown, f, src),
             // Not a kind's field: consumed and dropped (callers do not send these here).
             _ => src.value::<IgnoredAny>().map(drop),
         }
@@ -508,6 +521,10 @@ impl KindFields {
                 domain: required(self.domain, "domain")?,
                 sock_type: required(self.sock_type, "sock_type")?,
                 protocol: required(self.protocol, "protocol")?,
+            },
+            Kind::Image => EventKind::Image {
+                path: required(self.path, "path")?,
+                shown: required(self.shown, "shown")?,
             },
             Kind::Honeytoken => EventKind::Honeytoken {
                 path: required(self.path, "path")?,
@@ -645,6 +662,15 @@ pub enum EventKind {
         sock_type: i32,
         /// Protocol number.
         protocol: i32,
+    },
+    /// The program image a process runs after an exec, as the kernel reports it
+    /// (`/proc/PID/exe`, read once the exec is through), with what the recorded exec's path
+    /// resolved to when the call was made (symlinks followed; for a script, its interpreter).
+    Image {
+        /// The image the kernel reports (a memfd shows as `/memfd:name (deleted)`).
+        path: Bytes,
+        /// What the exec the recorder saw should have run.
+        shown: Bytes,
     },
     /// An access to a planted secret (or a directory holding one) as the kernel reported it
     /// (fanotify), whatever path the program passed: ground truth independent of syscall
@@ -1327,7 +1353,7 @@ mod tests {
         let err = parse(json).unwrap_err();
         assert!(
             err.starts_with(
-                r#"unknown event kind "frob", expected one of exec, open, stat, connect, bind, socket, honeytoken, refused"#
+                r#"unknown event kind "frob", expected one of exec, open, stat, connect, bind, socket, image, honeytoken, refused"#
             ),
             "{err}"
         );

@@ -109,9 +109,67 @@ struct State<'a> {
     pids: Pids,
     next_id: u64,
     stats: RecorderStats,
+    /// Execs waiting for the kernel to say what now runs.
+    images: Vec<PendingImage>,
 }
 
+/// An exec the recorder let go, waiting for its image to be confirmed from `/proc/PID/exe`.
+struct PendingImage {
+    tgid: u32,
+    ids: (i32, i32),
+    /// The image before the exec (still the same: the exec is not through, or it failed).
+    before: Option<Vec<u8>>,
+    /// What the exec's path resolved to when the call was made.
+    shown: Vec<u8>,
+    due_ns: u64,
+    tries: u8,
+}
+
+/// How often, and how many times, an exec's image is looked at before the exec is taken to
+/// have failed (the image never changed).
+const IMAGE_RETRY_NS: u64 = 2_000_000;
+const IMAGE_TRIES: u8 = 25;
+
 impl State<'_> {
+    /// Emits the kernel's view of every exec that is through: the image `/proc/PID/exe` names
+    /// once it differs from the one before. An exec whose process is gone, or whose image
+    /// never changed (it failed, or re-ran the same program), is dropped.
+    fn confirm_images(&mut self, sink: &mut dyn Sink) {
+        if self.images.is_empty() {
+            return;
+        }
+        let now = self.clock.now_ns();
+        let mut keep = Vec::new();
+        for mut p in std::mem::take(&mut self.images) {
+            if now < p.due_ns {
+                keep.push(p);
+                continue;
+            }
+            let Some(image) = proc_link(p.tgid, "exe") else {
+                continue;
+            };
+            if Some(&image) == p.before.as_ref() {
+                if p.tries < IMAGE_TRIES {
+                    p.tries += 1;
+                    p.due_ns = now + IMAGE_RETRY_NS;
+                    keep.push(p);
+                }
+                continue;
+            }
+            self.emit(
+                sink,
+                now,
+                true,
+                p.ids,
+                EventKind::Image {
+                    path: glassbox_model::Bytes(image),
+                    shown: glassbox_model::Bytes(p.shown),
+                },
+            );
+        }
+        self.images = keep;
+    }
+
     /// Records what the honeytoken watch reports: each access with the accessing process's
     /// pid in the sandbox (0 when it was gone before this read), lost events as `overflow`.
     fn ground_truth(&mut self, sink: &mut dyn Sink, h: &mut (HoneytokenWatch, PidNamespace)) {
@@ -261,6 +319,7 @@ impl Recorder {
                 syscalls: syscall_names(),
                 ..Default::default()
             },
+            images: Vec::new(),
         };
         let mut idle = true;
         loop {
@@ -283,7 +342,13 @@ impl Recorder {
             ];
             // Busy: look without waiting; nothing pending: make the sink durable, then block
             // (with the eBPF channel, only until its next drain).
-            let block = if files.is_some() { RING_PERIOD_MS } else { 100 };
+            let block = if !st.images.is_empty() {
+                (IMAGE_RETRY_NS / 1_000_000) as i32
+            } else if files.is_some() {
+                RING_PERIOD_MS
+            } else {
+                100
+            };
             // SAFETY: fds is a valid array of three pollfds (a negative fd is ignored).
             let mut n = unsafe { libc::poll(fds.as_mut_ptr(), 3, if idle { block } else { 0 }) };
             if n == 0 && !idle {
@@ -295,6 +360,7 @@ impl Recorder {
             if stop.load(Ordering::Relaxed) {
                 break;
             }
+            st.confirm_images(sink);
             if n == 0 && files.is_none() {
                 continue;
             }
@@ -340,6 +406,8 @@ impl Recorder {
         if let Some(h) = honey.as_mut() {
             st.ground_truth(sink, h);
         }
+        // Execs still pending when everything is gone: their processes are gone too.
+        st.images.clear();
         sink.idle();
         st.stats
     }
@@ -396,6 +464,21 @@ impl Recorder {
             }
             _ => None,
         };
+        // An exec: what runs now, and what its path resolves to, read while the caller waits.
+        let image = match &decoded {
+            Decoded::Event(EventKind::Exec { path, .. }) => {
+                let tgid = crate::procinfo::tgid(req.pid).unwrap_or(req.pid);
+                Some(PendingImage {
+                    tgid,
+                    ids: (0, 0),
+                    before: proc_link(tgid, "exe"),
+                    shown: crate::procinfo::exec_target(req.pid, path.as_slice()),
+                    due_ns: 0,
+                    tries: 0,
+                })
+            }
+            _ => None,
+        };
         // The reads above are only trusted if the caller is still the one that stopped.
         let mut id = req.id;
         // SAFETY: ID_VALID reads a u64.
@@ -410,10 +493,16 @@ impl Recorder {
         unsafe { libc::ioctl(fd, IOCTL_NOTIF_SEND, &resp) };
         match decoded {
             Decoded::Event(kind) if valid => {
-                if matches!(kind, EventKind::Exec { .. }) {
-                    st.pids.forget(req.pid);
-                }
                 let t = st.clock.now_ns();
+                if let Some(mut p) = image {
+                    st.pids.forget(req.pid);
+                    p.ids = ids.unwrap_or((0, 0));
+                    p.due_ns = t + IMAGE_RETRY_NS / 2;
+                    // A process that calls exec again had its earlier exec fail (a search of
+                    // PATH): only the latest can be what runs.
+                    st.images.retain(|q| q.tgid != p.tgid);
+                    st.images.push(p);
+                }
                 st.emit(sink, t, true, ids.unwrap_or((0, 0)), kind);
             }
             Decoded::Events(kinds) if valid => {

@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::OsStringExt;
 
 /// Reads `buf.len()` bytes at `addr` of process `pid`; returns how many were read.
 pub(crate) fn read_mem(pid: u32, addr: u64, buf: &mut [u8]) -> io::Result<usize> {
@@ -199,4 +200,71 @@ impl Pids {
         self.ns_of_host.insert(host_pid, v);
         v
     }
+}
+
+/// The thread-group id of task `tid` (`Tgid:` in its status): an exec from any thread leaves
+/// the process under this id.
+pub(crate) fn tgid(tid: u32) -> Option<u32> {
+    let status = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Tgid:"))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// What an exec of `path` by task `tid` should run, resolved in the task's own root: symlinks
+/// followed, and for a script (`#!`), its interpreter. `path` itself when it cannot be
+/// resolved (it does not exist: the exec will fail).
+pub(crate) fn exec_target(tid: u32, path: &[u8]) -> Vec<u8> {
+    use std::io::Read;
+    let root = format!("/proc/{tid}/root");
+    let inside = |p: &[u8]| {
+        let mut full = root.clone().into_bytes();
+        full.extend_from_slice(p);
+        std::path::PathBuf::from(std::ffi::OsString::from_vec(full))
+    };
+    let canonical = |p: &[u8]| -> Option<Vec<u8>> {
+        let c = std::fs::canonicalize(inside(p)).ok()?;
+        let c = c.as_os_str().as_bytes();
+        // Through /proc/PID/root, canonicalize keeps the prefix; strip it back off.
+        Some(c.strip_prefix(root.as_bytes()).unwrap_or(c).to_vec())
+    };
+    // The task's own /proc links (a runtime re-executing itself through /proc/self/exe, a
+    // descriptor through /dev/fd): "self" would mean glassbox here, so read the task's.
+    for prefix in [&b"/proc/self/"[..], b"/proc/thread-self/", b"/dev/fd/"] {
+        if let Some(rest) = path.strip_prefix(prefix) {
+            let rest = String::from_utf8_lossy(rest);
+            let link = if prefix == b"/dev/fd/" {
+                format!("fd/{rest}")
+            } else {
+                rest.into_owned()
+            };
+            if let Some(target) = proc_link(tid, &link) {
+                return target;
+            }
+        }
+    }
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(inside(path))
+        .and_then(|mut f| f.read(&mut head))
+        .unwrap_or(0);
+    let head = &head[..n];
+    let target = match head.strip_prefix(b"#!") {
+        Some(rest) => {
+            let line = rest.split(|&b| b == b'\n').next().unwrap_or(&[]);
+            let interpreter: Vec<u8> = line
+                .iter()
+                .copied()
+                .skip_while(|b| *b == b' ' || *b == b'\t')
+                .take_while(|b| *b != b' ' && *b != b'\t')
+                .collect();
+            if interpreter.is_empty() {
+                path.to_vec()
+            } else {
+                interpreter
+            }
+        }
+        None => path.to_vec(),
+    };
+    canonical(&target).unwrap_or(target)
 }
