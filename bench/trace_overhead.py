@@ -87,6 +87,16 @@ def main():
         med = statistics.median(samples["glassbox trace"])
         print(f"  {'glassbox trace, set-up excluded':40s} {med - setup:7.3f}s CPU  "
               f"{(med - setup) / base:5.2f}x")
+    # The honeytoken ground truth's cost: the same loop on a planted secret (a marked file:
+    # the kernel queues an event per open the recorder drains) against (a)'s unmarked file.
+    marked = [statistics.median(
+        cpu_of([args.glassbox, "trace", "--out", "/dev/null", "--", python, "bench/openloop.py",
+                p]) for _ in range(args.rounds)) for p in ("/etc/hostname", "~/.aws/credentials")]
+    print("(d) the honeytoken ground truth: (a) under glassbox trace on a planted secret")
+    print(f"  {'unmarked file (/etc/hostname)':40s} {marked[0]:7.3f}s CPU")
+    print(f"  {'planted secret (~/.aws/credentials)':40s} {marked[1]:7.3f}s CPU  "
+          f"{(marked[1] - marked[0]) * 1e6 / 200_000:6.2f} us more per open")
+    print("the static filter alone: cargo bench -p glassbox-sandbox --bench filter")
     print("target: glassbox trace at most 2.0x on (a), at most 4.0x on (c)")
 
 

@@ -18,6 +18,7 @@
 mod bundle;
 mod canary;
 pub mod coverage;
+mod lazykey;
 mod network;
 pub mod recheck;
 mod run;
@@ -296,7 +297,7 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
 
     let events = run::SharedSink::new(bundle.events_writer()?);
     let clock = Arc::new(glassbox_trace::Clock::new());
-    let secrets = run::Secrets::fresh()?;
+    let mut secrets = run::Secrets::fresh()?;
     let mut all_events = Vec::new();
     let mut flows = Vec::new();
     let mut transcript = Vec::new();
@@ -318,7 +319,11 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
                 events: Box::new(events.clone()),
             },
             run::RunPlan {
-                secrets: Some(secrets.clone()),
+                secrets: Some({
+                    // A key made in an earlier run is planted as is.
+                    secrets.settle_rsa();
+                    secrets.clone()
+                }),
                 clock: clock.clone(),
                 first_event_id,
                 network: Some(mode),
@@ -402,6 +407,9 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
         flows.extend(run_flows);
         bundle.write_manifest(&manifest)?;
     }
+    // The key made on first open (if it was opened) is a planted secret like the others.
+    secrets.settle_rsa();
+    manifest.sandbox.honeytokens = secrets.tokens.clone();
     if let Err(e) = events.clone().flush() {
         return Err(Error::Evidence {
             path: dir.join("events.jsonl"),

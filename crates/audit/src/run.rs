@@ -2,6 +2,7 @@
 //! event stream written as it happens.
 
 use crate::canary::{self, Canaries};
+use crate::lazykey::{KeyGate, LazyKey};
 use crate::target::Resolved;
 use crate::Error;
 use glassbox_model::{EdgeCounters, Event, Flow, Honeytoken, NetworkMode, SandboxSettings};
@@ -85,6 +86,8 @@ pub(crate) struct Running {
     recorder: Option<JoinHandle<RecorderResult>>,
     /// The network edge of this run, when it has one.
     pub edge: Option<EdgeRun>,
+    /// Holds the first open of the RSA key until it is made (dropped with the run).
+    _key_gate: Option<KeyGate>,
 }
 
 /// A run's network edge: the thread serving the TUN descriptor, the canary sockets, and the
@@ -174,15 +177,28 @@ pub(crate) struct Secrets {
     pub files: Vec<glassbox_sandbox::PlantedFile>,
     pub tokens: Vec<Honeytoken>,
     pub ssh_agent: String,
+    /// The RSA key, made when first opened (where glassbox can hold that open).
+    pub lazy_rsa: Option<LazyKey>,
 }
+
+/// Where the RSA key is planted, under home.
+const RSA_KEY: &str = ".ssh/id_rsa";
 
 impl Secrets {
     pub(crate) fn fresh() -> Result<Secrets, Error> {
         let user = honeytokens::user_name().map_err(Error::Honeytokens)?;
         let hostname = "devbox".to_string();
         let home = format!("/home/{user}");
-        let (files, tokens) =
-            honeytokens::generate(&home, &user, &hostname).map_err(Error::Honeytokens)?;
+        let lazy_rsa = LazyKey::available().then(|| LazyKey {
+            user: user.clone(),
+            hostname: hostname.clone(),
+            made: Default::default(),
+        });
+        let (files, tokens) = match lazy_rsa {
+            Some(_) => honeytokens::generate_with(&home, &user, &hostname, None),
+            None => honeytokens::generate(&home, &user, &hostname),
+        }
+        .map_err(Error::Honeytokens)?;
         Ok(Secrets {
             user,
             hostname,
@@ -190,7 +206,29 @@ impl Secrets {
             files,
             tokens,
             ssh_agent: canary::ssh_agent_path(),
+            lazy_rsa,
         })
+    }
+
+    /// The RSA key's path inside the sandbox.
+    pub(crate) fn rsa_path(&self) -> String {
+        format!("{}/{RSA_KEY}", self.home)
+    }
+
+    /// Once the lazily made key exists: the file planted with it and its secret listed, so
+    /// that a later run plants it as is and checks look for it.
+    pub(crate) fn settle_rsa(&mut self) {
+        let Some(pem) = self.lazy_rsa.as_ref().and_then(LazyKey::key) else {
+            return;
+        };
+        let path = self.rsa_path();
+        for f in self.files.iter_mut().filter(|f| f.path == path) {
+            f.contents = pem.clone().into_bytes();
+        }
+        for t in self.tokens.iter_mut().filter(|t| t.path == path) {
+            t.secrets = vec![honeytokens::key_secret(&pem)];
+        }
+        self.lazy_rsa = None;
     }
 }
 
@@ -228,6 +266,12 @@ pub(crate) fn start(
             true
         }
     };
+    let mut secrets = match plan.secrets {
+        Some(s) => s,
+        None => Secrets::fresh()?,
+    };
+    secrets.settle_rsa();
+    let rsa_path = secrets.rsa_path();
     let Secrets {
         user,
         hostname,
@@ -235,10 +279,9 @@ pub(crate) fn start(
         files,
         tokens,
         ssh_agent,
-    } = match plan.secrets {
-        Some(s) => s,
-        None => Secrets::fresh()?,
-    };
+        lazy_rsa,
+    } = secrets;
+    let mut key_gate = None;
     let mut env = vec![];
     if plan.network.is_some() {
         env.push(("SSH_AUTH_SOCK".to_string(), ssh_agent.clone()));
@@ -292,6 +335,10 @@ pub(crate) fn start(
                 mode,
                 clock.clone(),
             )?);
+        }
+        if let Some(key) = &lazy_rsa {
+            let host = format!("/proc/{server_pid}/root{rsa_path}");
+            key_gate = Some(KeyGate::start(Path::new(&host), key.clone())?);
         }
         if let Ok(w) = watch.as_mut() {
             let root = std::path::PathBuf::from(format!("/proc/{server_pid}/root"));
@@ -428,6 +475,7 @@ pub(crate) fn start(
         stop,
         recorder: Some(recorder),
         edge,
+        _key_gate: key_gate,
     })
 }
 

@@ -150,18 +150,75 @@ pub fn generate(
     user: &str,
     hostname: &str,
 ) -> io::Result<(Vec<PlantedFile>, Vec<Honeytoken>)> {
+    let rsa = rsa_key(user, hostname)?;
+    generate_with(home, user, hostname, Some(&rsa))
+}
+
+/// As [`generate`], with the RSA key given (`None`: a placeholder of the same form and about
+/// the same size, to be replaced by a fresh key when the file is first opened, and no secret
+/// listed for it yet; see [`rsa_placeholder`]).
+pub fn generate_with(
+    home: &str,
+    user: &str,
+    hostname: &str,
+    rsa: Option<&str>,
+) -> io::Result<(Vec<PlantedFile>, Vec<Honeytoken>)> {
     loop {
-        let (files, tokens) = generate_once(home, user, hostname)?;
+        let (files, tokens) = generate_once(home, user, hostname, rsa)?;
         if !files.iter().any(|f| has_banned_word(&f.contents)) {
             return Ok((files, tokens));
         }
     }
 }
 
+/// A fresh RSA-2048 key in OpenSSH's format, with the comment `user@hostname`: the costliest
+/// secret to make (0.2-1.2 s of CPU), so an audit may make it only when the file is opened.
+pub fn rsa_key(user: &str, hostname: &str) -> io::Result<String> {
+    let tmp = std::env::temp_dir().join(format!(
+        "glassbox-keys-{}-{}",
+        std::process::id(),
+        random_from(BASE62, 8)?
+    ));
+    std::fs::create_dir_all(&tmp)?;
+    let key = ssh_keygen("rsa", Some("2048"), &format!("{user}@{hostname}"), &tmp);
+    let _ = std::fs::remove_dir_all(&tmp);
+    let key = key?;
+    if has_banned_word(key.as_bytes()) {
+        return rsa_key(user, hostname);
+    }
+    Ok(key)
+}
+
+/// What `~/.ssh/id_rsa` holds until its key is made: the OpenSSH armour around random base64
+/// of the length a 2048-bit key with this comment usually has (1,823 bytes for a 12-character
+/// comment; a key whose numbers encode a byte shorter differs by a few bytes). Nothing can read it: the first open waits until the real key is written.
+pub fn rsa_placeholder(user: &str, hostname: &str) -> io::Result<String> {
+    let comment = user.len() + 1 + hostname.len();
+    // OpenSSH's blob for a 2048-bit RSA key: 326 bytes of header and public key, then the
+    // private part (949 bytes and the comment, usually) padded to a multiple of 8.
+    let private = 949 + comment;
+    let blob = 326 + private.div_ceil(8) * 8;
+    let b64 = blob.div_ceil(3) * 4;
+    let body = random_from(BASE62, b64)?;
+    let mut out = String::from("-----BEGIN OPENSSH PRIVATE KEY-----\n");
+    for chunk in body.as_bytes().chunks(70) {
+        out.push_str(&String::from_utf8_lossy(chunk));
+        out.push('\n');
+    }
+    out.push_str("-----END OPENSSH PRIVATE KEY-----\n");
+    Ok(out)
+}
+
+/// The secret of a PEM-style key, as listed in [`Honeytoken::secrets`].
+pub fn key_secret(pem: &str) -> String {
+    pem_body(pem)
+}
+
 fn generate_once(
     home: &str,
     user: &str,
     hostname: &str,
+    rsa: Option<&str>,
 ) -> io::Result<(Vec<PlantedFile>, Vec<Honeytoken>)> {
     let tmp = std::env::temp_dir().join(format!(
         "glassbox-keys-{}-{}",
@@ -170,14 +227,9 @@ fn generate_once(
     ));
     std::fs::create_dir_all(&tmp)?;
     let comment = format!("{user}@{hostname}");
-    let keys = (|| {
-        let ed = ssh_keygen("ed25519", None, &comment, &tmp)?;
-        // 2048 bits: as common in the wild as 3072, and half the CPU to make on every run.
-        let rsa = ssh_keygen("rsa", Some("2048"), &comment, &tmp)?;
-        Ok::<_, io::Error>((ed, rsa))
-    })();
+    let ed = ssh_keygen("ed25519", None, &comment, &tmp);
     let _ = std::fs::remove_dir_all(&tmp);
-    let (ed25519, rsa) = keys?;
+    let ed25519 = ed?;
 
     let mut files = Vec::new();
     let mut tokens = Vec::new();
@@ -203,8 +255,23 @@ fn generate_once(
         0o600,
         vec![ed_body],
     );
-    let rsa_body = pem_body(&rsa);
-    plant(".ssh/id_rsa", "ssh-rsa-key", rsa, 0o600, vec![rsa_body]);
+    // 2048 bits: as common in the wild as 3072, and half the CPU to make.
+    match rsa {
+        Some(rsa) => plant(
+            ".ssh/id_rsa",
+            "ssh-rsa-key",
+            rsa.to_string(),
+            0o600,
+            vec![pem_body(rsa)],
+        ),
+        None => plant(
+            ".ssh/id_rsa",
+            "ssh-rsa-key",
+            rsa_placeholder(user, hostname)?,
+            0o600,
+            vec![],
+        ),
+    }
 
     let key_id = format!(
         "AKIA{}",
@@ -301,6 +368,26 @@ fn pem_body(pem: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn the_rsa_placeholder_has_the_size_and_form_of_a_real_key() {
+        for (user, host) in [
+            ("jamie", "devbox"),
+            ("alexandra", "devbox"),
+            ("al", "devbox"),
+        ] {
+            let real = rsa_key(user, host).unwrap();
+            let fake = rsa_placeholder(user, host).unwrap();
+            let diff = real.len().abs_diff(fake.len());
+            assert!(diff <= 16, "{user}: {} vs {}", real.len(), fake.len());
+            assert!(fake.starts_with("-----BEGIN OPENSSH PRIVATE KEY-----\n"));
+            assert!(fake.ends_with("-----END OPENSSH PRIVATE KEY-----\n"));
+            assert!(fake
+                .lines()
+                .all(|l| l.len() <= 70 || l.starts_with("-----")));
+        }
+    }
+
     use super::*;
 
     #[test]
