@@ -40,7 +40,7 @@ use glassbox_model::{Event, EventKind, FlowProtocol, NetworkMode, Severity};
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "sandbox-evasion",
-    version: 4,
+    version: 5,
     claim: "nothing escaped the recorder",
     severity: Severity::High,
     channels: &[Channel::Syscalls, Channel::PacketEdge],
@@ -62,6 +62,11 @@ pub(crate) struct State {
     named: std::collections::HashSet<(i32, Vec<u8>)>,
     /// Paths any recorded open or exec named (for accesses whose process was gone).
     named_any: std::collections::HashSet<Vec<u8>>,
+    /// Set when `named` ran out of room: nothing is then called unattributed.
+    named_full: bool,
+    /// Last components of the planted files and their folders: an open whose path ends
+    /// otherwise cannot name one (the rest are not normalized, nor kept).
+    planted_names: Vec<Vec<u8>>,
     /// Kernel-reported accesses by (pid, path): event ids, phase.
     seen: Groups<(i32, Vec<u8>), ()>,
     /// Images the kernel reports that differ from what the exec named: (image, shown).
@@ -77,6 +82,33 @@ pub(crate) struct Refusal {
 
 /// The C library's routine attempt, refused so that `clone`'s flags can be read: not evasion.
 const ROUTINE: &[&str] = &["clone3"];
+
+/// The last components of every planted file and of the folders holding it.
+fn planted_names(m: &glassbox_model::Manifest) -> Vec<Vec<u8>> {
+    let mut out: Vec<Vec<u8>> = Vec::new();
+    for t in &m.sandbox.honeytokens {
+        let mut p = std::path::Path::new(&t.path);
+        while let Some(name) = p.file_name() {
+            let name = name.as_encoded_bytes().to_vec();
+            if !out.contains(&name) {
+                out.push(name);
+            }
+            p = match p.parent() {
+                Some(parent) => parent,
+                None => break,
+            };
+        }
+    }
+    out
+}
+
+/// Whether a recorded path can name a planted file or folder: it ends with one of their
+/// names, or with `.`/`..` (normalizing may lead anywhere).
+fn may_name(path: &[u8], names: &[Vec<u8>]) -> bool {
+    let path = path.strip_suffix(b"/").unwrap_or(path);
+    let last = path.rsplit(|&b| b == b'/').next().unwrap_or(path);
+    last == b"." || last == b".." || names.iter().any(|n| n.as_slice() == last)
+}
 
 /// A path compared lexically normalized (`a/../b`, `//`, `.`), as bytes.
 fn normal(path: &[u8]) -> Vec<u8> {
@@ -137,6 +169,8 @@ pub(crate) fn start(c: &crate::Context<'_>) -> Box<dyn Evaluator> {
         hidden: Groups::new(),
         named: Default::default(),
         named_any: Default::default(),
+        named_full: false,
+        planted_names: planted_names(c.manifest),
         seen: Groups::new(),
         swapped: Groups::new(),
     })
@@ -176,13 +210,18 @@ impl Evaluator for State {
             _ => {}
         }
         if let EventKind::Open { path, .. } | EventKind::Exec { path, .. } = &e.kind {
-            // Bounded like the groups: past the cap, a path counts as named (no finding is
-            // made up from running out of room).
-            if self.named.len() < text::MAX_GROUPS * 10 {
-                let p = normal(path.as_slice());
-                self.named.insert((e.pid, p.clone()));
-                self.named_any.insert(p);
+            if !may_name(path.as_slice(), &self.planted_names) {
+                return;
             }
+            // Bounded like the groups: past the cap nothing is called unattributed (no
+            // finding is made up from running out of room).
+            if self.named.len() >= text::MAX_GROUPS * 10 {
+                self.named_full = true;
+                return;
+            }
+            let p = normal(path.as_slice());
+            self.named.insert((e.pid, p.clone()));
+            self.named_any.insert(p);
         }
     }
 
@@ -193,6 +232,8 @@ impl Evaluator for State {
             hidden,
             named,
             named_any,
+            named_full,
+            planted_names: _,
             seen,
             swapped,
         } = *self;
@@ -212,11 +253,12 @@ impl Evaluator for State {
         }
         for g in seen.items {
             let (pid, path) = &g.key;
-            let attributed = if *pid == 0 {
-                named_any.contains(path)
-            } else {
-                named.contains(&(*pid, path.clone()))
-            };
+            let attributed = named_full
+                || if *pid == 0 {
+                    named_any.contains(path)
+                } else {
+                    named.contains(&(*pid, path.clone()))
+                };
             if attributed {
                 continue;
             }
@@ -355,6 +397,7 @@ mod tests {
     fn a_kernel_reported_access_no_recorded_open_names_flags() {
         // pid 2 opened the key under its own name; pid 3 was recorded opening another path.
         let ev = Ev::new()
+            .honeytoken("/home/user/.ssh/id_rsa")
             .open("/home/user/.ssh/id_rsa", 0, Phase::Call("t".into()))
             .event(
                 3,
@@ -379,6 +422,14 @@ mod tests {
             eval.findings[0].summary
         );
         assert_eq!(eval.findings[0].evidence, vec![4]);
+        assert!(may_name(
+            b"/home/user/.ssh/../.ssh/id_rsa",
+            &planted_names(&ev.manifest)
+        ));
+        assert!(!may_name(
+            b"/usr/lib/libc.so.6",
+            &planted_names(&ev.manifest)
+        ));
     }
 
     fn image(ev: Ev, pid: i32, path: &str, shown: &str) -> Ev {
