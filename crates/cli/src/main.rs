@@ -91,6 +91,16 @@ enum Command {
         #[arg(required = true, value_name = "EVIDENCE")]
         dirs: Vec<PathBuf>,
     },
+    /// The TCP destinations an audited server reached (capture run), as an allowlist to start
+    /// from: a ToolHive permission profile or Docker MCP Gateway `allowHosts`, on stdout.
+    Allowlist {
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = AllowlistFormat::Toolhive)]
+        format: AllowlistFormat,
+        /// The evidence bundle (a folder with network.jsonl).
+        #[arg(value_name = "EVIDENCE")]
+        dir: PathBuf,
+    },
     /// Per check: positive and negative controls, regression cases; fragile checks marked.
     Coverage {
         /// The controls (default: the source tree's fixtures/).
@@ -118,6 +128,15 @@ enum Command {
         #[arg(last = true, required = true, value_name = "COMMAND")]
         cmd: Vec<OsString>,
     },
+}
+
+/// `allowlist --format`.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum AllowlistFormat {
+    /// A ToolHive permission profile (`network.outbound.allow_host`, `allow_port`).
+    Toolhive,
+    /// Docker MCP Gateway `allowHosts` (`host:port`).
+    Docker,
 }
 
 /// `--network`.
@@ -366,6 +385,24 @@ fn run(cli: Cli) -> Result<i32> {
                 write_json(&p, &reports)?;
             }
             Ok(worst)
+        }
+        Command::Allowlist { format, dir } => {
+            let path = dir.join("network.jsonl");
+            if !path.exists() {
+                anyhow::bail!(
+                    "{} has no network.jsonl: not an evidence bundle of an audit with the network edge",
+                    dir.display()
+                );
+            }
+            let mut ev = glassbox_model::Evidence::default();
+            glassbox_audit::recheck::read_lines(&path, |f| ev.flows.push(f))?;
+            let dest = glassbox_report::allowlist::destinations(&ev);
+            let value = match format {
+                AllowlistFormat::Toolhive => glassbox_report::allowlist::toolhive(&dest),
+                AllowlistFormat::Docker => glassbox_report::allowlist::docker(&dest),
+            };
+            println!("{}", serde_json::to_string_pretty(&value)?);
+            Ok(0)
         }
         Command::Coverage {
             fixtures,

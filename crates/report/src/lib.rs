@@ -11,6 +11,8 @@
 //!   tools, and every check with its findings and the ids of the events behind them. Long lists
 //!   are capped with "… and N more (see events.jsonl)".
 //! - [`json()`]: the report as pretty JSON, in the wire format documented by `glassbox-model`.
+//! - [`allowlist`]: the TCP destinations a server reached, as a ToolHive permission profile
+//!   and Docker MCP Gateway `allowHosts`.
 //!
 //! # Hostile strings
 //!
@@ -24,6 +26,7 @@
 
 use glassbox_model::{AuditReport, Evidence};
 
+pub mod allowlist;
 mod escape;
 mod terminal;
 
