@@ -62,6 +62,10 @@ enum Command {
         /// HOST or HOST:PORT (repeatable).
         #[arg(long = "allow-host", value_name = "HOST[:PORT]")]
         allow_host: Vec<String>,
+        /// The store the audit is recorded in (default: $GLASSBOX_STORE, else
+        /// $GLASSBOX_STATE_DIR/store.sqlite, else ~/.local/state/glassbox/store.sqlite).
+        #[arg(long, value_name = "FILE")]
+        store: Option<PathBuf>,
         /// The server command and its arguments.
         #[arg(last = true, required = true, value_name = "COMMAND")]
         cmd: Vec<OsString>,
@@ -101,6 +105,15 @@ enum Command {
         #[arg(value_name = "EVIDENCE")]
         dir: PathBuf,
     },
+    /// Accusations withheld until a person reviews them: list, show, accept (publish) or
+    /// reject (publish the audit without it; its evidence becomes a regression case).
+    Review {
+        /// The store (default as for `audit`).
+        #[arg(long, value_name = "FILE", global = true)]
+        store: Option<PathBuf>,
+        #[command(subcommand)]
+        action: ReviewAction,
+    },
     /// Per check: positive and negative controls, regression cases; fragile checks marked.
     Coverage {
         /// The controls (default: the source tree's fixtures/).
@@ -127,6 +140,44 @@ enum Command {
         /// The command and its arguments.
         #[arg(last = true, required = true, value_name = "COMMAND")]
         cmd: Vec<OsString>,
+    },
+}
+
+/// `review` subcommands.
+#[derive(Subcommand, Debug)]
+enum ReviewAction {
+    /// The findings awaiting review.
+    List,
+    /// One finding: what was found, in which audit, with which evidence.
+    Show {
+        /// The finding's id (from `review list`).
+        id: i64,
+    },
+    /// The accusation stands: publish it.
+    Accept {
+        /// The finding's id.
+        id: i64,
+        /// Why it stands.
+        #[arg(long)]
+        note: String,
+        /// Who reviewed it (default: $USER).
+        #[arg(long)]
+        reviewer: Option<String>,
+    },
+    /// The accusation is wrong: publish the audit without it, and keep its evidence as a
+    /// regression case on which the check must pass.
+    Reject {
+        /// The finding's id.
+        id: i64,
+        /// Why it is wrong.
+        #[arg(long)]
+        reason: String,
+        /// Who reviewed it (default: $USER).
+        #[arg(long)]
+        reviewer: Option<String>,
+        /// Where the regression case goes (default: the source tree's regressions/).
+        #[arg(long, value_name = "DIR")]
+        regressions: Option<PathBuf>,
     },
 }
 
@@ -284,6 +335,7 @@ fn run(cli: Cli) -> Result<i32> {
             no_selftest,
             network,
             allow_host,
+            store,
             cmd,
         } => {
             // A command that cannot run is a usage error before anything else.
@@ -333,7 +385,40 @@ fn run(cli: Cli) -> Result<i32> {
                 }
                 None => print!("{text}"),
             }
+            // Every audit goes to the store; the bundle is on disk whatever happens here.
+            let path = match store {
+                Some(p) => p,
+                None => glassbox_store::Store::default_path()?,
+            };
+            let id = glassbox_store::Store::open(&path)
+                .and_then(|mut s| {
+                    s.record(
+                        &audit.report,
+                        &audit.evidence.manifest,
+                        None,
+                        &audit.evidence_dir,
+                    )
+                })
+                .with_context(|| {
+                    format!(
+                        "cannot record the audit in the store {} (its evidence is in {})",
+                        path.display(),
+                        audit.evidence_dir.display()
+                    )
+                })?;
+            if !quiet {
+                eprintln!("glassbox: recorded as audit {id} in {}", path.display());
+            }
             Ok(audit.report.verdict.exit_code())
+        }
+        Command::Review { store, action } => {
+            let path = match store {
+                Some(p) => p,
+                None => glassbox_store::Store::default_path()?,
+            };
+            let mut s = glassbox_store::Store::open(&path)
+                .with_context(|| format!("cannot open the store {}", path.display()))?;
+            review(&mut s, action)
         }
         Command::Selftest {
             fixtures,
@@ -485,6 +570,150 @@ fn run(cli: Cli) -> Result<i32> {
             })
         }
     }
+}
+
+/// `glassbox review …` over an open store.
+fn review(s: &mut glassbox_store::Store, action: ReviewAction) -> Result<i32> {
+    use glassbox_model::printable;
+    let reviewer = |r: Option<String>| {
+        r.or_else(|| std::env::var("USER").ok())
+            .unwrap_or_else(|| "unknown".into())
+    };
+    let finding = |s: &glassbox_store::Store, id: i64| -> Result<glassbox_store::FindingRow> {
+        s.finding(id)?
+            .with_context(|| format!("no finding {id} in the store (see `glassbox review list`)"))
+    };
+    match action {
+        ReviewAction::List => {
+            let rows = s.withheld()?;
+            if rows.is_empty() {
+                println!("nothing awaits review");
+            }
+            for f in rows {
+                let run = s.audit(f.audit_id)?.map(|a| a.run_id).unwrap_or_default();
+                println!(
+                    "{:>5}  {}  {} v{}  {}",
+                    f.id,
+                    printable(&run),
+                    f.check_id,
+                    f.check_version,
+                    printable(&f.summary)
+                );
+            }
+        }
+        ReviewAction::Show { id } => {
+            let f = finding(s, id)?;
+            let a = s
+                .audit(f.audit_id)?
+                .context("the finding's audit is gone")?;
+            println!("finding   {}", f.id);
+            println!("status    {:?}", f.status);
+            println!("check     {} v{}", f.check_id, f.check_version);
+            println!("summary   {}", printable(&f.summary));
+            println!("events    {:?}", f.evidence);
+            if !f.flows.is_empty() {
+                println!("flows     {:?}", f.flows);
+            }
+            println!("audit     {} ({})", a.id, printable(&a.run_id));
+            println!("target    {}", printable(&a.target));
+            println!("evidence  {}", printable(&a.evidence_dir.to_string_lossy()));
+            for r in s.reviews_of(id)? {
+                println!(
+                    "review    {:?} by {} at {}: {}",
+                    r.decision,
+                    printable(&r.reviewer),
+                    r.at,
+                    printable(&r.text)
+                );
+            }
+        }
+        ReviewAction::Accept {
+            id,
+            note,
+            reviewer: who,
+        } => {
+            s.review(id, glassbox_store::Decision::Accept, &reviewer(who), &note)?;
+            println!("finding {id} accepted: published");
+        }
+        ReviewAction::Reject {
+            id,
+            reason,
+            reviewer: who,
+            regressions,
+        } => {
+            let f = finding(s, id)?;
+            s.review(
+                id,
+                glassbox_store::Decision::Reject,
+                &reviewer(who),
+                &reason,
+            )?;
+            println!("finding {id} rejected: the audit is published without it");
+            // The run becomes a regression case on which the check must pass once every
+            // finding the check made in it is rejected (one it rightly made keeps it flagging).
+            let a = s
+                .audit(f.audit_id)?
+                .context("the finding's audit is gone")?;
+            let same: Vec<_> = a
+                .findings
+                .iter()
+                .filter(|g| g.check_id == f.check_id)
+                .collect();
+            if same
+                .iter()
+                .any(|g| g.status == glassbox_store::FindingStatus::Published)
+            {
+                println!(
+                    "no regression case: {} has a published finding in this run",
+                    f.check_id
+                );
+            } else if let Some(w) = same
+                .iter()
+                .find(|g| g.status == glassbox_store::FindingStatus::Withheld)
+            {
+                println!(
+                    "the regression case is made once {}'s other findings in this run are \
+                     reviewed too (next: {})",
+                    f.check_id, w.id
+                );
+            } else {
+                let dir = regressions.unwrap_or_else(glassbox_audit::coverage::default_regressions);
+                let case = dir.join(format!("rejected-{}-{}", f.check_id, a.run_id));
+                copy_bundle(&a.evidence_dir, &case)?;
+                let expected = serde_json::json!({
+                    "why": format!(
+                        "Rejected on review: {reason} ({} v{} had said: {})",
+                        f.check_id, f.check_version, f.summary
+                    ),
+                    "checks": { f.check_id.clone(): "pass" },
+                });
+                std::fs::write(
+                    case.join("expected.json"),
+                    serde_json::to_string_pretty(&expected)? + "\n",
+                )?;
+                println!("regression case {}", case.display());
+            }
+        }
+    }
+    Ok(0)
+}
+
+/// Copies an evidence bundle (a flat folder of files) to `to`.
+fn copy_bundle(from: &std::path::Path, to: &std::path::Path) -> Result<()> {
+    if to.exists() {
+        anyhow::bail!("{} exists already", to.display());
+    }
+    std::fs::create_dir_all(to).with_context(|| format!("cannot create {}", to.display()))?;
+    for entry in
+        std::fs::read_dir(from).with_context(|| format!("cannot read {}", from.display()))?
+    {
+        let entry = entry?;
+        if entry.file_type()?.is_file() {
+            std::fs::copy(entry.path(), to.join(entry.file_name()))
+                .with_context(|| format!("cannot copy {}", entry.path().display()))?;
+        }
+    }
+    Ok(())
 }
 
 fn write_json<T: serde::Serialize>(path: &std::path::Path, value: &T) -> Result<()> {

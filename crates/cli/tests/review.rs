@@ -1,0 +1,161 @@
+//! Audits go to the store; a withheld accusation waits for review; accepting publishes it;
+//! rejecting records who and why and keeps the run as a regression case on which the check
+//! must pass.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn tmp(name: &str) -> PathBuf {
+    let p = std::env::temp_dir().join(format!("glassbox-review-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&p);
+    p
+}
+
+fn glassbox(store: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_glassbox"));
+    c.env("GLASSBOX_STORE", store);
+    c
+}
+
+fn audit(store: &Path, fixture: &str, evidence: &Path) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures")
+        .join(fixture)
+        .canonicalize()
+        .unwrap();
+    let out = glassbox(store)
+        .current_dir(&dir)
+        .args([
+            "audit",
+            "--no-selftest",
+            "--network",
+            "capture",
+            "--quiet",
+            "--evidence",
+        ])
+        .arg(evidence)
+        .arg("--ro")
+        .arg(dir.join("../lib").canonicalize().unwrap())
+        .args(["--", "python3", "server.py"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn run(store: &Path, args: &[&str]) -> String {
+    let out = glassbox(store).args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The id of the first withheld finding of `check`.
+fn withheld(store: &Path, check: &str) -> String {
+    run(store, &["review", "list"])
+        .lines()
+        .find(|l| l.contains(check))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no withheld {check} finding"))
+        .to_string()
+}
+
+#[test]
+fn withheld_findings_are_accepted_or_rejected_into_regression_cases() {
+    let root = tmp("root");
+    std::fs::create_dir_all(&root).unwrap();
+    let store = root.join("store.sqlite");
+
+    audit(&store, "reads-ssh-key-in-call", &root.join("ev1"));
+    let id = withheld(&store, "credential-probe");
+    let shown = run(&store, &["review", "show", &id]);
+    assert!(shown.contains("status    Withheld"), "{shown}");
+    assert!(shown.contains(".ssh/id_rsa"), "{shown}");
+    let accepted = run(
+        &store,
+        &[
+            "review",
+            "accept",
+            &id,
+            "--note",
+            "reads the key",
+            "--reviewer",
+            "ana",
+        ],
+    );
+    assert!(accepted.contains("published"), "{accepted}");
+    let shown = run(&store, &["review", "show", &id]);
+    assert!(shown.contains("status    Published"), "{shown}");
+    assert!(shown.contains("Accept by ana"), "{shown}");
+    // A finding is reviewed once.
+    let again = glassbox(&store)
+        .args(["review", "reject", &id, "--reason", "x"])
+        .output()
+        .unwrap();
+    assert!(!again.status.success());
+
+    audit(
+        &store,
+        "poisoned-description-reads-ssh-key",
+        &root.join("ev2"),
+    );
+    let regressions = root.join("regressions");
+    // Every finding of the check in that run is rejected; the last rejection makes the case.
+    let mut last = String::new();
+    loop {
+        let list = run(&store, &["review", "list"]);
+        let Some(id) = list
+            .lines()
+            .find(|l| l.contains("description-exfil-pattern"))
+            .and_then(|l| l.split_whitespace().next())
+        else {
+            break;
+        };
+        last = run(
+            &store,
+            &[
+                "review",
+                "reject",
+                id,
+                "--reason",
+                "the description is documentation",
+                "--reviewer",
+                "ben",
+                "--regressions",
+                regressions.to_str().unwrap(),
+            ],
+        );
+        assert!(last.contains("rejected"), "{last}");
+    }
+    assert!(last.contains("regression case"), "{last}");
+    let case = std::fs::read_dir(&regressions)
+        .unwrap()
+        .flatten()
+        .next()
+        .expect("a regression case")
+        .path();
+    for f in [
+        "manifest.json",
+        "events.jsonl",
+        "transcript.jsonl",
+        "report.json",
+    ] {
+        assert!(case.join(f).exists(), "{f} kept in {}", case.display());
+    }
+    let expected: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(case.join("expected.json")).unwrap()).unwrap();
+    assert_eq!(expected["checks"]["description-exfil-pattern"], "pass");
+    assert!(expected["why"]
+        .as_str()
+        .unwrap()
+        .contains("the description is documentation"));
+    let _ = std::fs::remove_dir_all(root);
+}
