@@ -126,3 +126,68 @@ pub fn recheck(dir: &Path, proofs: &Proofs) -> Result<Recheck, Error> {
         events,
     })
 }
+
+/// The whole bundle in `dir`, in memory (for a report): manifest, events, transcript, flows.
+pub fn load(dir: &Path) -> Result<glassbox_model::Evidence, Error> {
+    let manifest_path = dir.join("manifest.json");
+    let manifest: Manifest =
+        serde_json::from_slice(&read(&manifest_path)?).map_err(|e| bad(&manifest_path, 1, e))?;
+    let mut ev = glassbox_model::Evidence {
+        manifest,
+        ..Default::default()
+    };
+    read_lines(&dir.join("events.jsonl"), |e| ev.events.push(e))?;
+    let t = dir.join("transcript.jsonl");
+    if t.exists() {
+        read_lines(&t, |e| ev.transcript.push(e))?;
+    }
+    let n = dir.join("network.jsonl");
+    if n.exists() {
+        read_lines(&n, |f| ev.flows.push(f))?;
+    }
+    Ok(ev)
+}
+
+/// What may be published of `report`: findings awaiting review are replaced by one line
+/// saying so (nothing of them is shown), rejected ones are dropped, and each check's outcome
+/// and the verdict follow from what is left. `status(check, summary)` says whether a finding
+/// is `Some(true)` published, `Some(false)` rejected, or `None` withheld.
+pub fn published(
+    report: &AuditReport,
+    session_completed: bool,
+    failure: Option<&str>,
+    status: &dyn Fn(&str, &str) -> Option<bool>,
+) -> AuditReport {
+    let mut out = report.clone();
+    for c in &mut out.checks {
+        let mut withheld = 0usize;
+        c.findings.retain(|f| match status(&f.check, &f.summary) {
+            Some(true) => true,
+            Some(false) => false,
+            None => {
+                withheld += 1;
+                false
+            }
+        });
+        if withheld > 0 {
+            c.findings.push(glassbox_model::Finding {
+                check: c.id.clone(),
+                version: c.version,
+                summary: format!("{withheld} finding(s) withheld until a person has reviewed them"),
+                evidence: Vec::new(),
+                phase: None,
+                accusation: true,
+                flows: Vec::new(),
+            });
+        }
+        if c.outcome == glassbox_model::Outcome::Flag && c.findings.is_empty() {
+            // Every finding was rejected on review: the check's claim holds for this run.
+            c.outcome = glassbox_model::Outcome::Pass;
+            c.reason = Some("every finding was rejected on review".into());
+        }
+    }
+    let (verdict, why) = glassbox_checks::verdict(&out.checks, session_completed, failure);
+    out.verdict = verdict;
+    out.inconclusive_reason = why;
+    out
+}

@@ -114,6 +114,21 @@ enum Command {
         #[command(subcommand)]
         action: ReviewAction,
     },
+    /// The report of a stored audit, as published: findings awaiting review are withheld,
+    /// rejected ones dropped.
+    Report {
+        /// The audit's id in the store (printed by `audit`; see `review list`).
+        id: i64,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ReportFormat::Terminal)]
+        format: ReportFormat,
+        /// The store (default as for `audit`).
+        #[arg(long, value_name = "FILE")]
+        store: Option<PathBuf>,
+        /// Show withheld findings too (for the reviewer; not for publishing).
+        #[arg(long)]
+        include_withheld: bool,
+    },
     /// Per check: positive and negative controls, regression cases; fragile checks marked.
     Coverage {
         /// The controls (default: the source tree's fixtures/).
@@ -179,6 +194,19 @@ enum ReviewAction {
         #[arg(long, value_name = "DIR")]
         regressions: Option<PathBuf>,
     },
+}
+
+/// `report --format`.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum ReportFormat {
+    /// Text for a terminal.
+    Terminal,
+    /// The JSON report (schemas/report.schema.json).
+    Json,
+    /// Markdown.
+    Md,
+    /// One self-contained HTML page.
+    Html,
 }
 
 /// `allowlist --format`.
@@ -470,6 +498,59 @@ fn run(cli: Cli) -> Result<i32> {
                 write_json(&p, &reports)?;
             }
             Ok(worst)
+        }
+        Command::Report {
+            id,
+            format,
+            store,
+            include_withheld,
+        } => {
+            let path = match store {
+                Some(p) => p,
+                None => glassbox_store::Store::default_path()?,
+            };
+            let s = glassbox_store::Store::open(&path)
+                .with_context(|| format!("cannot open the store {}", path.display()))?;
+            let row = s
+                .audit(id)?
+                .with_context(|| format!("no audit {id} in the store {}", path.display()))?;
+            let stored = s.report(id)?.context("the audit has no stored report")?;
+            let ev = glassbox_audit::recheck::load(&row.evidence_dir).with_context(|| {
+                format!(
+                    "cannot read the evidence bundle of audit {id} at {}",
+                    row.evidence_dir.display()
+                )
+            })?;
+            let report = if include_withheld {
+                stored
+            } else {
+                let status = |check: &str, summary: &str| {
+                    row.findings
+                        .iter()
+                        .find(|f| f.check_id == check && f.summary == summary)
+                        .map_or(Some(true), |f| match f.status {
+                            glassbox_store::FindingStatus::Published => Some(true),
+                            glassbox_store::FindingStatus::Rejected => Some(false),
+                            glassbox_store::FindingStatus::Withheld => None,
+                        })
+                };
+                let session = &ev.manifest.session;
+                glassbox_audit::recheck::published(
+                    &stored,
+                    session.completed,
+                    session.failure.as_deref(),
+                    &status,
+                )
+            };
+            let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+            let text = match format {
+                ReportFormat::Terminal => glassbox_report::terminal(&ev, &report, color),
+                ReportFormat::Json => glassbox_report::json(&report) + "\n",
+                ReportFormat::Md => glassbox_report::markdown(&ev, &report),
+                ReportFormat::Html => glassbox_report::html(&ev, &report),
+            };
+            print!("{text}");
+            Ok(0)
         }
         Command::Allowlist { format, dir } => {
             let path = dir.join("network.jsonl");

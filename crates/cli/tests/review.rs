@@ -97,10 +97,12 @@ fn withheld_findings_are_accepted_or_rejected_into_regression_cases() {
     assert!(shown.contains("Accept by ana"), "{shown}");
     // A finding is reviewed once.
     let again = glassbox(&store)
-        .args(["review", "reject", &id, "--reason", "x"])
+        .args(["review", "reject", &id, "--reason", "x", "--regressions"])
+        .arg(root.join("never-written"))
         .output()
         .unwrap();
     assert!(!again.status.success());
+    assert!(!root.join("never-written").exists());
 
     audit(
         &store,
@@ -108,6 +110,33 @@ fn withheld_findings_are_accepted_or_rejected_into_regression_cases() {
         &root.join("ev2"),
     );
     let regressions = root.join("regressions");
+    // Published, the report withholds the accusations awaiting review (nothing of them shown).
+    let report: serde_json::Value =
+        serde_json::from_str(&run(&store, &["report", "2", "--format", "json"])).unwrap();
+    assert_eq!(report["verdict"], "withheld");
+    let descriptions = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "description-exfil-pattern")
+        .unwrap()
+        .clone();
+    let summaries: Vec<&str> = descriptions["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["summary"].as_str().unwrap())
+        .collect();
+    assert_eq!(summaries.len(), 1, "{summaries:?}");
+    assert!(
+        summaries[0].contains("withheld until a person has reviewed"),
+        "{summaries:?}"
+    );
+    let full = run(
+        &store,
+        &["report", "2", "--format", "json", "--include-withheld"],
+    );
+    assert!(full.contains("IMPORTANT"), "the reviewer sees everything");
     // Every finding of the check in that run is rejected; the last rejection makes the case.
     let mut last = String::new();
     loop {
@@ -157,5 +186,19 @@ fn withheld_findings_are_accepted_or_rejected_into_regression_cases() {
         .as_str()
         .unwrap()
         .contains("the description is documentation"));
+    // Rejected everywhere, the check's claim holds in the published report.
+    let report: serde_json::Value =
+        serde_json::from_str(&run(&store, &["report", "2", "--format", "json"])).unwrap();
+    let descriptions = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "description-exfil-pattern")
+        .unwrap()
+        .clone();
+    assert_eq!(descriptions["outcome"], "pass", "{descriptions}");
+    for format in ["md", "html", "terminal"] {
+        assert!(!run(&store, &["report", "2", "--format", format]).is_empty());
+    }
     let _ = std::fs::remove_dir_all(root);
 }

@@ -10,6 +10,10 @@
 //!   files touched under the sandbox home, the processes started, the connection attempts, the
 //!   tools, and every check with its findings and the ids of the events behind them. Long lists
 //!   are capped with "… and N more (see events.jsonl)".
+//! - [`markdown()`]: the same audit as a Markdown document (tables of checks, files,
+//!   processes, flows, tools and the phase timeline), for pasting into an issue or a review.
+//! - [`html()`]: the same audit as one self-contained HTML page (no script, no external
+//!   resource, a strict Content-Security-Policy).
 //! - [`json()`]: the report as pretty JSON, in the wire format documented by `glassbox-model`.
 //! - [`allowlist`]: the TCP destinations a server reached, as a ToolHive permission profile
 //!   and Docker MCP Gateway `allowHosts`.
@@ -21,13 +25,20 @@
 //! [`glassbox_model::Bytes`]'s `Display`: `ESC` becomes `\u{1b}`, a newline `\n`) and with
 //! bidirectional-override and zero-width characters escaped too, so a tool name cannot move the
 //! cursor, recolor the terminal, set its title, or disguise a line. ANSI color is written only
-//! when asked for, and only by this crate.
+//! when asked for, and only by this crate. The Markdown renderer then backslash-escapes
+//! Markdown's and HTML's punctuation in them; the HTML renderer passes each through one
+//! function escaping `& < > " '`.
 #![deny(missing_docs)]
 
 use glassbox_model::{AuditReport, Evidence};
 
 pub mod allowlist;
 mod escape;
+#[cfg(test)]
+mod fixture;
+mod html;
+mod markdown;
+mod tables;
 mod terminal;
 
 /// A summary of one audit for a terminal; ANSI color only when `color` is true.
@@ -41,6 +52,28 @@ pub fn terminal(ev: &Evidence, report: &AuditReport, color: bool) -> String {
 /// The verdict and each check's outcome and findings, without the event tables.
 pub fn checks(report: &AuditReport, color: bool) -> String {
     terminal::render_checks(report, color)
+}
+
+/// The audit as a GitHub-flavored Markdown document: the target and verdict, a table of the
+/// checks, the findings of each check (accusations marked "withheld until reviewed"), then
+/// tables of the files touched under home, the processes, the connection attempts, the network
+/// runs and flows, the tools, and the phase timeline. Long lists are capped like the
+/// terminal's. Every string from the server is printable and backslash-escaped: it cannot
+/// form a link, an image, HTML, a code span or emphasis, nor split a table cell.
+pub fn markdown(ev: &Evidence, report: &AuditReport) -> String {
+    markdown::render(ev, report)
+}
+
+/// The audit as one self-contained HTML5 page: inline CSS, no script, no external resource,
+/// and a Content-Security-Policy `default-src 'none'; style-src 'unsafe-inline'`. It holds a
+/// verdict banner, each check with its outcome and whether it makes a claim (`unverified`,
+/// `not-observed` and `inconclusive` make none, with the reason), the findings with their
+/// event and flow ids, and tables of files, processes, connection attempts, network flows,
+/// tools (with their descriptions) and the phase timeline. Every string from the server is
+/// printable and HTML-escaped (`& < > " '`); none is ever written into a URL or a `href`,
+/// `src`, `style` or event attribute, and the page has no link at all.
+pub fn html(ev: &Evidence, report: &AuditReport) -> String {
+    html::render(ev, report)
 }
 
 /// The report as pretty-printed JSON (`report.json`).

@@ -1,28 +1,13 @@
 //! The terminal renderer.
 
 use crate::escape;
-use glassbox_model::{
-    AuditReport, Bytes, CallResult, CheckResult, EventKind, Evidence, Finding, Outcome, Phase,
-    ServerExit, Verdict,
+use crate::tables::{
+    self, phases, FileUse, Row, CONNECTIONS_CAP, FILES_CAP, FINDINGS_CAP, FLOWS_CAP, NAME,
+    NOTES_CAP, PROCESSES_CAP, TOOLS_CAP, WIDE,
 };
-use std::collections::HashMap;
+use glassbox_model::{AuditReport, CallResult, CheckResult, Evidence, Finding, Outcome, Verdict};
 use std::fmt::Write as _;
-use std::hash::Hash;
 
-/// Rows shown per list before "… and N more".
-pub(crate) const FILES_CAP: usize = 25;
-pub(crate) const PROCESSES_CAP: usize = 20;
-pub(crate) const CONNECTIONS_CAP: usize = 20;
-pub(crate) const FLOWS_CAP: usize = 20;
-pub(crate) const TOOLS_CAP: usize = 40;
-pub(crate) const FINDINGS_CAP: usize = 10;
-pub(crate) const NOTES_CAP: usize = 10;
-/// Event ids shown per finding.
-const IDS_CAP: usize = 8;
-/// Phases shown per row.
-const PHASES_CAP: usize = 3;
-/// Characters of an argv or a path shown per row.
-const WIDE: usize = 160;
 /// Widest first column before it stops being padded.
 const COLUMN: usize = 44;
 
@@ -31,13 +16,6 @@ const DIM: &str = "2";
 const RED: &str = "1;31";
 const GREEN: &str = "32";
 const YELLOW: &str = "33";
-
-// x86_64 open flags (the recorder's numeric `flags`).
-const O_ACCMODE: u64 = 0o3;
-const O_CREAT: u64 = 0o100;
-const O_TRUNC: u64 = 0o1000;
-const O_APPEND: u64 = 0o2000;
-const O_DIRECTORY: u64 = 0o200000;
 
 struct Style {
     color: bool,
@@ -71,128 +49,46 @@ pub(crate) fn render(ev: &Evidence, report: &AuditReport, color: bool) -> String
 }
 
 fn header(out: &mut String, st: &Style, ev: &Evidence, report: &AuditReport) {
-    let m = &ev.manifest;
-    let command: Vec<Bytes> = m
-        .target
-        .command
-        .iter()
-        .map(|a| Bytes::from(a.as_str()))
-        .collect();
     let _ = writeln!(
         out,
         "{} {}",
         st.paint(BOLD, "glassbox audit"),
-        escape::argv(&command, WIDE)
+        tables::command(ev)
     );
-    let (label, code) = match report.verdict {
-        Verdict::Clean => ("CLEAN", GREEN),
-        Verdict::Flagged => ("FLAGGED", RED),
-        Verdict::Withheld => ("WITHHELD (awaiting review)", YELLOW),
-        Verdict::Inconclusive => ("INCONCLUSIVE", YELLOW),
+    let code = match report.verdict {
+        Verdict::Clean => GREEN,
+        Verdict::Flagged => RED,
+        Verdict::Withheld | Verdict::Inconclusive => YELLOW,
     };
+    let label = tables::verdict(report.verdict);
     let _ = writeln!(out, "  verdict   {}", st.paint(code, label));
     if let Some(reason) = &report.inconclusive_reason {
         let _ = writeln!(out, "  reason    {}", escape::text(reason));
     }
     let _ = writeln!(out, "  run       {}", escape::text(&report.run_id));
     let _ = writeln!(out, "  evidence  {}", escape::text(&report.evidence_dir));
-    let session = &m.session;
-    let session_text = match (&session.completed, &session.failure) {
-        (true, _) => "completed".to_string(),
-        (false, Some(f)) => format!("did not complete: {}", escape::text(f)),
-        (false, None) => "did not complete".to_string(),
-    };
-    let _ = writeln!(out, "  session   {session_text}");
-    if let Some(exit) = &m.server_exit {
-        let text = match exit {
-            ServerExit::Exited { code } => format!("exited with status {code}"),
-            ServerExit::Signaled {
-                signal,
-                by_glassbox: true,
-            } => format!("stopped by glassbox (signal {signal})"),
-            ServerExit::Signaled { signal, .. } => format!("killed by signal {signal}"),
-            ServerExit::Running => "still running when recording stopped".to_string(),
-        };
+    let _ = writeln!(out, "  session   {}", tables::session(ev));
+    if let Some(text) = tables::server_exit(ev) {
         let _ = writeln!(out, "  server    {text}");
     }
-    let mut recorded = format!("{} events", ev.events.len());
-    if m.recorder.lost > 0 {
-        let _ = write!(recorded, ", {} notifications lost", m.recorder.lost);
-    }
-    let _ = writeln!(out, "  recorded  {recorded}");
+    let _ = writeln!(out, "  recorded  {}", tables::recorded(ev));
 }
 
-/// Rows grouped by key in order of first appearance, with counts and distinct phases.
-struct Rows<K, V> {
-    index: HashMap<K, usize>,
-    rows: Vec<Row<V>>,
-}
-
-struct Row<V> {
-    count: usize,
-    phases: Vec<Phase>,
-    data: V,
-}
-
-impl<K: Hash + Eq, V> Rows<K, V> {
-    fn new() -> Self {
-        Rows {
-            index: HashMap::new(),
-            rows: Vec::new(),
-        }
+/// Writes "  none" and returns `None` when `rows` is empty; else the width of the first column
+/// over the first `cap` rows (at most [`COLUMN`]).
+fn first_column_width<T: AsRef<str>, U>(
+    out: &mut String,
+    rows: &[Row<(T, U)>],
+    cap: usize,
+) -> Option<usize> {
+    if rows.is_empty() {
+        let _ = writeln!(out, "  none");
+        return None;
     }
-
-    fn add(&mut self, key: K, phase: &Phase, init: impl FnOnce() -> V) -> &mut V {
-        let n = match self.index.get(&key) {
-            Some(&n) => n,
-            None => {
-                self.rows.push(Row {
-                    count: 0,
-                    phases: Vec::new(),
-                    data: init(),
-                });
-                self.index.insert(key, self.rows.len() - 1);
-                self.rows.len() - 1
-            }
-        };
-        let row = &mut self.rows[n];
-        row.count += 1;
-        if !row.phases.contains(phase) {
-            row.phases.push(phase.clone());
-        }
-        &mut row.data
-    }
-}
-
-impl<K, T, U> Rows<K, (T, U)>
-where
-    T: AsRef<str>,
-{
-    /// Writes "  none" and returns `None` when empty; else the width of the first column over
-    /// the first `cap` rows (at most [`COLUMN`]).
-    fn first_column_width(&self, out: &mut String, cap: usize) -> Option<usize> {
-        if self.rows.is_empty() {
-            let _ = writeln!(out, "  none");
-            return None;
-        }
-        self.rows
-            .iter()
-            .take(cap)
-            .map(|r| r.data.0.as_ref().chars().count().min(COLUMN))
-            .max()
-    }
-}
-
-fn phases(ps: &[Phase]) -> String {
-    let mut shown: Vec<String> = ps
-        .iter()
-        .take(PHASES_CAP)
-        .map(|p| escape::text(&p.to_string()))
-        .collect();
-    if ps.len() > PHASES_CAP {
-        shown.push(format!("+{} phases", ps.len() - PHASES_CAP));
-    }
-    shown.join(", ")
+    rows.iter()
+        .take(cap)
+        .map(|r| r.data.0.as_ref().chars().count().min(COLUMN))
+        .max()
 }
 
 fn times(count: usize) -> String {
@@ -219,107 +115,23 @@ fn more(out: &mut String, st: &Style, shown: usize, total: usize, indent: &str, 
     }
 }
 
-/// Lexical normalization of an absolute path: no `.`, `..`, or repeated slashes.
-fn normalize(path: &[u8]) -> Vec<Vec<u8>> {
-    let mut comps: Vec<Vec<u8>> = Vec::new();
-    for c in path.split(|&b| b == b'/') {
-        match c {
-            b"" | b"." => {}
-            b".." => {
-                comps.pop();
-            }
-            _ => comps.push(c.to_vec()),
-        }
-    }
-    comps
-}
-
-#[derive(Default)]
-struct FileUse {
-    read: bool,
-    write: bool,
-    list: bool,
-    stat: bool,
-}
-
-impl FileUse {
-    fn text(&self) -> String {
-        let mut v = Vec::new();
-        for (on, word) in [
-            (self.read, "read"),
-            (self.write, "write"),
-            (self.list, "list"),
-            (self.stat, "stat"),
-        ] {
-            if on {
-                v.push(word);
-            }
-        }
-        v.join("+")
-    }
-}
-
 fn files(out: &mut String, st: &Style, ev: &Evidence) {
     st.heading(out, "Files touched under home");
-    let home = normalize(ev.manifest.sandbox.home.as_bytes());
-    if home.is_empty() {
+    let Some(rows) = tables::files(ev) else {
         let _ = writeln!(out, "  (home directory not recorded in the manifest)");
         return;
-    }
-    let mut rows: Rows<Vec<Vec<u8>>, (String, FileUse)> = Rows::new();
-    for e in &ev.events {
-        let (path, use_) = match &e.kind {
-            EventKind::Open {
-                syscall,
-                path,
-                flags,
-                ..
-            } => {
-                let write = syscall == "creat"
-                    || flags & O_ACCMODE != 0
-                    || flags & (O_CREAT | O_TRUNC | O_APPEND) != 0;
-                let u = if write {
-                    "write"
-                } else if flags & O_DIRECTORY != 0 {
-                    "list"
-                } else {
-                    "read"
-                };
-                (path, u)
-            }
-            EventKind::Stat { path, .. } => (path, "stat"),
-            _ => continue,
-        };
-        let comps = normalize(path.as_slice());
-        if !comps.starts_with(&home) {
-            continue;
-        }
-        let rel = &comps[home.len()..];
-        let shown = if rel.is_empty() {
-            "~".to_string()
-        } else {
-            format!("~/{}", escape::bytes(&Bytes(rel.join(&b'/'))))
-        };
-        let (_, u) = rows.add(comps.clone(), &e.phase, || (shown, FileUse::default()));
-        match use_ {
-            "write" => u.write = true,
-            "list" => u.list = true,
-            "stat" => u.stat = true,
-            _ => u.read = true,
-        }
-    }
-    let Some(width) = rows.first_column_width(out, FILES_CAP) else {
+    };
+    let Some(width) = first_column_width(out, &rows, FILES_CAP) else {
         return;
     };
     let what_width = rows
-        .rows
         .iter()
         .take(FILES_CAP)
         .map(|r| r.data.1.text().len())
         .max()
         .unwrap_or(0);
-    for r in rows.rows.iter().take(FILES_CAP) {
-        let (path, u) = &r.data;
+    for r in rows.iter().take(FILES_CAP) {
+        let (path, u): &(String, FileUse) = &r.data;
         let _ = writeln!(
             out,
             "  {}{}{}{}",
@@ -329,65 +141,37 @@ fn files(out: &mut String, st: &Style, ev: &Evidence) {
             times(r.count)
         );
     }
-    more(out, st, FILES_CAP, rows.rows.len(), "  ", "events.jsonl");
+    more(out, st, FILES_CAP, rows.len(), "  ", "events.jsonl");
 }
 
 fn processes(out: &mut String, st: &Style, ev: &Evidence) {
     st.heading(out, "Processes");
-    let mut rows: Rows<(i32, Vec<Bytes>), (i32, i32, String)> = Rows::new();
-    for e in &ev.events {
-        let EventKind::Exec { path, argv, .. } = &e.kind else {
-            continue;
-        };
-        rows.add((e.pid, argv.clone()), &e.phase, || {
-            let shown = if argv.is_empty() {
-                format!("{} (empty argv)", escape::bytes(path))
-            } else {
-                escape::argv(argv, WIDE)
-            };
-            (e.pid, e.ppid, shown)
-        });
-    }
-    if rows.rows.is_empty() {
+    let rows = tables::processes(ev);
+    if rows.is_empty() {
         let _ = writeln!(out, "  none");
         return;
     }
-    for r in rows.rows.iter().take(PROCESSES_CAP) {
-        let (pid, ppid, argv) = &r.data;
-        let ids = pad(&format!("pid {pid} (parent {ppid})"), 22);
+    for r in rows.iter().take(PROCESSES_CAP) {
+        let p = &r.data;
+        let ids = pad(&format!("pid {} (parent {})", p.pid, p.ppid), 22);
         let _ = writeln!(
             out,
-            "  {ids}{argv}  {}{}",
+            "  {ids}{}  {}{}",
+            p.argv,
             st.paint(DIM, &phases(&r.phases)),
             times(r.count)
         );
     }
-    more(
-        out,
-        st,
-        PROCESSES_CAP,
-        rows.rows.len(),
-        "  ",
-        "events.jsonl",
-    );
+    more(out, st, PROCESSES_CAP, rows.len(), "  ", "events.jsonl");
 }
 
 fn connections(out: &mut String, st: &Style, ev: &Evidence) {
     st.heading(out, "Connection attempts");
-    let mut rows: Rows<(String, String), (String, String)> = Rows::new();
-    for e in &ev.events {
-        let (syscall, addr) = match &e.kind {
-            EventKind::Connect { syscall, addr, .. } => (escape::text(syscall), addr),
-            EventKind::Bind { addr, .. } => ("bind".to_string(), addr),
-            _ => continue,
-        };
-        let key = (escape::text(&addr.to_string()), syscall);
-        rows.add(key.clone(), &e.phase, || key);
-    }
-    let Some(width) = rows.first_column_width(out, CONNECTIONS_CAP) else {
+    let rows = tables::connections(ev);
+    let Some(width) = first_column_width(out, &rows, CONNECTIONS_CAP) else {
         return;
     };
-    for r in rows.rows.iter().take(CONNECTIONS_CAP) {
+    for r in rows.iter().take(CONNECTIONS_CAP) {
         let (dest, syscall) = &r.data;
         let _ = writeln!(
             out,
@@ -398,14 +182,7 @@ fn connections(out: &mut String, st: &Style, ev: &Evidence) {
             times(r.count)
         );
     }
-    more(
-        out,
-        st,
-        CONNECTIONS_CAP,
-        rows.rows.len(),
-        "  ",
-        "events.jsonl",
-    );
+    more(out, st, CONNECTIONS_CAP, rows.len(), "  ", "events.jsonl");
 }
 
 /// What reached the network edge, per run: how each run's edge was set up and checked, then
@@ -431,50 +208,23 @@ fn network(out: &mut String, st: &Style, ev: &Evidence) {
             r.syscalls_without_flow.len()
         );
     }
-    let mut index: HashMap<String, usize> = HashMap::new();
-    let mut rows: Vec<(String, u64, u64, u64)> = Vec::new();
-    for f in &ev.flows {
-        let dest = match &f.dns {
-            Some(q) => format!("{} ({})", escape::bytes(&q.name), escape::text(&q.qtype)),
-            None => {
-                let mut d = escape::text(&f.dst.to_string());
-                if let Some(n) = &f.dns_name {
-                    d.push_str(&format!(" = {}", escape::bytes(n)));
-                }
-                if let Some(sni) = &f.sni {
-                    d.push_str(&format!(" SNI {}", escape::bytes(sni)));
-                }
-                if let Some(h) = f.http.as_ref().and_then(|h| h.host.as_ref()) {
-                    d.push_str(&format!(" Host {}", escape::bytes(h)));
-                }
-                d
-            }
-        };
-        let proto = serde_json::to_value(f.protocol)
-            .ok()
-            .and_then(|v| v.as_str().map(String::from))
-            .unwrap_or_default();
-        let key = format!("{:<7} {proto:<4} {dest}", f.mode.name());
-        let n = *index.entry(key.clone()).or_insert_with(|| {
-            rows.push((key, 0, 0, 0));
-            rows.len() - 1
-        });
-        rows[n].1 += 1;
-        rows[n].2 += f.packets_out;
-        rows[n].3 += f.bytes_out;
-    }
-    if rows.is_empty() {
+    let groups = tables::flows(ev);
+    if groups.is_empty() {
         let _ = writeln!(out, "  no flows");
         return;
     }
-    for (key, flows, packets, bytes) in rows.iter().take(FLOWS_CAP) {
+    for g in groups.iter().take(FLOWS_CAP) {
+        let key = format!("{:<7} {:<4} {}", g.mode.name(), g.protocol, g.destination);
         let _ = writeln!(
             out,
-            "  {}  {flows} flows, {packets} packets, {bytes} bytes out",
-            escape::truncate(key, WIDE)
+            "  {}  {} flows, {} packets, {} bytes out",
+            escape::truncate(&key, WIDE),
+            g.flows,
+            g.packets,
+            g.bytes
         );
     }
-    more(out, st, FLOWS_CAP, rows.len(), "  ", "network.jsonl");
+    more(out, st, FLOWS_CAP, groups.len(), "  ", "network.jsonl");
 }
 
 fn tools(out: &mut String, st: &Style, report: &AuditReport) {
@@ -486,7 +236,7 @@ fn tools(out: &mut String, st: &Style, report: &AuditReport) {
     let names: Vec<String> = report
         .tools
         .iter()
-        .map(|t| escape::truncate(&escape::text(&t.name), 80))
+        .map(|t| escape::truncate(&escape::text(&t.name), NAME))
         .collect();
     let width = names
         .iter()
@@ -581,20 +331,7 @@ fn check(out: &mut String, st: &Style, c: &CheckResult) {
 }
 
 fn finding(out: &mut String, st: &Style, mark: &str, f: &Finding) {
-    let mut ids: Vec<String> = f
-        .evidence
-        .iter()
-        .take(IDS_CAP)
-        .map(u64::to_string)
-        .collect();
-    if f.evidence.len() > IDS_CAP {
-        ids.push(format!("+{}", f.evidence.len() - IDS_CAP));
-    }
-    let mut refs = match ids.len() {
-        0 => String::new(),
-        1 => format!("event {}", ids[0]),
-        _ => format!("events {}", ids.join(", ")),
-    };
+    let mut refs = tables::id_list("event", &f.evidence);
     if let Some(p) = &f.phase {
         if !refs.is_empty() {
             refs.push_str("; ");
@@ -617,7 +354,8 @@ fn finding(out: &mut String, st: &Style, mark: &str, f: &Finding) {
 mod tests {
     use super::*;
     use glassbox_model::{
-        Event, Manifest, SandboxSettings, SessionSummary, Severity, SockAddr, Target, ToolSummary,
+        Bytes, Event, EventKind, Manifest, Phase, SandboxSettings, SessionSummary, Severity,
+        SockAddr, Target, ToolSummary,
     };
 
     fn event(id: u64, pid: i32, phase: Phase, kind: EventKind) -> Event {
@@ -984,7 +722,7 @@ mod tests {
 mod network_tests {
     use super::*;
     use glassbox_model::{
-        Flow, FlowProtocol, Manifest, NetworkMode, NetworkRun, NetworkSettings, SockAddr,
+        Bytes, Flow, FlowProtocol, Manifest, NetworkMode, NetworkRun, NetworkSettings, SockAddr,
     };
 
     fn flow(mode: NetworkMode, sni: &[u8]) -> Flow {

