@@ -311,11 +311,7 @@ mod tests {
     use glassbox_model::{Bytes, Phase};
 
     fn summaries(ev: &glassbox_model::Evidence) -> Vec<String> {
-        evaluate(ev)
-            .findings
-            .into_iter()
-            .map(|f| f.summary)
-            .collect()
+        crate::testutil::summaries(evaluate(ev))
     }
 
     fn flagged(path: &[u8]) -> bool {

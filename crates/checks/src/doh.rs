@@ -236,11 +236,7 @@ mod tests {
     use glassbox_model::Phase;
 
     fn summaries(ev: &glassbox_model::Evidence) -> Vec<String> {
-        evaluate(ev)
-            .findings
-            .into_iter()
-            .map(|f| f.summary)
-            .collect()
+        crate::testutil::summaries(evaluate(ev))
     }
 
     #[test]

@@ -384,11 +384,7 @@ mod tests {
     use glassbox_model::Phase;
 
     fn summaries(ev: &glassbox_model::Evidence) -> Vec<String> {
-        evaluate(ev)
-            .findings
-            .into_iter()
-            .map(|f| f.summary)
-            .collect()
+        crate::testutil::summaries(evaluate(ev))
     }
 
     /// A DNS question for `name` answered with 198.18.1.3, then a TLS connection to it.

@@ -364,3 +364,8 @@ impl F {
         self
     }
 }
+
+/// The summaries of an evaluation's findings, in order.
+pub(crate) fn summaries(eval: crate::Evaluation) -> Vec<String> {
+    eval.findings.into_iter().map(|f| f.summary).collect()
+}

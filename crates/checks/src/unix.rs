@@ -283,11 +283,7 @@ mod tests {
     use glassbox_model::NetworkMode;
 
     fn summaries(ev: &glassbox_model::Evidence) -> Vec<String> {
-        evaluate(ev)
-            .findings
-            .into_iter()
-            .map(|f| f.summary)
-            .collect()
+        crate::testutil::summaries(evaluate(ev))
     }
 
     #[test]

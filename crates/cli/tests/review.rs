@@ -58,6 +58,17 @@ fn run(store: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// The result of check `id` in a JSON report.
+fn check_of(report: &serde_json::Value, id: &str) -> serde_json::Value {
+    report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == id)
+        .unwrap_or_else(|| panic!("no {id} in the report"))
+        .clone()
+}
+
 /// The id of the first withheld finding of `check`.
 fn withheld(store: &Path, check: &str) -> String {
     run(store, &["review", "list"])
@@ -114,13 +125,7 @@ fn withheld_findings_are_accepted_or_rejected_into_regression_cases() {
     let report: serde_json::Value =
         serde_json::from_str(&run(&store, &["report", "2", "--format", "json"])).unwrap();
     assert_eq!(report["verdict"], "withheld");
-    let descriptions = report["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["id"] == "description-exfil-pattern")
-        .unwrap()
-        .clone();
+    let descriptions = check_of(&report, "description-exfil-pattern");
     let summaries: Vec<&str> = descriptions["findings"]
         .as_array()
         .unwrap()
@@ -189,13 +194,7 @@ fn withheld_findings_are_accepted_or_rejected_into_regression_cases() {
     // Rejected everywhere, the check's claim holds in the published report.
     let report: serde_json::Value =
         serde_json::from_str(&run(&store, &["report", "2", "--format", "json"])).unwrap();
-    let descriptions = report["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["id"] == "description-exfil-pattern")
-        .unwrap()
-        .clone();
+    let descriptions = check_of(&report, "description-exfil-pattern");
     assert_eq!(descriptions["outcome"], "pass", "{descriptions}");
     for format in ["md", "html", "terminal"] {
         assert!(!run(&store, &["report", "2", "--format", format]).is_empty());
