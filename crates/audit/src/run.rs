@@ -39,26 +39,24 @@ impl<W: Write + Send> EventSink for JsonLines<W> {
 /// One event sink shared by the runs of an audit (`events.jsonl` holds them all); each run's
 /// recorder writes through it in turn.
 #[derive(Clone)]
-pub(crate) struct SharedSink(Arc<std::sync::Mutex<Box<dyn Write + Send>>>);
+pub(crate) struct SharedSink(Arc<std::sync::Mutex<JsonLines<Box<dyn Write + Send>>>>);
 
 impl SharedSink {
     pub(crate) fn new(w: impl Write + Send + 'static) -> SharedSink {
-        SharedSink(Arc::new(std::sync::Mutex::new(Box::new(w))))
+        SharedSink(Arc::new(std::sync::Mutex::new(JsonLines(Box::new(w)))))
     }
 
-    fn writer(&self) -> std::sync::MutexGuard<'_, Box<dyn Write + Send>> {
+    fn sink(&self) -> std::sync::MutexGuard<'_, JsonLines<Box<dyn Write + Send>>> {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
 impl EventSink for SharedSink {
     fn event(&mut self, e: &Event) -> std::io::Result<()> {
-        let mut w = self.writer();
-        serde_json::to_writer(&mut *w, e)?;
-        w.write_all(b"\n")
+        self.sink().event(e)
     }
     fn flush(&mut self) -> std::io::Result<()> {
-        self.writer().flush()
+        self.sink().flush()
     }
 }
 
@@ -266,11 +264,11 @@ pub(crate) fn start(
             true
         }
     };
-    let mut secrets = match plan.secrets {
+    // An audit settles a key made in an earlier run before it hands the secrets over.
+    let secrets = match plan.secrets {
         Some(s) => s,
         None => Secrets::fresh()?,
     };
-    secrets.settle_rsa();
     let rsa_path = secrets.rsa_path();
     let Secrets {
         user,

@@ -32,7 +32,7 @@ pub(crate) fn evil() -> String {
     HOSTILE.concat()
 }
 
-fn event(id: u64, pid: i32, phase: Phase, kind: EventKind) -> Event {
+pub(crate) fn event(id: u64, pid: i32, phase: Phase, kind: EventKind) -> Event {
     Event {
         id,
         t_ns: id * 1_000,
@@ -43,7 +43,7 @@ fn event(id: u64, pid: i32, phase: Phase, kind: EventKind) -> Event {
     }
 }
 
-fn open(path: &[u8], flags: u64) -> EventKind {
+pub(crate) fn open(path: &[u8], flags: u64) -> EventKind {
     EventKind::Open {
         syscall: "openat".into(),
         path: Bytes(path.to_vec()),
@@ -53,7 +53,7 @@ fn open(path: &[u8], flags: u64) -> EventKind {
     }
 }
 
-fn exec(argv: &[&str]) -> EventKind {
+pub(crate) fn exec(argv: &[&str]) -> EventKind {
     EventKind::Exec {
         syscall: "execve".into(),
         path: Bytes::from(format!("/usr/bin/{}", argv[0])),

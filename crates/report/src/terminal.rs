@@ -353,39 +353,11 @@ fn finding(out: &mut String, st: &Style, mark: &str, f: &Finding) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fixture::{event, exec, open};
     use glassbox_model::{
-        Bytes, Event, EventKind, Manifest, Phase, SandboxSettings, SessionSummary, Severity,
-        SockAddr, Target, ToolSummary,
+        Bytes, EventKind, Manifest, Phase, SandboxSettings, SessionSummary, Severity, SockAddr,
+        Target, ToolSummary,
     };
-
-    fn event(id: u64, pid: i32, phase: Phase, kind: EventKind) -> Event {
-        Event {
-            id,
-            t_ns: id,
-            pid,
-            ppid: 1,
-            phase,
-            kind,
-        }
-    }
-
-    fn open(path: &[u8], flags: u64) -> EventKind {
-        EventKind::Open {
-            syscall: "openat".into(),
-            path: Bytes(path.to_vec()),
-            flags,
-            flags_text: String::new(),
-            result: Some(3),
-        }
-    }
-
-    fn exec(argv: &[&str]) -> EventKind {
-        EventKind::Exec {
-            syscall: "execve".into(),
-            path: Bytes::from(format!("/usr/bin/{}", argv[0])),
-            argv: argv.iter().map(|a| Bytes::from(*a)).collect(),
-        }
-    }
 
     fn evidence(kinds: Vec<(Phase, EventKind)>) -> Evidence {
         Evidence {

@@ -104,6 +104,16 @@ const MOUNT: &str = "the mount family: no changing the sandbox's file system vie
 /// the first rule naming a call decides (except `SocketFamilies`, which lets allowed families
 /// go on to the recorder's `socket` rule).
 pub fn static_rules() -> Vec<Rule> {
+    table().to_vec()
+}
+
+/// The static rules, built once: [`refusal`] consults them on every notification.
+fn table() -> &'static [Rule] {
+    static TABLE: std::sync::OnceLock<Vec<Rule>> = std::sync::OnceLock::new();
+    TABLE.get_or_init(build_table)
+}
+
+fn build_table() -> Vec<Rule> {
     use libc::{ENOSYS, EPERM};
     vec![
         deny(
@@ -247,7 +257,7 @@ pub fn refusal(arch: u32, nr: i32, args: &[u64; 6]) -> Option<Refusal> {
             reason: FOREIGN_ABI,
         });
     }
-    let rule = static_rules().into_iter().find(|r| r.nr == nr as u32)?;
+    let rule = table().iter().find(|r| r.nr == nr as u32)?;
     let errno = match rule.route {
         Route::Deny(errno) => errno,
         Route::DenyIfArgBits { arg, mask, errno } => {
