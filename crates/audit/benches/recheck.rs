@@ -300,8 +300,8 @@ fn pass(path: &Path, expected: u64, mut f: impl FnMut(&Event)) -> Pass {
     let cpu = thread_cpu_secs();
     // The real reader of `glassbox recheck`.
     let mut events = 0u64;
-    glassbox_audit::recheck::read_lines(path, |e: Event| {
-        f(&e);
+    glassbox_audit::recheck::read_events(path, |e: &Event| {
+        f(e);
         events += 1;
         if events == next_mark && events < expected {
             hwm_at.push((events, peak_rss()));
@@ -412,6 +412,7 @@ fn manifest() -> Manifest {
             command: vec!["node".into(), "server.js".into()],
             program: "/usr/bin/node".into(),
             cwd: CWD.into(),
+            ..Target::default()
         },
         sandbox: SandboxSettings {
             backend: "namespaces".into(),

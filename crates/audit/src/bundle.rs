@@ -28,6 +28,11 @@ impl Bundle {
         })
     }
 
+    /// The bundle's folder.
+    pub(crate) fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     fn file(&self, name: &str) -> Result<File, Error> {
         let p = self.dir.join(name);
         File::create(&p).map_err(err(&p))
@@ -60,6 +65,11 @@ impl Bundle {
     /// `stderr{suffix}.log`.
     pub(crate) fn stderr_writer(&self, suffix: &str) -> Result<File, Error> {
         self.file(&format!("stderr{suffix}.log"))
+    }
+
+    /// `stdout{suffix}.log` (the installer's output; a server's stdout is its transcript).
+    pub(crate) fn stdout_writer(&self, suffix: &str) -> Result<File, Error> {
+        self.file(&format!("stdout{suffix}.log"))
     }
 
     /// `transcript{suffix}.jsonl`.

@@ -17,7 +17,9 @@
 
 mod bundle;
 mod canary;
+pub mod config;
 pub mod coverage;
+pub mod install;
 mod lazykey;
 mod network;
 pub mod recheck;
@@ -61,6 +63,9 @@ pub enum Error {
         /// Why.
         source: std::io::Error,
     },
+    /// A package could not be resolved or installed.
+    #[error("{0}")]
+    Install(String),
     /// Anything else.
     #[error("internal error: {0}")]
     Internal(String),
@@ -92,6 +97,15 @@ pub struct AuditOptions {
     pub network: NetworkChoice,
     /// Destinations the user allows (`HOST` or `HOST:PORT`).
     pub allow_hosts: Vec<String>,
+    /// A package to install and audit; `command` then holds the server's arguments.
+    pub package: Option<install::PackageSpec>,
+    /// How long the install phase may take.
+    pub install_timeout: Duration,
+    /// The server's environment (a configuration's `env`); secret values are replaced by
+    /// canaries.
+    pub server_env: Vec<(String, config::EnvValue)>,
+    /// The server speaks MCP over HTTP on this port of its sandbox, not over stdio.
+    pub http: Option<HttpServer>,
 }
 
 /// Which runs an audit makes: each mode is a full run of the server.
@@ -132,6 +146,10 @@ impl AuditOptions {
             proofs: None,
             network: NetworkChoice::Both,
             allow_hosts: Vec::new(),
+            package: None,
+            install_timeout: Duration::from_secs(600),
+            server_env: Vec::new(),
+            http: None,
         }
     }
 }
@@ -205,6 +223,21 @@ struct Hooks<'a> {
     progress: &'a dyn Progress,
 }
 
+impl Hooks<'_> {
+    /// Starts the timeline at `phase` without telling the progress display.
+    fn set_phase_quietly(&self, phase: Phase) {
+        let now = self.clock.now_ns();
+        if let Ok(mut t) = self.timings.lock() {
+            t.push(PhaseTiming {
+                phase: phase.clone(),
+                start_ns: now,
+                end_ns: now,
+            });
+        }
+        self.clock.set_phase(phase);
+    }
+}
+
 impl glassbox_mcp::SessionHooks for Hooks<'_> {
     fn set_phase(&self, phase: Phase) {
         let now = self.clock.now_ns();
@@ -236,8 +269,19 @@ impl glassbox_mcp::SessionHooks for Hooks<'_> {
 /// Runs one audit of an MCP stdio server: a run in each network mode asked for (capture,
 /// then denied), then the checks over everything recorded.
 pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Error> {
-    let mut target = target::resolve(&opts.command, &opts.cwd)?;
-    target.extra_ro.extend(opts.extra_ro.iter().cloned());
+    // One marker for the generated arguments of every run: where it shows up, the server
+    // took the user's input there.
+    let mut opts = opts.clone();
+    if opts.session.input_marker.is_none() {
+        opts.session.input_marker = Some(run::input_marker()?);
+    }
+    let opts = &opts;
+    // A command must resolve before anything is written; a package resolves after its
+    // install.
+    let mut target = match &opts.package {
+        None => Some(target::resolve(&opts.command, &opts.cwd)?),
+        Some(_) => None,
+    };
     let run_id = run_id();
     let dir = opts
         .evidence_dir
@@ -250,49 +294,15 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
     if modes.contains(&NetworkMode::Denied) {
         channels.push("network-denied-run".into());
     }
-    let mut manifest = Manifest {
-        format: 1,
-        glassbox_version: GLASSBOX_VERSION.into(),
-        run_id: run_id.clone(),
-        started_at: humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
-        finished_at: None,
-        kernel: kernel(),
-        target: Target {
-            command: opts
-                .command
-                .iter()
-                .map(|a| a.to_string_lossy().into_owned())
-                .collect(),
-            program: target.program.to_string_lossy().into_owned(),
-            cwd: opts.cwd.to_string_lossy().into_owned(),
-        },
-        sandbox: Default::default(),
-        recorder: RecorderSettings {
-            mechanism: String::new(),
-            syscalls: Vec::new(),
-            channels,
-            lost: 0,
-            unobserved: Vec::new(),
-            failure: None,
-        },
-        checks: glassbox_checks::registry()
-            .iter()
-            .map(|c| CheckVersion {
-                id: c.info.id.to_string(),
-                version: c.info.version,
-            })
-            .collect(),
-        timings: Vec::new(),
-        server_exit: None,
-        session: SessionSummary::default(),
-        network: NetworkSettings {
-            runs: Vec::new(),
-            allow: opts.allow_hosts.clone(),
-            resolver: format!("{}:53", glassbox_net::RESOLVER_V4),
-            synthetic_range: glassbox_net::SYNTHETIC_RANGE.into(),
-            canary_sockets: Vec::new(),
-        },
-    };
+    let mut manifest = new_manifest(
+        &run_id,
+        opts,
+        target
+            .as_ref()
+            .map(|t| t.program.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        channels,
+    );
     bundle.write_manifest(&manifest)?;
 
     let events = run::SharedSink::new(bundle.events_writer()?);
@@ -301,6 +311,62 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
     let mut all_events = Vec::new();
     let mut flows = Vec::new();
     let mut transcript = Vec::new();
+    let mut server_cwd = opts.cwd.clone();
+    if let Some(spec) = &opts.package {
+        let installed = install_phase(
+            spec,
+            opts,
+            &run_id,
+            InstallContext {
+                bundle: &bundle,
+                events: &events,
+                clock: &clock,
+                secrets: &mut secrets,
+                manifest: &mut manifest,
+            },
+            progress,
+        )?;
+        all_events.extend(installed.events);
+        flows.extend(installed.flows);
+        let command = install::entry_command(spec, &installed.dir, &opts.command)?;
+        // The server runs in its install folder: a package has no business with the
+        // directory glassbox was started in (`--ro` makes more visible).
+        let mut t = target::resolve(&command, &installed.dir)?;
+        t.extra_ro.push(installed.dir.clone());
+        server_cwd = installed.dir.clone();
+        // The server's own environment: the installer's settings are not the server's.
+        manifest.target.command = command
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        manifest.target.program = t.program.to_string_lossy().into_owned();
+        manifest.target.cwd = server_cwd.to_string_lossy().into_owned();
+        manifest.target.package = Some(installed.package);
+        bundle.write_manifest(&manifest)?;
+        target = Some(t);
+    }
+    let Some(mut target) = target else {
+        return Err(Error::Internal("no target".into()));
+    };
+    target.extra_ro.extend(opts.extra_ro.iter().cloned());
+    // The server's environment: plain values as given, secrets as fresh canaries that are
+    // planted secrets like the files (`env:NAME`).
+    for (name, value) in &opts.server_env {
+        let value = match value {
+            config::EnvValue::Plain(v) => v.clone(),
+            config::EnvValue::Secret => {
+                let canary = run::env_canary()?;
+                secrets.tokens.push(glassbox_model::Honeytoken {
+                    path: format!("env:{name}"),
+                    kind: "declared-secret".into(),
+                    secrets: vec![canary.clone()],
+                });
+                canary
+            }
+        };
+        target.env.retain(|(k, _)| k != name);
+        target.env.push((name.clone(), value));
+    }
     for (i, &mode) in modes.iter().enumerate() {
         let main = i == 0;
         progress.network_run(mode);
@@ -312,6 +378,7 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
         let first_event_id = all_events.len() as u64 + 1;
         let run = one_run(
             &target,
+            &server_cwd,
             opts,
             RunFiles {
                 bundle: &bundle,
@@ -327,6 +394,7 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
                 clock: clock.clone(),
                 first_event_id,
                 network: Some(mode),
+                relay: None,
             },
             progress,
             &mut |settings, mechanism| {
@@ -369,6 +437,7 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
             syscalls_without_flow: unmatched,
             session: (!main).then(|| run.session.clone()),
             server_exit: (!main).then(|| run.server_exit.clone()),
+            allow: Vec::new(),
         });
         manifest.timings.extend(run.timings);
         manifest.recorder.lost += run.recording.stats.lost;
@@ -440,6 +509,439 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
     })
 }
 
+/// What the install phase shares with the server's runs.
+struct InstallContext<'a> {
+    bundle: &'a bundle::Bundle,
+    events: &'a run::SharedSink,
+    clock: &'a Arc<glassbox_trace::Clock>,
+    secrets: &'a mut run::Secrets,
+    manifest: &'a mut Manifest,
+}
+
+/// What the install phase leaves for the server's runs.
+struct Installed {
+    dir: PathBuf,
+    package: glassbox_model::PackageRef,
+    events: Vec<glassbox_model::Event>,
+    flows: Vec<glassbox_model::Flow>,
+}
+
+/// Holds an exclusive lock on a package's install folder (two audits of one version at once
+/// install it once).
+struct InstallLock {
+    _file: std::fs::File,
+}
+
+impl InstallLock {
+    fn take(dir: &Path) -> Result<InstallLock, Error> {
+        let path = dir.with_extension("lock");
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|source| Error::Evidence {
+                path: parent.to_path_buf(),
+                source,
+            })?;
+        }
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|source| Error::Evidence {
+                path: path.clone(),
+                source,
+            })?;
+        use std::os::fd::AsRawFd;
+        // SAFETY: flock on a descriptor we own; blocks until the lock is ours.
+        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } != 0 {
+            return Err(Error::Evidence {
+                path,
+                source: std::io::Error::last_os_error(),
+            });
+        }
+        Ok(InstallLock { _file: f })
+    }
+}
+
+/// Phase `install`: the package's installer in the sandbox, the registry relayed, the rest
+/// captured; or the install an earlier audit made of this exact version.
+fn install_phase(
+    spec: &install::PackageSpec,
+    opts: &AuditOptions,
+    run_id: &str,
+    cx: InstallContext<'_>,
+    progress: &dyn Progress,
+) -> Result<Installed, Error> {
+    let version = spec.resolve_version()?;
+    let dir = spec.dir(&version);
+    let package = spec.reference(&version);
+    let _lock = InstallLock::take(&dir)?;
+    let registry: Vec<(String, u16)> = install::registry_hosts(spec.registry);
+    let registry_text: Vec<String> = registry.iter().map(|(h, p)| format!("{h}:{p}")).collect();
+    if let Some(marker) = install::cached(&dir) {
+        cx.manifest.install = Some(glassbox_model::InstallRecord {
+            command: marker.command,
+            dir: dir.to_string_lossy().into_owned(),
+            cached: true,
+            installed_by: marker.installed_by,
+            exit: None,
+            registry: registry_text,
+            packages: marker.packages,
+            failure: None,
+        });
+        cx.bundle.write_manifest(cx.manifest)?;
+        return Ok(Installed {
+            dir,
+            package,
+            events: Vec::new(),
+            flows: Vec::new(),
+        });
+    }
+    // An earlier install that did not finish leaves an unmarked folder: start again.
+    let fresh = |source| Error::Evidence {
+        path: dir.clone(),
+        source,
+    };
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).map_err(fresh)?;
+    }
+    std::fs::create_dir_all(&dir).map_err(fresh)?;
+    // SAFETY: geteuid cannot fail.
+    let owner = match unsafe { libc::geteuid() } {
+        0 => glassbox_sandbox::HOST_UID_WHEN_ROOT,
+        uid => uid,
+    };
+    std::os::unix::fs::chown(&dir, Some(owner), None).map_err(fresh)?;
+    let installer = install::installer(spec, &version, &dir)?;
+    let command: Vec<String> = installer
+        .command
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let first = target::resolve(&installer.command[..1], &dir)?;
+    let target = target::Resolved {
+        program: first.program,
+        argv: installer.command.clone(),
+        extra_ro: [first.extra_ro, installer.extra_ro, opts.extra_ro.clone()].concat(),
+        extra_rw: vec![dir.clone()],
+        path_prefix: first.path_prefix,
+        env: installer.env,
+    };
+    progress.network_run(NetworkMode::Install);
+    progress.phase(&Phase::Install);
+    cx.clock.set_phase(Phase::Install);
+    let start_ns = cx.clock.now_ns();
+    let mut running = run::start(
+        &target,
+        &dir,
+        Box::new(cx.events.clone()),
+        true,
+        opts.recorder,
+        run::RunPlan {
+            secrets: Some({
+                cx.secrets.settle_rsa();
+                cx.secrets.clone()
+            }),
+            clock: cx.clock.clone(),
+            first_event_id: 1,
+            network: Some(NetworkMode::Install),
+            relay: Some(glassbox_net::Relay::to(registry.clone())),
+        },
+    )?;
+    let (isolation, _) = running
+        .edge
+        .as_ref()
+        .map(|e| (e.isolation.clone(), e.canary_sockets.clone()))
+        .unwrap_or_default();
+    drop(running.sandbox.stdin.take());
+    let out = cx.bundle.stdout_writer("-install")?;
+    let err = cx.bundle.stderr_writer("-install")?;
+    let (o, e) = (running.sandbox.stdout.take(), running.sandbox.stderr.take());
+    let out = std::thread::spawn(move || bundle::copy_bounded(o, out));
+    let err = std::thread::spawn(move || bundle::copy_bounded(e, err));
+    let exited = running.sandbox.wait_timeout(opts.install_timeout);
+    let (exit, recording) = running.finish();
+    let out_tail = out.join().unwrap_or_default();
+    let err_tail = err.join().unwrap_or_default();
+    let end_ns = cx.clock.now_ns();
+    cx.clock.set_phase(Phase::Startup);
+    if let Some(e) = recording.write_error {
+        return Err(Error::Evidence {
+            path: cx.bundle_path("events.jsonl"),
+            source: e,
+        });
+    }
+    let mut flows = recording.edge.flows;
+    let unmatched = network::match_flows(&recording.events, &mut flows);
+    let end_event = 1 + recording.events.len() as u64;
+    cx.manifest.timings.push(PhaseTiming {
+        phase: Phase::Install,
+        start_ns,
+        end_ns,
+    });
+    cx.manifest.recorder.lost += recording.stats.lost;
+    if let Some(f) = &recording.stats.failure {
+        cx.manifest.recorder.failure = Some(format!("install run: {f}"));
+    }
+    if let Some(why) = &running.ground_truth {
+        cx.manifest
+            .recorder
+            .unobserved
+            .push(format!("honeytoken-ground-truth (install run): {why}"));
+    }
+    let mut isolation = isolation;
+    if let Some(e) = &recording.edge.error {
+        isolation.push(format!("FAILED: {e}"));
+    }
+    cx.manifest.network.runs.push(NetworkRun {
+        mode: NetworkMode::Install,
+        start_ns,
+        end_ns,
+        first_event: 1,
+        end_event,
+        edge: running.settings.network.clone(),
+        isolation_verified: !isolation.is_empty() && isolation.iter().all(|c| c.starts_with("ok")),
+        isolation,
+        counters: recording.edge.counters,
+        syscalls_without_flow: unmatched,
+        session: None,
+        server_exit: Some(exit.clone()),
+        allow: registry_text.clone(),
+    });
+    let failure = match (&exited, &exit) {
+        (None, _) => Some(format!(
+            "the install did not finish within {}s",
+            opts.install_timeout.as_secs()
+        )),
+        (Some(_), ServerExit::Exited { code: 0 }) => None,
+        (Some(_), how) => {
+            let tail = if err_tail.trim().is_empty() {
+                &out_tail
+            } else {
+                &err_tail
+            };
+            Some(format!(
+                "the installer ended with {}; its output ends: {}",
+                match how {
+                    ServerExit::Exited { code } => format!("status {code}"),
+                    ServerExit::Signaled { signal, .. } => format!("signal {signal}"),
+                    other => format!("{other:?}"),
+                },
+                last_line(tail)
+            ))
+        }
+    };
+    let packages = install::installed_packages(spec.registry, &dir);
+    cx.manifest.install = Some(glassbox_model::InstallRecord {
+        command: command.clone(),
+        dir: dir.to_string_lossy().into_owned(),
+        cached: false,
+        installed_by: run_id.to_string(),
+        exit: Some(exit),
+        registry: registry_text,
+        packages: packages.clone(),
+        failure: failure.clone(),
+    });
+    cx.bundle.write_manifest(cx.manifest)?;
+    if let Some(why) = failure {
+        let _ = cx.events.clone().flush();
+        cx.bundle.write_flows(&flows)?;
+        return Err(Error::Install(format!(
+            "{} could not be installed: {why} (evidence in {})",
+            spec.display(),
+            cx.bundle_path("").display()
+        )));
+    }
+    install::mark(
+        &dir,
+        &install::Marker {
+            package: package.clone(),
+            command,
+            installed_by: run_id.to_string(),
+            packages,
+        },
+    )?;
+    Ok(Installed {
+        dir,
+        package,
+        events: recording.events,
+        flows,
+    })
+}
+
+impl InstallContext<'_> {
+    fn bundle_path(&self, name: &str) -> PathBuf {
+        self.bundle.dir().join(name)
+    }
+}
+
+/// The manifest of a new audit: what is known before anything runs.
+fn new_manifest(
+    run_id: &str,
+    opts: &AuditOptions,
+    program: String,
+    channels: Vec<String>,
+) -> Manifest {
+    Manifest {
+        format: 1,
+        glassbox_version: GLASSBOX_VERSION.into(),
+        run_id: run_id.to_string(),
+        started_at: humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
+        finished_at: None,
+        kernel: kernel(),
+        target: Target {
+            command: opts
+                .command
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect(),
+            program,
+            cwd: opts.cwd.to_string_lossy().into_owned(),
+            package: None,
+        },
+        sandbox: Default::default(),
+        recorder: RecorderSettings {
+            mechanism: String::new(),
+            syscalls: Vec::new(),
+            channels,
+            lost: 0,
+            unobserved: Vec::new(),
+            failure: None,
+        },
+        checks: glassbox_checks::registry()
+            .iter()
+            .map(|c| CheckVersion {
+                id: c.info.id.to_string(),
+                version: c.info.version,
+            })
+            .collect(),
+        timings: Vec::new(),
+        server_exit: None,
+        session: SessionSummary::default(),
+        network: NetworkSettings {
+            runs: Vec::new(),
+            allow: opts.allow_hosts.clone(),
+            resolver: format!("{}:53", glassbox_net::RESOLVER_V4),
+            synthetic_range: glassbox_net::SYNTHETIC_RANGE.into(),
+            canary_sockets: Vec::new(),
+        },
+        install: None,
+    }
+}
+
+/// Audits a remote MCP server (a client configuration's `url`, a `server.json` remote) over
+/// streamable HTTP, or the legacy HTTP+SSE transport when `legacy_sse`: it runs elsewhere, so
+/// only what it says is evidence (the transcript: its descriptions, its instructions, its
+/// tool list over time); the channels of what it does (system calls, the network edge, the
+/// planted secrets) are reported not observed, never clean.
+///
+/// Plain `http://` only: this version has no TLS client, and an `https://` URL is an
+/// [`Error::Usage`] saying so. The connection is made from the host (the server is not run
+/// here, there is nothing to sandbox).
+pub fn audit_remote(
+    url: &str,
+    legacy_sse: bool,
+    opts: &AuditOptions,
+    progress: &dyn Progress,
+) -> Result<Audit, Error> {
+    if url.starts_with("https://") {
+        return Err(Error::Usage(format!(
+            "{} is served over TLS, which this version cannot speak: a remote server is \
+             audited over plain http:// only",
+            glassbox_model::printable(url)
+        )));
+    }
+    let authority = url
+        .strip_prefix("http://")
+        .and_then(|r| r.split(['/', '?', '#']).next())
+        .filter(|a| !a.is_empty())
+        .ok_or_else(|| Error::Usage(format!("not an http:// URL: {}", glassbox_model::printable(url))))?;
+    let with_port = if authority.rsplit_once(':').is_some_and(|(_, p)| p.parse::<u16>().is_ok()) {
+        authority.to_string()
+    } else {
+        format!("{authority}:80")
+    };
+    use std::net::ToSocketAddrs;
+    let addrs: Vec<std::net::SocketAddr> = with_port
+        .to_socket_addrs()
+        .map_err(|e| Error::Usage(format!("cannot resolve {}: {e}", glassbox_model::printable(authority))))?
+        .collect();
+    let timeout = opts.session.request_timeout;
+    let connector: glassbox_mcp::Connector = Arc::new(move || {
+        let mut last = std::io::Error::new(std::io::ErrorKind::NotFound, "no address");
+        for a in &addrs {
+            match std::net::TcpStream::connect_timeout(a, timeout) {
+                Ok(s) => return Ok(Box::new(s) as Box<dyn glassbox_mcp::Connection>),
+                Err(e) => last = e,
+            }
+        }
+        Err(last)
+    });
+    let mut target = glassbox_mcp::HttpTarget::from_url(url, connector)
+        .map_err(|e| Error::Usage(e.to_string()))?;
+    if legacy_sse {
+        target.kind = glassbox_mcp::HttpKind::LegacySse;
+    }
+    let mut opts = opts.clone();
+    opts.command = vec![url.into()];
+    let run_id = run_id();
+    let dir = opts
+        .evidence_dir
+        .clone()
+        .unwrap_or_else(|| opts.cwd.join("glassbox-evidence").join(&run_id));
+    let bundle = bundle::Bundle::create(&dir)?;
+    let mut manifest = new_manifest(&run_id, &opts, String::new(), vec!["mcp-transcript".into()]);
+    manifest.sandbox.backend = "none: a remote server, not run here".into();
+    manifest.recorder.unobserved = vec![
+        "syscalls: a remote server runs elsewhere".into(),
+        "packet-edge: a remote server's traffic does not pass glassbox".into(),
+        "honeytoken-ground-truth: no secrets are planted where a remote server runs".into(),
+    ];
+    bundle.write_manifest(&manifest)?;
+    // No events: the file is there, empty, like any bundle's.
+    drop(bundle.events_writer()?);
+    let clock = Arc::new(glassbox_trace::Clock::new());
+    let hooks = Hooks {
+        clock: clock.clone(),
+        transcript: Mutex::new(bundle.transcript("")?),
+        timings: Mutex::new(Vec::new()),
+        progress,
+    };
+    hooks.set_phase_quietly(Phase::Startup);
+    let session = glassbox_mcp::run(glassbox_mcp::Transport::Http(target), &opts.session, &hooks);
+    let Hooks {
+        transcript,
+        timings,
+        ..
+    } = hooks;
+    let end_ns = clock.now_ns();
+    manifest.timings = timings.into_inner().unwrap_or_default();
+    if let Some(last) = manifest.timings.last_mut() {
+        last.end_ns = end_ns;
+    }
+    manifest.session = session;
+    manifest.finished_at =
+        Some(humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string());
+    bundle.write_flows(&[])?;
+    let evidence = Evidence {
+        manifest,
+        events: Vec::new(),
+        transcript: transcript
+            .into_inner()
+            .map(|t| t.finish())
+            .unwrap_or_default(),
+        flows: Vec::new(),
+    };
+    let proofs = opts.proofs.clone().unwrap_or_else(selftest::load_proofs);
+    let report = evaluate(&evidence, &dir, &proofs);
+    bundle.write_manifest(&evidence.manifest)?;
+    bundle.write_report(&report)?;
+    Ok(Audit {
+        evidence,
+        report,
+        evidence_dir: dir,
+    })
+}
+
 /// What one run of the server produced.
 struct RunResult {
     session: SessionSummary,
@@ -467,6 +969,7 @@ struct RunFiles<'a> {
 /// Runs the server once in its sandbox and speaks MCP to it.
 fn one_run(
     target: &target::Resolved,
+    cwd: &Path,
     opts: &AuditOptions,
     files: RunFiles<'_>,
     plan: run::RunPlan,
@@ -480,7 +983,7 @@ fn one_run(
         suffix,
         events,
     } = files;
-    let mut running = run::start(target, &opts.cwd, events, true, opts.recorder, plan)?;
+    let mut running = run::start(target, cwd, events, true, opts.recorder, plan)?;
     started(&running.settings, &running.mechanism)?;
     let (isolation, canary_sockets) = running
         .edge
@@ -514,7 +1017,18 @@ fn one_run(
         progress,
     };
     // The session ends in phase `shutdown` with the server's stdin closed.
-    let mut session = glassbox_mcp::run_session(stdin, stdout, &opts.session, &hooks);
+    let mut session = match &opts.http {
+        None => glassbox_mcp::run_session(stdin, stdout, &opts.session, &hooks),
+        Some(http) => {
+            // The server's stdout is only its log; MCP goes over HTTP on its own loopback.
+            let log = bundle.stdout_writer(suffix)?;
+            let out = std::thread::spawn(move || bundle::copy_bounded(Some(stdout), log));
+            let s = http_session(http, &running.sandbox, opts, &hooks)?;
+            drop(stdin);
+            drop(out);
+            s
+        }
+    };
     let Hooks {
         transcript,
         timings,
@@ -579,6 +1093,94 @@ fn one_run(
         start_ns,
         end_ns,
     })
+}
+
+/// A server that listens on a port of the sandbox's loopback instead of speaking stdio.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HttpServer {
+    /// Its port (on 127.0.0.1 inside the sandbox).
+    pub port: u16,
+    /// The MCP endpoint's path (`/mcp`), or the SSE endpoint's for the legacy transport.
+    pub path: String,
+    /// The legacy HTTP+SSE transport of 2024-11-05 instead of streamable HTTP.
+    pub legacy_sse: bool,
+}
+
+impl HttpServer {
+    /// `http://127.0.0.1:PORT/PATH` (or `localhost`): where the server listens, as seen inside
+    /// its sandbox.
+    pub fn parse(url: &str, legacy_sse: bool) -> Result<HttpServer, Error> {
+        let bad = || {
+            Error::Usage(format!(
+                "--http takes the URL the server listens on inside the sandbox, \
+                 http://127.0.0.1:PORT/PATH, not {url:?}"
+            ))
+        };
+        let rest = url.strip_prefix("http://").ok_or_else(bad)?;
+        let cut = rest.find('/').unwrap_or(rest.len());
+        let (authority, path) = rest.split_at(cut);
+        let (host, port) = authority.rsplit_once(':').ok_or_else(bad)?;
+        if !matches!(host, "127.0.0.1" | "localhost") {
+            return Err(bad());
+        }
+        let port: u16 = port.parse().map_err(|_| bad())?;
+        Ok(HttpServer {
+            port,
+            path: if path.is_empty() { "/".into() } else { path.into() },
+            legacy_sse,
+        })
+    }
+}
+
+/// The MCP session with a server over HTTP inside its sandbox: waits until it listens (up to
+/// the request timeout), then speaks MCP through connections made in its network namespace.
+fn http_session(
+    http: &HttpServer,
+    sandbox: &glassbox_sandbox::Sandbox,
+    opts: &AuditOptions,
+    hooks: &Hooks<'_>,
+) -> Result<SessionSummary, Error> {
+    let dialer = Arc::new(sandbox.dialer()?);
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], http.port));
+    let timeout = opts.session.request_timeout;
+    let d = dialer.clone();
+    let connector: glassbox_mcp::Connector = Arc::new(move || {
+        d.connect(addr, timeout)
+            .map(|s| Box::new(s) as Box<dyn glassbox_mcp::Connection>)
+    });
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        match dialer.connect(addr, Duration::from_secs(1)) {
+            Ok(_) => break,
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                return Err(Error::Usage(e.to_string()))
+            }
+            Err(_) if std::time::Instant::now() < deadline && sandbox.others_alive() => {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            Err(e) => {
+                return Ok(SessionSummary {
+                    failure: Some(format!(
+                        "the server did not listen on {addr} within {}s ({e})",
+                        timeout.as_secs()
+                    )),
+                    ..SessionSummary::default()
+                })
+            }
+        }
+    }
+    let mut target = glassbox_mcp::HttpTarget::new(connector, addr.to_string(), http.path.clone());
+    if http.legacy_sse {
+        target.kind = glassbox_mcp::HttpKind::LegacySse;
+    }
+    target
+        .validate()
+        .map_err(|e| Error::Usage(e.to_string()))?;
+    Ok(glassbox_mcp::run(
+        glassbox_mcp::Transport::Http(target),
+        &opts.session,
+        hooks,
+    ))
 }
 
 /// The last line of the server's stderr, printable and short, for a reason.
@@ -647,11 +1249,13 @@ pub fn trace(
     command: &[OsString],
     cwd: &Path,
     extra_ro: &[PathBuf],
+    env: &[(String, String)],
     sink: Box<dyn EventSink>,
     recorder: RecorderChoice,
 ) -> Result<Traced, Error> {
     let mut target = target::resolve(command, cwd)?;
     target.extra_ro.extend(extra_ro.iter().cloned());
+    target.env.extend(env.iter().cloned());
     let mut running = run::start(
         &target,
         cwd,
@@ -663,6 +1267,7 @@ pub fn trace(
             clock: Arc::new(glassbox_trace::Clock::new()),
             first_event_id: 1,
             network: Some(NetworkMode::Capture),
+            relay: None,
         },
     )?;
     let pump = |from: Option<std::fs::File>, mut to: Box<dyn std::io::Write + Send>| {

@@ -230,6 +230,22 @@ impl Secrets {
     }
 }
 
+/// A fresh canary for a declared secret (an API key in a configuration's `env`): random,
+/// shaped like a token, unique to this audit.
+pub(crate) fn env_canary() -> Result<String, Error> {
+    let bytes = honeytokens::random_bytes(20).map_err(Error::Honeytokens)?;
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    Ok(format!("gbx_{hex}"))
+}
+
+/// A fresh marker for the generated tool arguments: `gbm` and 10 hex digits (fits a host
+/// name, a path, a URL and an e-mail address as is).
+pub(crate) fn input_marker() -> Result<String, Error> {
+    let bytes = honeytokens::random_bytes(5).map_err(Error::Honeytokens)?;
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    Ok(format!("gbm{hex}"))
+}
+
 /// How to start one run.
 pub(crate) struct RunPlan {
     /// The secrets to plant; `None`: fresh ones.
@@ -240,6 +256,8 @@ pub(crate) struct RunPlan {
     pub first_event_id: u64,
     /// The network edge's mode; `None`: loopback only.
     pub network: Option<NetworkMode>,
+    /// Destinations relayed to the real network (the install phase's registry).
+    pub relay: Option<glassbox_net::Relay>,
 }
 
 /// Plants fresh secrets, starts `target` in the sandbox, and records it into `sink`.
@@ -280,7 +298,7 @@ pub(crate) fn start(
         lazy_rsa,
     } = secrets;
     let mut key_gate = None;
-    let mut env = vec![];
+    let mut env = target.env.clone();
     if plan.network.is_some() {
         env.push(("SSH_AUTH_SOCK".to_string(), ssh_agent.clone()));
     }
@@ -289,6 +307,7 @@ pub(crate) fn start(
         argv: target.argv.clone(),
         cwd: cwd.to_path_buf(),
         extra_ro: target.extra_ro.clone(),
+        extra_rw: target.extra_rw.clone(),
         user,
         hostname,
         path_prefix: target.path_prefix.clone(),
@@ -305,7 +324,12 @@ pub(crate) fn start(
     // The honeytoken ground truth (fanotify): marks on the planted files, made once they
     // exist and before the server runs. Where it is not available, the channel is reported
     // not observed, with the reason.
-    let planted: Vec<String> = tokens.iter().map(|t| t.path.clone()).collect();
+    // Files only: a declared secret (`env:NAME`) is a value, not a path.
+    let planted: Vec<String> = tokens
+        .iter()
+        .filter(|t| t.path.starts_with('/'))
+        .map(|t| t.path.clone())
+        .collect();
     let mut watch = glassbox_trace::HoneytokenWatch::new().map_err(|e| e.to_string());
     let mut pid_ns = None;
     // SAFETY: geteuid cannot fail.
@@ -370,12 +394,16 @@ pub(crate) fn start(
         (Some(mode), Some(tun)) => {
             let stop = Arc::new(AtomicBool::new(false));
             let (stop2, clock2) = (stop.clone(), clock.clone());
+            let relay = plan.relay.clone();
             let thread = std::thread::Builder::new()
                 .name("network-edge".into())
                 .spawn(move || {
                     use std::os::fd::AsFd;
                     let mut edge =
                         glassbox_net::Edge::new(mode, 0, glassbox_net::Limits::default());
+                    if let Some(r) = relay {
+                        edge = edge.with_relay(r);
+                    }
                     let error =
                         glassbox_net::serve(tun.as_fd(), &mut edge, &|| clock2.now_ns(), &stop2)
                             .err()

@@ -17,8 +17,12 @@ pub struct Resolved {
     pub argv: Vec<OsString>,
     /// Host paths to bind read-only so the program and its files are visible.
     pub extra_ro: Vec<PathBuf>,
+    /// Host directories bound read-write (a package's install folder, during install only).
+    pub extra_rw: Vec<PathBuf>,
     /// Directories to put in front of `PATH` (the program's own `bin`).
     pub path_prefix: Vec<String>,
+    /// More environment variables (an installer's settings, a config's `env`).
+    pub env: Vec<(String, String)>,
 }
 
 fn is_executable(p: &Path) -> bool {
@@ -71,6 +75,20 @@ fn install_prefix(real: &Path) -> Option<PathBuf> {
     }
 }
 
+/// The absolute interpreter a script names on its `#!` line, if it is a script.
+fn shebang_interpreter(p: &Path) -> Option<PathBuf> {
+    use std::io::Read;
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(p).ok()?.read(&mut head).ok()?;
+    let line = head[..n].strip_prefix(b"#!")?;
+    let line = &line[..line.iter().position(|&b| b == b'\n').unwrap_or(line.len())];
+    let first = line
+        .split(|b| b.is_ascii_whitespace())
+        .find(|w| !w.is_empty())?;
+    let path = PathBuf::from(OsStr::from_bytes(first));
+    path.is_absolute().then_some(path)
+}
+
 /// Resolves `command` (run from `cwd`) for the sandbox.
 pub fn resolve(command: &[OsString], cwd: &Path) -> Result<Resolved, Error> {
     let Some(first) = command.first() else {
@@ -86,6 +104,18 @@ pub fn resolve(command: &[OsString], cwd: &Path) -> Result<Resolved, Error> {
         if !in_system_dir(p) && !p.starts_with(cwd) {
             if let Some(prefix) = install_prefix(p) {
                 extra_ro.push(prefix);
+            }
+        }
+    }
+    // A script's interpreter (`#!/path/venv/bin/python`, a symlink into a Python install
+    // elsewhere): its install prefix too.
+    if let Some(interp) = shebang_interpreter(&real) {
+        let interp_real = std::fs::canonicalize(&interp).unwrap_or_else(|_| interp.clone());
+        for p in [&interp, &interp_real] {
+            if !in_system_dir(p) && !p.starts_with(cwd) {
+                if let Some(prefix) = install_prefix(p) {
+                    extra_ro.push(prefix);
+                }
             }
         }
     }
@@ -115,7 +145,9 @@ pub fn resolve(command: &[OsString], cwd: &Path) -> Result<Resolved, Error> {
         program,
         argv: command.to_vec(),
         extra_ro,
+        extra_rw: Vec::new(),
         path_prefix,
+        env: Vec::new(),
     })
 }
 

@@ -40,7 +40,7 @@ use std::collections::HashMap;
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "canary-exfiltration",
-    version: 1,
+    version: 2,
     claim: "no planted secret leaves the sandbox",
     severity: Severity::High,
     channels: &[Channel::PacketEdge],
@@ -59,7 +59,7 @@ const MIN_ENCODED: usize = 12;
 
 /// How a needle encodes the secret.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Encoding {
+pub(crate) enum Encoding {
     Raw,
     Hex,
     Base64,
@@ -67,7 +67,7 @@ enum Encoding {
 }
 
 impl Encoding {
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Encoding::Raw => "as is",
             Encoding::Hex => "hex",
@@ -144,7 +144,7 @@ fn pieces(secret: &[u8]) -> Vec<(Vec<u8>, Piece)> {
 }
 
 /// A piece in every encoding searched.
-fn encodings(p: &[u8]) -> Vec<(Vec<u8>, Encoding)> {
+pub(crate) fn encodings(p: &[u8]) -> Vec<(Vec<u8>, Encoding)> {
     let mut out = vec![
         (p.to_vec(), Encoding::Raw),
         (
@@ -227,7 +227,7 @@ impl Matcher {
 }
 
 /// `hay` with every `%XX` decoded, when it has one.
-fn percent_decoded(hay: &[u8]) -> Option<Vec<u8>> {
+pub(crate) fn percent_decoded(hay: &[u8]) -> Option<Vec<u8>> {
     let hex = |b: u8| (b as char).to_digit(16).map(|d| d as u8);
     let mut out = Vec::with_capacity(hay.len());
     let mut any = false;
@@ -256,7 +256,7 @@ fn labels_joined(name: &[u8]) -> Vec<u8> {
 }
 
 /// The fields of a flow searched, with their names.
-fn fields(f: &Flow) -> Vec<(&'static str, Vec<u8>)> {
+pub(crate) fn fields(f: &Flow) -> Vec<(&'static str, Vec<u8>)> {
     let mut out = vec![("payload", f.sample.as_slice().to_vec())];
     if let Some(q) = &f.dns {
         out.push(("DNS query", q.name.as_slice().to_vec()));

@@ -14,7 +14,7 @@
 //! Open (read, write, directory listing) and stat events count; exec events do not (the child's
 //! own open is what is recorded). One finding per distinct path.
 
-use crate::paths::{self, NormPath};
+use crate::paths::{self, NormPath, Rules, View};
 use crate::text::{self, Groups};
 use crate::{flags, Channel, CheckInfo, Evaluation, Evaluator};
 use glassbox_model::{Event, EventKind, Manifest, Severity};
@@ -86,10 +86,22 @@ struct Context {
     home: NormPath,
     cwd: NormPath,
     cwd_raw: Vec<u8>,
-    /// Home and the folder of each planted secret outside home, as bytes.
+    /// Home and the folder of each planted secret outside home, as bytes (the outermost of
+    /// them: see [`paths::outermost`]).
     roots: Vec<Vec<u8>>,
+    /// Whether the working directory and every root are apart (neither inside the other):
+    /// a relative path without `..` then stays in the working directory, away from every
+    /// rule.
+    cwd_apart: bool,
     planted: Vec<NormPath>,
     planted_dirs: Vec<NormPath>,
+    /// [`WELL_KNOWN`], split once.
+    well_known: Rules<'static, ()>,
+    /// Home, the planted secrets and their credential directories, normalized, as bytes (for
+    /// [`Context::may_apply`]); no home when it is `/` or empty (no home rule applies then).
+    home_bytes: Option<Vec<u8>>,
+    planted_bytes: Vec<Vec<u8>>,
+    planted_dir_bytes: Vec<Vec<u8>>,
 }
 
 impl Context {
@@ -110,37 +122,88 @@ impl Context {
                 planted_dirs.push(parent);
             }
         }
+        let roots: Vec<Vec<u8>> = std::iter::once(sandbox.home.as_bytes().to_vec())
+            .chain(
+                planted
+                    .iter()
+                    .filter_map(|p| p.parent())
+                    .map(|d| d.to_bytes().0),
+            )
+            .collect();
+        let cwd = NormPath::new(sandbox.cwd.as_bytes());
+        let cwd_apart = roots.iter().all(|r| {
+            let r = NormPath::new(r);
+            !cwd.starts_with(&r) && !r.starts_with(&cwd)
+        });
         Context {
-            cwd: NormPath::new(sandbox.cwd.as_bytes()),
+            cwd,
             cwd_raw: sandbox.cwd.as_bytes().to_vec(),
-            roots: std::iter::once(sandbox.home.as_bytes().to_vec())
-                .chain(
-                    planted
-                        .iter()
-                        .filter_map(|p| p.parent())
-                        .map(|d| d.to_bytes().0),
-                )
-                .collect(),
+            roots: paths::outermost(&roots),
+            cwd_apart,
+            well_known: Rules::new(WELL_KNOWN.iter().map(|p| (*p, ()))),
+            home_bytes: (!home.components().is_empty()).then(|| home.to_bytes().0),
+            planted_bytes: planted.iter().map(|p| p.to_bytes().0).collect(),
+            planted_dir_bytes: planted_dirs.iter().map(|d| d.to_bytes().0).collect(),
             home,
             planted,
             planted_dirs,
         }
     }
 
-    fn classify(&self, path: &NormPath) -> Option<Reason> {
-        if self.planted.contains(path) {
+    /// Whether a rule may apply to `path`, an absolute path normalizing would leave as it is
+    /// ([`paths::is_plain`]): a look at its bytes that spares most paths under home the
+    /// normalizing and the patterns. `false` means [`Context::classify`] finds nothing.
+    fn may_apply(&self, path: &[u8]) -> bool {
+        let p = match path.strip_suffix(b"/") {
+            Some(p) if !p.is_empty() => p,
+            _ => path,
+        };
+        let under = |d: &[u8]| {
+            d == b"/" || (p.starts_with(d) && matches!(p.get(d.len()), None | Some(b'/')))
+        };
+        if self.planted_bytes.iter().any(|x| x == p)
+            || self.planted_dir_bytes.iter().any(|d| under(d))
+        {
+            return true;
+        }
+        let name = paths::basename(p);
+        if name == b".env" || name.starts_with(b".env.") {
+            return true;
+        }
+        let Some(home) = &self.home_bytes else {
+            return false;
+        };
+        if !under(home) {
+            return false;
+        }
+        let first = p[home.len()..].split(|&b| b == b'/').find(|c| !c.is_empty());
+        self.well_known.may_start(first)
+    }
+
+    /// Why the normalized path of components `path` is a credential path, if it is.
+    fn classify<C: AsRef<[u8]>>(&self, path: &[C]) -> Option<Reason> {
+        if self
+            .planted
+            .iter()
+            .any(|p| paths::same_components(path, p.components()))
+        {
             return Some(Reason::Planted);
         }
-        if self.planted_dirs.iter().any(|d| path.starts_with(d)) {
+        if self
+            .planted_dirs
+            .iter()
+            .any(|d| paths::strip_components(path, d.components()).is_some())
+        {
             return Some(Reason::PlantedDir);
         }
-        let rel = paths::home_relative(path, &self.home)?;
-        if WELL_KNOWN.iter().any(|p| paths::matches(rel, p)) {
+        let rel = paths::home_relative_components(path, self.home.components())?;
+        if self.well_known.first(rel).is_some() {
             return Some(Reason::WellKnown);
         }
-        let name = path.file_name()?;
+        let name = path.last()?.as_ref();
         let dotenv = name == b".env" || name.starts_with(b".env.");
-        let in_cwd = !self.cwd.components().is_empty() && path.starts_with(&self.cwd);
+        let cwd = self.cwd.components();
+        let in_cwd = !cwd.is_empty() && paths::strip_components(path, cwd).is_some();
         if dotenv && !rel.is_empty() && !in_cwd {
             return Some(Reason::DotEnv);
         }
@@ -202,18 +265,31 @@ impl Evaluator for State {
             _ => return,
         };
         // Every rule is about paths under home or planted secrets: a plain path outside both
-        // needs no normalizing.
-        if self
-            .ctx
-            .roots
-            .iter()
-            .all(|r| paths::plainly_outside(path.as_slice(), r))
-        {
+        // needs no normalizing, nor does a relative one that stays in a working directory
+        // apart from both.
+        let raw = path.as_slice();
+        if raw.first() == Some(&b'/') {
+            if paths::plainly_outside_all(raw, &self.ctx.roots)
+                || (paths::is_plain(raw) && !self.ctx.may_apply(raw))
+            {
+                return;
+            }
+        } else if self.ctx.cwd_apart && !raw.split(|&b| b == b'/').any(|s| s == b"..") {
             return;
         }
-        let norm = NormPath::resolve(path.as_slice(), &self.ctx.cwd_raw);
-        let Some(reason) = self.ctx.classify(&norm) else {
-            return;
+        // Judged on a view of the path; copied only when it counts.
+        let (reason, norm) = match View::resolve(path.as_slice(), &self.ctx.cwd_raw) {
+            Some(view) => match self.ctx.classify(view.components()) {
+                Some(reason) => (reason, view.to_norm()),
+                None => return,
+            },
+            None => {
+                let norm = NormPath::resolve(path.as_slice(), &self.ctx.cwd_raw);
+                match self.ctx.classify(norm.components()) {
+                    Some(reason) => (reason, norm),
+                    None => return,
+                }
+            }
         };
         let Some(acc) = self.groups.add(norm, e.id, &e.phase) else {
             return;
@@ -476,6 +552,91 @@ mod tests {
         let f = evaluate(&ev).findings;
         assert_eq!(f.len(), 1, "same path after normalization is one finding");
         assert_eq!(f[0].evidence, vec![1, 2]);
+    }
+
+    /// The look at bytes that spares paths the normalizing never turns a path a rule applies
+    /// to away.
+    #[test]
+    fn the_byte_prefilter_passes_every_path_a_rule_applies_to() {
+        let mut paths: Vec<String> = Vec::new();
+        for home in ["/home/user", "/home/user/"] {
+            let home = home.trim_end_matches('/');
+            for rule in WELL_KNOWN.iter().chain(PLANTED_DIRS) {
+                let concrete = rule.replace("**", "x").replace('*', "y");
+                paths.push(format!("{home}/{concrete}"));
+                paths.push(format!("{home}/{concrete}/"));
+                paths.push(format!("{home}/{concrete}/deeper/file"));
+            }
+            for p in [
+                "", "/", "/.env", "/.env.local", "/.envrc", "/a/.env", "/project/.env",
+                "/.cache/x", "/.config", "/.config/app/x", "/.configx/gh", "/.ssh",
+                "/.sshx/id", "/.aws/credentials", "/x/.ssh/id_rsa",
+            ] {
+                paths.push(format!("{home}{p}"));
+            }
+        }
+        for p in [
+            "/", "/srv/keys/id_rsa", "/srv/keys/other", "/srv/keys", "/srv/keysx", "/srv",
+            "/etc/.env", "/usr/lib/x.so", "/home", "/home/userx/.ssh/id_rsa",
+        ] {
+            paths.push(p.to_string());
+        }
+        let manifests = [
+            ("/home/user", vec!["/home/user/.ssh/id_rsa", "/srv/keys/id_rsa"]),
+            ("/home/user/", vec!["/home/user/.aws/credentials"]),
+            ("/", vec!["/home/user/.ssh/id_rsa"]),
+            ("", vec![]),
+            ("/home/user", vec!["/.ssh/id_rsa", "/home/user/project/.env"]),
+        ];
+        let mut checked = 0;
+        for (home, planted) in &manifests {
+            let mut ev = Ev::new().home(home);
+            for p in planted {
+                ev = ev.honeytoken(p);
+            }
+            let ctx = Context::new(&ev.build().manifest);
+            for p in &paths {
+                let raw = p.as_bytes();
+                if !raw.starts_with(b"/") || !paths::is_plain(raw) {
+                    continue;
+                }
+                let norm = NormPath::new(raw);
+                if ctx.classify(norm.components()).is_some() {
+                    assert!(ctx.may_apply(raw), "{p} under home {home:?}");
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 100, "{checked}");
+    }
+
+    /// Relative paths (resolved against the working directory) in every relation of the
+    /// working directory to home: apart, inside, above.
+    #[test]
+    fn relative_paths_are_judged_where_they_resolve() {
+        let flagged_in = |cwd: &str, path: &[u8]| {
+            let mut ev = Ev::new()
+                .honeytoken("/srv/keys/id_rsa")
+                .open(path, 0, Phase::Startup)
+                .build();
+            ev.manifest.sandbox.cwd = cwd.into();
+            !evaluate(&ev).findings.is_empty()
+        };
+        // Apart from home: what stays in it is never a credential path, `..` may leave it.
+        assert!(!flagged_in("/work/app", b".ssh/id_rsa"));
+        assert!(!flagged_in("/work/app", b"./src/.env"));
+        assert!(flagged_in("/work/app", b"../../home/user/.ssh/id_rsa"));
+        assert!(flagged_in("/work/app", b"./x/../../../srv/keys/id_rsa"));
+        assert!(flagged_in("/work/app", b"../../home/user/other/.env"));
+        // Inside home: a `.env` of its own is not counted, home's credentials are.
+        assert!(!flagged_in("/home/user/project", b".env"));
+        assert!(flagged_in("/home/user/project", b"../.netrc"));
+        // Above home (or a planted folder): no `..` needed to reach them.
+        assert!(flagged_in("/home", b"user/.aws/credentials"));
+        assert!(flagged_in("/", b"home/user/.ssh/id_rsa"));
+        assert!(flagged_in("/srv", b"keys/id_rsa"));
+        // The working directory inside a planted folder.
+        assert!(flagged_in("/srv/keys", b"id_rsa"));
     }
 
     #[test]

@@ -22,7 +22,7 @@ use std::net::IpAddr;
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "doh",
-    version: 1,
+    version: 2,
     claim: "no hidden DNS (DNS over HTTPS or TLS)",
     severity: Severity::Medium,
     channels: &[Channel::PacketEdge],
@@ -194,11 +194,7 @@ impl Evaluator for State {
                 ", {}, {}) ({})",
                 net::count(u.flow_count, "flow", "flows"),
                 net::bytes_out(u.bytes),
-                match u.modes.as_slice() {
-                    [NetworkMode::Capture] => "capture run",
-                    [NetworkMode::Denied] => "denied run",
-                    _ => "both runs",
-                }
+                net::runs(&u.modes)
             );
             if !ps.is_empty() {
                 summary += &format!(" during {}", text::phases(&ps));

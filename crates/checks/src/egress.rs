@@ -28,7 +28,7 @@ use std::net::IpAddr;
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "unexplained-egress",
-    version: 2,
+    version: 3,
     claim: "no unexplained network egress",
     severity: Severity::High,
     channels: &[Channel::Syscalls, Channel::PacketEdge],
@@ -83,6 +83,8 @@ impl Attempts {
 /// The check's state over one run.
 pub(crate) struct State {
     allow: Allow,
+    /// The allow list of the install run: the user's, and the registry it relayed.
+    allow_install: Allow,
     /// Events some flow matched.
     matched: HashSet<u64>,
     /// Names of synthetic addresses.
@@ -95,6 +97,17 @@ pub(crate) struct State {
 pub(crate) fn start(c: &crate::Context<'_>) -> Box<dyn Evaluator> {
     let mut s = State {
         allow: Allow::new(&c.manifest.network.allow),
+        allow_install: Allow::new(
+            &c.manifest
+                .network
+                .runs
+                .iter()
+                .filter(|r| r.mode == NetworkMode::Install)
+                .flat_map(|r| r.allow.iter())
+                .chain(&c.manifest.network.allow)
+                .cloned()
+                .collect::<Vec<_>>(),
+        ),
         matched: c
             .flows
             .iter()
@@ -112,6 +125,15 @@ pub(crate) fn start(c: &crate::Context<'_>) -> Box<dyn Evaluator> {
 }
 
 impl State {
+    /// What explains an attempt made in a run of `mode`: the install run also reached its
+    /// registry, and only it did.
+    fn allow_of(&self, mode: NetworkMode) -> &Allow {
+        match mode {
+            NetworkMode::Install => &self.allow_install,
+            _ => &self.allow,
+        }
+    }
+
     fn flow(&mut self, f: &Flow) {
         if f.protocol == FlowProtocol::Unix {
             return;
@@ -123,10 +145,11 @@ impl State {
             return;
         }
         let names = net::names(f);
+        let allow = self.allow_of(f.mode);
         let dest = match &f.dns {
             Some(q) => {
                 let name = net::norm_host(q.name.as_slice());
-                if self.allow.allows(&name, None) {
+                if allow.allows(&name, None) {
                     return;
                 }
                 Dest::Dns(name)
@@ -143,11 +166,9 @@ impl State {
                             .then(|| self.names.get(&net::synthetic_v4(ip)).cloned())
                             .flatten()
                     });
-                let explained = names.iter().any(|(_, n)| self.allow.allows(n, Some(port)))
-                    || host
-                        .as_deref()
-                        .is_some_and(|h| self.allow.allows(h, Some(port)))
-                    || self.allow.allows_ip(ip, port);
+                let explained = names.iter().any(|(_, n)| allow.allows(n, Some(port)))
+                    || host.as_deref().is_some_and(|h| allow.allows(h, Some(port)))
+                    || allow.allows_ip(ip, port);
                 if explained {
                     return;
                 }
@@ -201,10 +222,10 @@ impl State {
         let name = net::is_synthetic(ip)
             .then(|| self.names.get(&net::synthetic_v4(ip)).cloned())
             .flatten();
-        let explained = self.allow.allows_ip(ip, port)
-            || name
-                .as_deref()
-                .is_some_and(|n| self.allow.allows(n, Some(port)));
+        let mode = self.network.mode_of_event(e.id);
+        let allow = self.allow_of(mode);
+        let explained = allow.allows_ip(ip, port)
+            || name.as_deref().is_some_and(|n| allow.allows(n, Some(port)));
         if explained {
             return;
         }
@@ -212,7 +233,6 @@ impl State {
             Some(n) => (Dest::Host(n, port), true),
             None => (Dest::Ip(ip, port), false),
         };
-        let mode = self.network.mode_of_event(e.id);
         let Some(a) = self.groups.get(dest) else {
             return;
         };
@@ -287,14 +307,6 @@ fn protocols(ps: &[FlowProtocol]) -> String {
         .join("+")
 }
 
-fn modes(ms: &[NetworkMode]) -> &'static str {
-    match ms {
-        [NetworkMode::Capture] => "capture run",
-        [NetworkMode::Denied] => "denied run",
-        _ => "both runs",
-    }
-}
-
 fn summary(dest: &Dest, a: &Attempts, ps: &[Phase]) -> String {
     let mut s = match dest {
         Dest::Dns(name) => {
@@ -365,7 +377,7 @@ fn summary(dest: &Dest, a: &Attempts, ps: &[Phase]) -> String {
             net::count(a.unmatched, calls.0, calls.1)
         );
     }
-    s += &format!(" ({})", modes(&a.modes));
+    s += &format!(" ({})", net::runs(&a.modes));
     if !ps.is_empty() {
         s += &format!(" during {}", text::phases(ps));
     }
@@ -407,6 +419,62 @@ mod tests {
                     .packets(3)
                     .events(&[2]),
             )
+    }
+
+    #[test]
+    fn the_registry_explains_the_install_run_and_nothing_else() {
+        let registry = |install_end: u64| {
+            Ev::new()
+                .connect_with("sendto", "198.18.0.2:53", Phase::Install)
+                .connect("198.18.1.3:443", Phase::Install)
+                .install_run(1, install_end, &["registry.example:443"])
+                .run(NetworkMode::Capture, install_end, 10)
+                .flow(
+                    F::dns("registry.example", "A")
+                        .answers(&["198.18.1.3"])
+                        .events(&[1])
+                        .install(),
+                )
+                .flow(
+                    F::tcp("198.18.1.3:443")
+                        .name("registry.example")
+                        .sni("registry.example")
+                        .events(&[2])
+                        .install(),
+                )
+        };
+        assert_eq!(evaluate(&registry(3).build()), Evaluation::default());
+        // The same registry reached by the server itself is egress like any other.
+        let ev = registry(3)
+            .connect("198.18.1.3:443", Phase::Call("fetch".into()))
+            .flow(
+                F::tcp("198.18.1.3:443")
+                    .name("registry.example")
+                    .sni("registry.example")
+                    .events(&[3]),
+            )
+            .build();
+        assert_eq!(
+            summaries(&ev),
+            ["TCP to registry.example:443 (at 198.18.1.3; SNI registry.example): 1 flow, 1 packet, 0 bytes out (capture run) during call:fetch"]
+        );
+        // Another host during the install is egress of the install (a lifecycle script).
+        let ev = registry(4)
+            .connect("198.18.1.4:443", Phase::Install)
+            .flow(
+                F::tcp("198.18.1.4:443")
+                    .name("collector.example")
+                    .events(&[3])
+                    .install(),
+            )
+            .build();
+        let s = summaries(&ev);
+        assert_eq!(s.len(), 1, "{s:?}");
+        assert!(
+            s[0].contains("collector.example:443") && s[0].contains("(install run)"),
+            "{}",
+            s[0]
+        );
     }
 
     #[test]
@@ -570,7 +638,7 @@ mod tests {
             s,
             vec![
                 "DNS query for exfil.example (TXT) sent to 8.8.8.8:53 (not the sandbox's \
-                 resolver): 2 queries (both runs)"
+                 resolver): 2 queries (capture and denied runs)"
             ]
         );
     }

@@ -23,6 +23,7 @@
 //! | `unix-socket` | connects to no Unix socket it does not own | high | connects to Unix sockets not bound in the sandbox (canary sockets always), what was sent to canaries |
 //! | `canary-exfiltration` | no planted secret leaves the sandbox | high | planted secrets (raw, hex, base64, URL-encoded, in part) in every flow's payload, DNS names, SNI, HTTP target and Host |
 //! | `sandbox-evasion` | nothing escaped the recorder | high | calls the static filter refused (`refused` events; `clone3`, a routine fallback, noted), execs of a memfd or a deleted file, flows at the edge that no recorded connect or send caused |
+//! | `input-exposure` | keeps tool input inside the sandbox and its workspace | medium | the audit's marker (in every generated probe string) in any flow of a server run, or in the name of a file written outside the working directory and scratch folders |
 //!
 //! A check returns an [`Evaluation`]: findings (each one flags the check) and notes (listed,
 //! never flagged, e.g. every spawned process). A finding names the check id and version that
@@ -88,6 +89,7 @@ mod doh;
 mod egress;
 mod evasion;
 mod exfil;
+mod input;
 pub mod flags;
 mod lock;
 mod net;
@@ -377,7 +379,7 @@ fn incomplete_reason(failure: Option<&str>) -> String {
     }
 }
 
-static REGISTRY: [Check; 10] = [
+static REGISTRY: [Check; 11] = [
     Check {
         info: credential::INFO,
         start: credential::start,
@@ -417,6 +419,10 @@ static REGISTRY: [Check; 10] = [
     Check {
         info: evasion::INFO,
         start: evasion::start,
+    },
+    Check {
+        info: input::INFO,
+        start: input::start,
     },
 ];
 
@@ -563,7 +569,7 @@ mod tests {
             assert!(!c.info.channels.is_empty());
         }
         assert_eq!(find("persistence").unwrap().info.severity, Severity::High);
-        assert_eq!(versions().len(), 10);
+        assert_eq!(versions().len(), registry().len());
     }
 
     #[test]

@@ -58,6 +58,7 @@ mod tests {
             "unix.rs" => include_str!("unix.rs"),
             "canary.rs" => include_str!("canary.rs"),
             "evasion.rs" => include_str!("evasion.rs"),
+            "input.rs" => include_str!("input.rs"),
             other => panic!("{other} is not a known check source: add it to lock.rs"),
         }
     }

@@ -196,6 +196,31 @@ pub(crate) fn synthetic_names(flows: &[Flow]) -> HashMap<IpAddr, String> {
     m
 }
 
+/// The runs an attempt was seen in, for a summary: `capture run`, `install and capture
+/// runs`, `capture and denied runs`.
+pub(crate) fn runs(modes: &[glassbox_model::NetworkMode]) -> String {
+    use glassbox_model::NetworkMode;
+    match modes {
+        [m] => format!("{} run", m.name()),
+        _ => {
+            // In the order the runs are made.
+            let mut modes = modes.to_vec();
+            modes.sort_by_key(|m| match m {
+                NetworkMode::Install => 0,
+                NetworkMode::Capture => 1,
+                NetworkMode::Denied => 2,
+            });
+            let names: Vec<&str> = modes.iter().map(|m| m.name()).collect();
+            match names.split_last() {
+                Some((last, rest)) if !rest.is_empty() => {
+                    format!("{} and {last} runs", rest.join(", "))
+                }
+                _ => "no run".into(),
+            }
+        }
+    }
+}
+
 /// The user's allow list (`--allow-host HOST[:PORT]`).
 #[derive(Debug, Default)]
 pub(crate) struct Allow(Vec<(String, Option<u16>)>);
@@ -242,9 +267,56 @@ impl Allow {
     }
 }
 
+/// Hashes event ids for [`PhaseOf`], which every check that weighs flows consults for every
+/// event of a trace: one multiplication by a key drawn once per process (keyed, so that ids in
+/// a hostile bundle cannot be chosen to collide), instead of SipHash.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct IdHasher {
+    key: u64,
+    h: u64,
+}
+
+impl std::hash::Hasher for IdHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u64(&mut self, id: u64) {
+        self.h = (self.h.rotate_left(23) ^ id ^ self.key).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+
+    fn finish(&self) -> u64 {
+        // The high bits are the well mixed ones; the table indexes by the low ones.
+        self.h ^ (self.h >> 32)
+    }
+}
+
+/// Builds [`IdHasher`]s with this process's key.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Ids(u64);
+
+impl Default for Ids {
+    fn default() -> Self {
+        use std::hash::BuildHasher;
+        static KEY: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+        Ids(*KEY.get_or_init(|| {
+            std::collections::hash_map::RandomState::new().hash_one(0x676c_6173_7362_6f78u64)
+        }))
+    }
+}
+
+impl std::hash::BuildHasher for Ids {
+    type Hasher = IdHasher;
+    fn build_hasher(&self) -> IdHasher {
+        IdHasher { key: self.0, h: 0 }
+    }
+}
+
 /// The phases of chosen events (those behind flagged flows), learnt as the events stream by.
 #[derive(Debug, Default)]
-pub(crate) struct PhaseOf(HashMap<u64, Option<Phase>>);
+pub(crate) struct PhaseOf(HashMap<u64, Option<Phase>, Ids>);
 
 impl PhaseOf {
     /// Remembers the phase of these events when they come (the first [`MAX_IDS`]).

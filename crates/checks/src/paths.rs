@@ -105,18 +105,149 @@ impl NormPath {
 /// `dir` nor under it. A cheap test that lets checks skip normalizing most paths; `false`
 /// means "normalize and look".
 pub fn plainly_outside(path: &[u8], dir: &[u8]) -> bool {
-    if path.first() != Some(&b'/') || dir.is_empty() {
-        return false;
+    plainly_outside_all(path, std::slice::from_ref(&dir))
+}
+
+/// [`plainly_outside`] of every one of `dirs` (`true` for none), looking at `path` once.
+pub fn plainly_outside_all<D: AsRef<[u8]>>(path: &[u8], dirs: &[D]) -> bool {
+    if dirs.is_empty() {
+        return true;
     }
-    let dir = dir.strip_suffix(b"/").unwrap_or(dir);
-    let plain = !path.windows(2).any(|w| w == b"//")
-        && !path
-            .split(|&b| b == b'/')
-            .any(|seg| seg == b"." || seg == b"..");
-    if !plain {
-        return false;
+    // The prefixes first: a path under one of them is looked at whatever its shape.
+    path.first() == Some(&b'/')
+        && dirs.iter().all(|d| {
+            let d = d.as_ref();
+            let d = d.strip_suffix(b"/").unwrap_or(d);
+            !d.is_empty() && !(path.starts_with(d) && matches!(path.get(d.len()), None | Some(b'/')))
+        })
+        && is_plain(path)
+}
+
+/// `dirs` without those [`plainly_outside_all`] need not look at: a directory inside another
+/// one of them (as bytes, the way that test sees it), or given twice. `plainly_outside_all`
+/// of the result is `plainly_outside_all` of `dirs`.
+pub fn outermost(dirs: &[Vec<u8>]) -> Vec<Vec<u8>> {
+    let strip = |d: &[u8]| d.strip_suffix(b"/").unwrap_or(d).to_vec();
+    let mut out: Vec<Vec<u8>> = Vec::new();
+    for (i, d) in dirs.iter().enumerate() {
+        let inner = strip(d);
+        let covered = dirs.iter().enumerate().any(|(j, o)| {
+            let outer = strip(o);
+            j != i
+                && !outer.is_empty()
+                && ((inner.starts_with(&outer) && inner.get(outer.len()) == Some(&b'/'))
+                    || (inner == outer && j < i))
+        });
+        if !covered {
+            out.push(d.clone());
+        }
     }
-    !(path.starts_with(dir) && matches!(path.get(dir.len()), None | Some(b'/')))
+    out
+}
+
+/// Whether normalizing the absolute `path` would leave it as it is: no `.` or `..` segment,
+/// no repeated slash (a trailing slash is dropped by normalizing, but does not change which
+/// directory a path is under).
+pub fn is_plain(path: &[u8]) -> bool {
+    let mut i = 0;
+    while let Some(at) = path[i..].iter().position(|&b| b == b'/') {
+        let rest = &path[i + at + 1..];
+        let segment_end = |n: usize| matches!(rest.get(n), None | Some(b'/'));
+        match rest.first() {
+            Some(b'/') => return false,
+            Some(b'.') if segment_end(1) || (rest.get(1) == Some(&b'.') && segment_end(2)) => {
+                return false
+            }
+            _ => {}
+        }
+        i += at + 1;
+    }
+    true
+}
+
+/// Most components a [`View`] holds; deeper paths are left to [`NormPath`].
+const VIEW_MAX: usize = 24;
+
+/// A path lexically normalized as [`NormPath`] does, without copying anything: its components
+/// are slices of the bytes given (normalizing only ever drops components). For the checks'
+/// look at every path of a trace; a path worth keeping becomes a [`NormPath`].
+#[derive(Clone, Copy, Debug)]
+pub struct View<'a> {
+    comps: [&'a [u8]; VIEW_MAX],
+    len: usize,
+}
+
+impl<'a> View<'a> {
+    /// As [`NormPath::resolve`]; `None` when the path has, at some point of its
+    /// normalization, more than a few dozen components.
+    pub fn resolve(path: &'a [u8], base: &'a [u8]) -> Option<View<'a>> {
+        let mut v = View {
+            comps: [&[]; VIEW_MAX],
+            len: 0,
+        };
+        if path.first() != Some(&b'/') {
+            v.push_all(base)?;
+        }
+        v.push_all(path)?;
+        Some(v)
+    }
+
+    fn push_all(&mut self, path: &'a [u8]) -> Option<()> {
+        for c in path.split(|&b| b == b'/') {
+            match c {
+                b"" | b"." => {}
+                b".." => self.len = self.len.saturating_sub(1),
+                _ => {
+                    *self.comps.get_mut(self.len)? = c;
+                    self.len += 1;
+                }
+            }
+        }
+        Some(())
+    }
+
+    /// The components, root first.
+    pub fn components(&self) -> &[&'a [u8]] {
+        &self.comps[..self.len]
+    }
+
+    /// The same path, owned.
+    pub fn to_norm(&self) -> NormPath {
+        NormPath {
+            comps: self.components().iter().map(|c| c.to_vec()).collect(),
+        }
+    }
+}
+
+/// The components of `path` after those of `base`, when `path` is `base` or inside it.
+pub fn strip_components<'p, A: AsRef<[u8]>, B: AsRef<[u8]>>(
+    path: &'p [A],
+    base: &[B],
+) -> Option<&'p [A]> {
+    if path.len() < base.len() {
+        return None;
+    }
+    let (head, rest) = path.split_at(base.len());
+    head.iter()
+        .zip(base)
+        .all(|(a, b)| a.as_ref() == b.as_ref())
+        .then_some(rest)
+}
+
+/// Whether two lists of components are the same path.
+pub fn same_components<A: AsRef<[u8]>, B: AsRef<[u8]>>(a: &[A], b: &[B]) -> bool {
+    a.len() == b.len() && strip_components(a, b).is_some()
+}
+
+/// [`home_relative`] over components: `None` when `home` is empty.
+pub fn home_relative_components<'p, A: AsRef<[u8]>, B: AsRef<[u8]>>(
+    path: &'p [A],
+    home: &[B],
+) -> Option<&'p [A]> {
+    if home.is_empty() {
+        return None;
+    }
+    strip_components(path, home)
 }
 
 /// The components of `path` below the home directory `home`, once both are normalized.
@@ -155,23 +286,62 @@ pub fn display(path: &NormPath, home: &NormPath) -> String {
 /// - `prefix*`: one component starting with `prefix` (`cron*` matches `crontab`, `cron.d`);
 /// - `**`, only as the last segment: zero or more components (`.ssh/**` matches `.ssh` itself and
 ///   everything inside it).
-pub fn matches(comps: &[Vec<u8>], pattern: &str) -> bool {
-    // Walks the pattern's segments without collecting them: this runs for every path and
-    // pattern of a trace (an allocation here measured as a fifth of a recheck's time).
+pub fn matches<C: AsRef<[u8]>>(comps: &[C], pattern: &str) -> bool {
+    // Walks the pattern's segments without collecting them (an allocation per path and
+    // pattern measured as a fifth of a recheck's time); see [`Rules`] for many paths.
+    match_segments(segments(pattern), comps)
+}
+
+/// The first pattern of `rules` that `comps` matches, with its label.
+pub fn first_match<'r, C: AsRef<[u8]>>(
+    comps: &[C],
+    rules: &'r [(&'static str, &'static str)],
+) -> Option<&'r (&'static str, &'static str)> {
+    rules.iter().find(|(pattern, _)| matches(comps, pattern))
+}
+
+/// One segment of a pattern.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Segment<'p> {
+    /// The component, byte for byte.
+    Literal(&'p [u8]),
+    /// A component starting with these bytes (`*` alone: any component).
+    Prefix(&'p [u8]),
+    /// Zero or more components: the rest of the path.
+    Rest,
+}
+
+/// The segments of `pattern`.
+fn segments(pattern: &str) -> impl Iterator<Item = Segment<'_>> {
+    pattern
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .map(|seg| {
+            if seg == "**" {
+                Segment::Rest
+            } else if let Some(prefix) = seg.strip_suffix('*') {
+                Segment::Prefix(prefix.as_bytes())
+            } else {
+                Segment::Literal(seg.as_bytes())
+            }
+        })
+}
+
+/// Whether `comps` matches the pattern made of `segs`.
+fn match_segments<'s, C: AsRef<[u8]>>(
+    segs: impl IntoIterator<Item = Segment<'s>>,
+    comps: &[C],
+) -> bool {
     let mut i = 0;
-    for seg in pattern.split('/').filter(|s| !s.is_empty()) {
-        if seg == "**" {
-            return true;
-        }
+    for seg in segs {
         let Some(comp) = comps.get(i) else {
-            return false;
+            return seg == Segment::Rest;
         };
-        let ok = if seg == "*" {
-            true
-        } else if let Some(prefix) = seg.strip_suffix('*') {
-            comp.starts_with(prefix.as_bytes())
-        } else {
-            comp.as_slice() == seg.as_bytes()
+        let comp = comp.as_ref();
+        let ok = match seg {
+            Segment::Rest => return true,
+            Segment::Prefix(p) => comp.starts_with(p),
+            Segment::Literal(l) => comp == l,
         };
         if !ok {
             return false;
@@ -181,12 +351,95 @@ pub fn matches(comps: &[Vec<u8>], pattern: &str) -> bool {
     i == comps.len()
 }
 
-/// The first pattern of `rules` that `comps` matches, with its label.
-pub fn first_match<'r>(
-    comps: &[Vec<u8>],
-    rules: &'r [(&'static str, &'static str)],
-) -> Option<&'r (&'static str, &'static str)> {
-    rules.iter().find(|(pattern, _)| matches(comps, pattern))
+/// A pattern of [`matches()`], split into its segments once.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pattern<'p>(Vec<Segment<'p>>);
+
+impl<'p> Pattern<'p> {
+    /// Splits `pattern` (see [`matches()`]).
+    pub fn new(pattern: &'p str) -> Pattern<'p> {
+        Pattern(segments(pattern).collect())
+    }
+
+    /// Whether `comps` matches the pattern.
+    pub fn matches<C: AsRef<[u8]>>(&self, comps: &[C]) -> bool {
+        match_segments(self.0.iter().copied(), comps)
+    }
+}
+
+/// Labelled patterns split once, for matching every path of a trace: [`Rules::first`] is
+/// [`first_match`] without splitting a pattern per path, and trying only the patterns whose
+/// first segment can match the path's first component.
+#[derive(Clone, Debug)]
+pub struct Rules<'p, L> {
+    rules: Vec<(Pattern<'p>, L)>,
+    /// The rules (their indices, in order) by the literal their pattern starts with, sorted
+    /// by that literal.
+    by_first: Vec<(&'p [u8], Vec<usize>)>,
+    /// The rules whose pattern starts otherwise (a prefix, `*`, `**`, or nothing).
+    others: Vec<usize>,
+}
+
+impl<'p, L: Copy> Rules<'p, L> {
+    /// The patterns of `rules`, in order.
+    pub fn new(rules: impl IntoIterator<Item = (&'p str, L)>) -> Self {
+        let rules: Vec<(Pattern<'p>, L)> =
+            rules.into_iter().map(|(p, l)| (Pattern::new(p), l)).collect();
+        let mut by_first: Vec<(&'p [u8], Vec<usize>)> = Vec::new();
+        let mut others = Vec::new();
+        for (i, (p, _)) in rules.iter().enumerate() {
+            match p.0.first() {
+                Some(Segment::Literal(l)) => match by_first.iter_mut().find(|(k, _)| k == l) {
+                    Some((_, ids)) => ids.push(i),
+                    None => by_first.push((l, vec![i])),
+                },
+                _ => others.push(i),
+            }
+        }
+        by_first.sort_by(|a, b| a.0.cmp(b.0));
+        Rules {
+            rules,
+            by_first,
+            others,
+        }
+    }
+
+    /// Whether some pattern may match a path whose first component is `first` (`None`: a
+    /// path of no components): `false` means none does.
+    pub fn may_start(&self, first: Option<&[u8]>) -> bool {
+        !self.others.is_empty()
+            || first.is_some_and(|c| {
+                self.by_first
+                    .binary_search_by(|(k, _)| (*k).cmp(c))
+                    .is_ok()
+            })
+    }
+
+    /// The label of the first pattern `comps` matches.
+    pub fn first<C: AsRef<[u8]>>(&self, comps: &[C]) -> Option<L> {
+        let literal: &[usize] = comps
+            .first()
+            .and_then(|c| {
+                self.by_first
+                    .binary_search_by(|(k, _)| (*k).cmp(c.as_ref()))
+                    .ok()
+            })
+            .map_or(&[], |at| &self.by_first[at].1);
+        // Both lists are in rule order: walk them merged, so the first match is the first rule.
+        let (mut a, mut b) = (literal.iter().peekable(), self.others.iter().peekable());
+        loop {
+            let next = match (a.peek(), b.peek()) {
+                (Some(&&x), Some(&&y)) if x < y => a.next(),
+                (Some(_), Some(_)) | (None, Some(_)) => b.next(),
+                (Some(_), None) => a.next(),
+                (None, None) => return None,
+            };
+            let (pattern, label) = self.rules.get(*next?)?;
+            if pattern.matches(comps) {
+                return Some(*label);
+            }
+        }
+    }
 }
 
 /// The last component of a byte path (`/usr/bin/sh` → `sh`), without normalizing.
@@ -292,6 +545,142 @@ mod tests {
         assert!(matches(&c("/.netrc"), ".netrc"));
         assert!(!matches(&c("/.netrc/x"), ".netrc"));
         assert!(!matches(&c("/"), ".netrc"));
+    }
+
+    /// Paths with every shape normalizing deals with.
+    fn odd_paths() -> Vec<Vec<u8>> {
+        let mut out: Vec<Vec<u8>> = [
+            "/", "//", "/.", "/..", "", ".", "..", "a", "a/", "./a", "../a", "/home/u",
+            "/home/u/", "/home/u/.ssh/id_rsa", "/home/u//.ssh/./id_rsa", "/home/u/x/../.aws",
+            "/home/u/.", "/home/u/..", "/home/u/...", "/home/u/..a", "/home/u/.a.", "/home/u/a..",
+            "/home/user2/.ssh", "/home/u/.env", "/home/u/p/.env.local", "/home/u/.config/gh/x",
+            "/home/u/.config/gh-tools", "/etc/cron.d/job", "/etc/crontab", "/.git/hooks/pre-commit",
+            "/home/u/.config/fish/conf.d/a.fish", "/home/u/.config/fish/conf.d",
+            "/home/u/.local/share/systemd/user/x.service", "/../../etc/profile",
+            ".ssh/../.ssh/id_rsa", "/home/u/\u{ff}/../.netrc",
+        ]
+        .iter()
+        .map(|s| s.as_bytes().to_vec())
+        .collect();
+        out.push(b"/home/u/\xff\xfe/../.ssh/\x80".to_vec());
+        out.push(b"/a".repeat(30));
+        out.push([b"/a".repeat(30), b"/..".repeat(28), b"/.ssh".to_vec()].concat());
+        out
+    }
+
+    #[test]
+    fn a_view_normalizes_as_norm_path_does() {
+        let mut deep = 0;
+        for p in odd_paths() {
+            for base in [&b"/home/u/project"[..], b"", b"/", b"rel/../x", &b"/b".repeat(30)] {
+                let norm = NormPath::resolve(&p, base);
+                match View::resolve(&p, base) {
+                    Some(v) => {
+                        assert_eq!(v.to_norm(), norm, "{:?} in {:?}", p, base);
+                        assert!(same_components(v.components(), norm.components()));
+                    }
+                    None => deep += 1,
+                }
+            }
+        }
+        // Paths too deep for a view (and relative ones in a deep base) are left to NormPath;
+        // the rest are views.
+        assert!(deep > 0 && deep < odd_paths().len(), "{deep}");
+    }
+
+    #[test]
+    fn split_patterns_match_as_matches_does() {
+        let rules: Vec<(&str, &str)> = [
+            ".ssh/**", ".netrc", "*", "**", "/etc/cron*/**", ".config/fish/conf.d/*", "/",
+            "a/**/b", "cron*", "/etc/*/x", ".config/gh/**", "", ".ssh", "home/u/.ssh/*",
+            "home/*", "etc/crontab", ".config/**", "home",
+        ]
+        .iter()
+        .map(|p| (*p, *p))
+        .collect();
+        let compiled = Rules::new(rules.iter().copied());
+        let home = NormPath::new(b"/home/u");
+        for p in odd_paths() {
+            let norm = NormPath::new(&p);
+            for comps in [norm.components(), home_relative(&norm, &home).unwrap_or(&[])] {
+                for (pattern, _) in &rules {
+                    let views: Vec<&[u8]> = comps.iter().map(Vec::as_slice).collect();
+                    assert_eq!(
+                        Pattern::new(pattern).matches(comps),
+                        matches(comps, pattern),
+                        "{pattern} {:?}",
+                        p
+                    );
+                    assert_eq!(matches(&views, pattern), matches(comps, pattern));
+                }
+                assert_eq!(
+                    compiled.first(comps),
+                    first_match(comps, &rules).map(|(_, l)| *l)
+                );
+                if !compiled.may_start(comps.first().map(Vec::as_slice)) {
+                    assert_eq!(compiled.first(comps), None);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn plainly_outside_all_is_plainly_outside_of_each() {
+        let dirs: Vec<Vec<u8>> = ["/home/u", "/home/u/", "/", "/srv/planted", ""]
+            .iter()
+            .map(|d| d.as_bytes().to_vec())
+            .collect();
+        for p in odd_paths() {
+            for n in 0..=dirs.len() {
+                for set in [&dirs[..n], &dirs[n..]] {
+                    assert_eq!(
+                        plainly_outside_all(&p, set),
+                        set.iter().all(|d| plainly_outside(&p, d)),
+                        "{:?} {:?}",
+                        p,
+                        set
+                    );
+                }
+            }
+            // Plain means normalizing leaves the path as it is (a trailing slash aside).
+            if p.first() == Some(&b'/') && is_plain(&p) {
+                let trimmed = match p.strip_suffix(b"/") {
+                    Some(t) if !t.is_empty() => t.to_vec(),
+                    _ => p.clone(),
+                };
+                assert_eq!(NormPath::new(&p).to_bytes().0, trimmed, "{:?}", p);
+            }
+        }
+        assert!(!is_plain(b"/a/./b") && !is_plain(b"/a/..") && !is_plain(b"//a"));
+        assert!(is_plain(b"/a/.b/..c/...") && is_plain(b"/"));
+    }
+
+    #[test]
+    fn outermost_directories_decide_as_all_of_them() {
+        let sets: Vec<Vec<&str>> = vec![
+            vec!["/home/u", "/home/u/.ssh", "/home/u/.aws/", "/srv/p"],
+            vec!["/home/u/.ssh", "/home/u"],
+            vec!["/home/u", "/home/u/"],
+            vec!["/home/u", "/home/user2", "/home/u2/x"],
+            vec!["/", "/home/u"],
+            vec!["", "/home/u/.ssh"],
+            vec!["/home//u", "/home//u/.ssh"],
+        ];
+        for set in sets {
+            let dirs: Vec<Vec<u8>> = set.iter().map(|d| d.as_bytes().to_vec()).collect();
+            let kept = outermost(&dirs);
+            assert!(kept.len() <= dirs.len());
+            for p in odd_paths() {
+                assert_eq!(
+                    plainly_outside_all(&p, &kept),
+                    plainly_outside_all(&p, &dirs),
+                    "{:?} {set:?}",
+                    p
+                );
+            }
+        }
+        let dirs: Vec<Vec<u8>> = vec![b"/home/u".to_vec(), b"/home/u/.ssh".to_vec()];
+        assert_eq!(outermost(&dirs), vec![b"/home/u".to_vec()]);
     }
 
     #[test]

@@ -10,7 +10,7 @@
 //! Not seen (the recorder does not record them): `rename`, `link`, `symlink` and `mkdir`, so a
 //! file written elsewhere and renamed into place is missed.
 
-use crate::paths::{self, basename, NormPath};
+use crate::paths::{self, basename, NormPath, Rules, View};
 use crate::text::{self, Groups};
 use crate::{flags, Channel, CheckInfo, Evaluation, Evaluator};
 use glassbox_model::{Bytes, Event, EventKind, Phase, Severity};
@@ -77,29 +77,44 @@ pub(crate) const SYSTEM_RULES: &[(&str, &str)] = &[
     ("/etc/ld.so.preload", "dynamic loader preload"),
 ];
 
-/// Why a written path is persistence.
-fn classify(path: &NormPath, home: &NormPath) -> Option<&'static str> {
-    if let Some(rel) = paths::home_relative(path, home) {
-        if let Some((_, what)) = paths::first_match(rel, HOME_RULES) {
-            return Some(what);
+/// [`HOME_RULES`] and [`SYSTEM_RULES`], split once.
+struct Classifier {
+    home: Rules<'static, &'static str>,
+    system: Rules<'static, &'static str>,
+}
+
+impl Classifier {
+    fn new() -> Self {
+        Classifier {
+            home: Rules::new(HOME_RULES.iter().copied()),
+            system: Rules::new(SYSTEM_RULES.iter().copied()),
         }
     }
-    if let Some((_, what)) = paths::first_match(path.components(), SYSTEM_RULES) {
-        return Some(what);
+
+    /// Why a written path (its normalized components) is persistence.
+    fn classify<C: AsRef<[u8]>>(&self, path: &[C], home: &NormPath) -> Option<&'static str> {
+        if let Some(rel) = paths::home_relative_components(path, home.components()) {
+            if let Some(what) = self.home.first(rel) {
+                return Some(what);
+            }
+        }
+        if let Some(what) = self.system.first(path) {
+            return Some(what);
+        }
+        if is_git_hook(path) {
+            return Some("git hook");
+        }
+        None
     }
-    if is_git_hook(path.components()) {
-        return Some("git hook");
-    }
-    None
 }
 
 /// `…/.git/hooks/NAME`, where git would run `NAME` (not its `*.sample` templates).
-fn is_git_hook(comps: &[Vec<u8>]) -> bool {
+fn is_git_hook<C: AsRef<[u8]>>(comps: &[C]) -> bool {
     let n = comps.len();
     n >= 3
-        && comps[n - 3] == b".git"
-        && comps[n - 2] == b"hooks"
-        && !comps[n - 1].ends_with(b".sample")
+        && comps[n - 3].as_ref() == b".git"
+        && comps[n - 2].as_ref() == b"hooks"
+        && !comps[n - 1].as_ref().ends_with(b".sample")
 }
 
 /// What an exec schedules, when it does.
@@ -133,6 +148,7 @@ struct Exec {
 pub(crate) struct State {
     home: NormPath,
     cwd_raw: Vec<u8>,
+    rules: Classifier,
     writes: Groups<NormPath, Write>,
     execs: Groups<(i32, Vec<Bytes>), Exec>,
     /// Findings in the order of their first event, writes and execs interleaved.
@@ -144,6 +160,7 @@ pub(crate) fn start(c: &crate::Context<'_>) -> Box<dyn Evaluator> {
     Box::new(State {
         home: NormPath::new(sandbox.home.as_bytes()),
         cwd_raw: sandbox.cwd.as_bytes().to_vec(),
+        rules: Classifier::new(),
         writes: Groups::new(),
         execs: Groups::new(),
         order: Vec::new(),
@@ -163,9 +180,19 @@ impl Evaluator for State {
                 if !flags::has_write_intent(syscall, *flags) {
                     return;
                 }
-                let norm = NormPath::resolve(path.as_slice(), &self.cwd_raw);
-                let Some(what) = classify(&norm, &self.home) else {
-                    return;
+                // Judged on a view of the path; copied only when it counts.
+                let (what, norm) = match View::resolve(path.as_slice(), &self.cwd_raw) {
+                    Some(view) => match self.rules.classify(view.components(), &self.home) {
+                        Some(what) => (what, view.to_norm()),
+                        None => return,
+                    },
+                    None => {
+                        let norm = NormPath::resolve(path.as_slice(), &self.cwd_raw);
+                        match self.rules.classify(norm.components(), &self.home) {
+                            Some(what) => (what, norm),
+                            None => return,
+                        }
+                    }
                 };
                 let before = self.writes.items.len();
                 let Some(w) = self.writes.add(norm, e.id, &e.phase) else {

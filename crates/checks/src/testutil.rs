@@ -53,6 +53,18 @@ impl Ev {
         self
     }
 
+    /// The marker of the generated tool arguments.
+    pub(crate) fn marker(mut self, m: &str) -> Self {
+        self.0.manifest.session.input_marker = Some(m.into());
+        self
+    }
+
+    /// The server's working directory.
+    pub(crate) fn cwd(mut self, cwd: &str) -> Self {
+        self.0.manifest.target.cwd = cwd.into();
+        self
+    }
+
     pub(crate) fn home(mut self, home: &str) -> Self {
         self.0.manifest.sandbox.home = home.into();
         self
@@ -193,6 +205,18 @@ impl Ev {
             mode,
             first_event: first,
             end_event: end,
+            ..NetworkRun::default()
+        });
+        self
+    }
+
+    /// The install run over events `first..end`, which relayed `registry` (`HOST:PORT`).
+    pub(crate) fn install_run(mut self, first: u64, end: u64, registry: &[&str]) -> Self {
+        self.0.manifest.network.runs.push(NetworkRun {
+            mode: NetworkMode::Install,
+            first_event: first,
+            end_event: end,
+            allow: registry.iter().map(|s| s.to_string()).collect(),
             ..NetworkRun::default()
         });
         self
@@ -361,6 +385,12 @@ impl F {
 
     pub(crate) fn denied(mut self) -> F {
         self.0.mode = NetworkMode::Denied;
+        self
+    }
+
+    /// A flow of the install run.
+    pub(crate) fn install(mut self) -> F {
+        self.0.mode = NetworkMode::Install;
         self
     }
 }

@@ -5,11 +5,12 @@
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
+use glassbox_audit::config::Launch;
 use glassbox_audit::{selftest, AuditOptions, EventSink, JsonLines, Progress, RecorderChoice};
 use glassbox_model::{Event, EventKind, Phase, ServerExit};
 use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 #[derive(Parser, Debug)]
@@ -28,10 +29,15 @@ struct Cli {
 enum Command {
     /// Run an MCP stdio server in the sandbox, speak MCP to it, call every tool, and report
     /// what it did.
+    #[command(group = clap::ArgGroup::new("what").required(true).multiple(true).args(["target", "cmd", "config", "server_json"]))]
     Audit {
         /// Also write the JSON report to FILE ("-" for standard output).
         #[arg(long, value_name = "FILE")]
         json: Option<PathBuf>,
+        /// Also write the audit as SARIF 2.1.0 to FILE ("-" for standard output), for code
+        /// scanning: accusations are written as withheld, with nothing of them.
+        #[arg(long, value_name = "FILE")]
+        sarif: Option<PathBuf>,
         /// Where to write the evidence bundle (default ./glassbox-evidence/<run-id>/).
         #[arg(long, value_name = "DIR")]
         evidence: Option<PathBuf>,
@@ -66,8 +72,32 @@ enum Command {
         /// $GLASSBOX_STATE_DIR/store.sqlite, else ~/.local/state/glassbox/store.sqlite).
         #[arg(long, value_name = "FILE")]
         store: Option<PathBuf>,
-        /// The server command and its arguments.
-        #[arg(last = true, required = true, value_name = "COMMAND")]
+        /// A package to install (in the sandbox, traced) and audit: npm:NAME[@VERSION] or
+        /// pypi:NAME[==VERSION]. Arguments after `--` are then the server's arguments.
+        #[arg(value_name = "TARGET")]
+        target: Option<String>,
+        /// Seconds the install of a package may take.
+        #[arg(long, value_name = "SECS", default_value_t = 600)]
+        install_timeout: u64,
+        /// Audit the servers of an MCP client configuration (Claude Desktop, Cursor, Claude
+        /// Code `.mcp.json` or `~/.claude.json`, VS Code `mcp.json`/`settings.json`).
+        #[arg(long, value_name = "FILE", conflicts_with_all = ["target", "server_json"])]
+        config: Option<PathBuf>,
+        /// With --config: audit only the server of this name.
+        #[arg(long, value_name = "NAME", requires = "config")]
+        server: Option<String>,
+        /// Audit the packages (and list the remotes) of an MCP Registry server.json.
+        #[arg(long, value_name = "FILE", conflicts_with = "target")]
+        server_json: Option<PathBuf>,
+        /// The server speaks streamable HTTP instead of stdio, listening inside its sandbox
+        /// at this URL (http://127.0.0.1:PORT/PATH); glassbox waits for it to listen.
+        #[arg(long, value_name = "URL", conflicts_with = "sse")]
+        http: Option<String>,
+        /// The same for the legacy HTTP+SSE transport: the URL of its SSE endpoint.
+        #[arg(long, value_name = "URL")]
+        sse: Option<String>,
+        /// The server command and its arguments (or, after a TARGET, the server's arguments).
+        #[arg(last = true, value_name = "COMMAND")]
         cmd: Vec<OsString>,
     },
     /// Run every control fixture through the real sandbox; print TP/TN/FP/FN per check; record
@@ -129,6 +159,22 @@ enum Command {
         #[arg(long)]
         include_withheld: bool,
     },
+    /// Every audit in the store, as published, as a static site: an index of the servers with
+    /// statistics across them, one page per audit, the coverage ledger and the blind spots.
+    Site {
+        /// The folder to write the site into (created if missing; its pages are replaced).
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// The store (default as for `audit`).
+        #[arg(long, value_name = "FILE")]
+        store: Option<PathBuf>,
+        /// The controls, for the coverage ledger (default: the source tree's fixtures/).
+        #[arg(long, value_name = "DIR")]
+        fixtures: Option<PathBuf>,
+        /// The regression cases, for the ledger (default: the source tree's regressions/).
+        #[arg(long, value_name = "DIR")]
+        regressions: Option<PathBuf>,
+    },
     /// Per check: positive and negative controls, regression cases; fragile checks marked.
     Coverage {
         /// The controls (default: the source tree's fixtures/).
@@ -149,6 +195,9 @@ enum Command {
         /// Make another host path visible, read-only (repeatable).
         #[arg(long = "ro", value_name = "PATH")]
         read_only: Vec<PathBuf>,
+        /// Set an environment variable for the command: NAME=VALUE (repeatable).
+        #[arg(long = "env", short = 'e', value_name = "NAME=VALUE")]
+        env: Vec<String>,
         /// How to record the open and stat families.
         #[arg(long, value_enum, default_value_t = Recorder::Auto)]
         recorder: Recorder,
@@ -207,6 +256,9 @@ enum ReportFormat {
     Md,
     /// One self-contained HTML page.
     Html,
+    /// SARIF 2.1.0 for code scanning: withheld findings written as withheld, with nothing of
+    /// them (in full with --include-withheld, marked withheld); rejected ones dropped.
+    Sarif,
 }
 
 /// `allowlist --format`.
@@ -278,6 +330,9 @@ impl Progress for StderrProgress {
         let what = match mode {
             glassbox_model::NetworkMode::Capture => "network captured at glassbox's edge",
             glassbox_model::NetworkMode::Denied => "network denied: every packet dropped",
+            glassbox_model::NetworkMode::Install => {
+                "installing the package: only its registry is reached, the rest captured"
+            }
         };
         eprintln!(
             "glassbox: [{:6.2}s] run: {what}",
@@ -332,6 +387,119 @@ impl<W: Write + Send> EventSink for Readable<W> {
     }
 }
 
+/// Runs one audit, prints its report (and writes `--json`/`--sarif`), records it in the store.
+fn audit_one(
+    opts: &AuditOptions,
+    json: &Option<PathBuf>,
+    sarif: &Option<PathBuf>,
+    quiet: bool,
+    store: &Path,
+) -> Result<i32> {
+    let progress = StderrProgress {
+        start: Instant::now(),
+    };
+    let audit = if quiet {
+        glassbox_audit::audit(opts, &glassbox_audit::Quiet)
+    } else {
+        glassbox_audit::audit(opts, &progress)
+    }?;
+    publish(&audit, json, sarif, quiet, store)
+}
+
+/// [`audit_one`] for a remote server (`url`), audited over HTTP from here.
+fn audit_remote_one(
+    opts: &AuditOptions,
+    url: &str,
+    legacy_sse: bool,
+    json: &Option<PathBuf>,
+    sarif: &Option<PathBuf>,
+    quiet: bool,
+    store: &Path,
+) -> Result<i32> {
+    let progress = StderrProgress {
+        start: Instant::now(),
+    };
+    let audit = if quiet {
+        glassbox_audit::audit_remote(url, legacy_sse, opts, &glassbox_audit::Quiet)
+    } else {
+        glassbox_audit::audit_remote(url, legacy_sse, opts, &progress)
+    }?;
+    publish(&audit, json, sarif, quiet, store)
+}
+
+/// Prints an audit's report (and writes `--json`/`--sarif`), records it in the store; the
+/// exit status of its verdict.
+fn publish(
+    audit: &glassbox_audit::Audit,
+    json: &Option<PathBuf>,
+    sarif: &Option<PathBuf>,
+    quiet: bool,
+    store: &Path,
+) -> Result<i32> {
+    let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let text = glassbox_report::terminal(&audit.evidence, &audit.report, color);
+    let json_text = glassbox_report::json(&audit.report) + "\n";
+    let sarif_text = sarif.as_ref().map(|_| {
+        glassbox_report::sarif(
+            &audit.evidence,
+            &audit.report,
+            &glassbox_report::Publication::unreviewed,
+        )
+    });
+    // The terminal summary, unless a document goes to standard output instead.
+    let mut terminal = Some(text);
+    for (path, doc) in [(&json, Some(json_text)), (&sarif, sarif_text)] {
+        match (path.as_deref(), doc) {
+            (Some(p), Some(doc)) if p.as_os_str() == "-" => {
+                print!("{doc}");
+                terminal = None;
+            }
+            (Some(p), Some(doc)) => std::fs::write(p, doc)
+                .with_context(|| format!("cannot write {}", p.display()))?,
+            _ => {}
+        }
+    }
+    if let Some(text) = terminal {
+        print!("{text}");
+    }
+    // Every audit goes to the store; the bundle is on disk whatever happens here.
+    let path = store;
+    let id = glassbox_store::Store::open(path)
+        .and_then(|mut s| {
+            s.record(
+                &audit.report,
+                &audit.evidence.manifest,
+                None,
+                &audit.evidence_dir,
+            )
+        })
+        .with_context(|| {
+            format!(
+                "cannot record the audit in the store {} (its evidence is in {})",
+                path.display(),
+                audit.evidence_dir.display()
+            )
+        })?;
+    if !quiet {
+        eprintln!("glassbox: recorded as audit {id} in {}", path.display());
+    }
+    Ok(audit.report.verdict.exit_code())
+}
+
+/// A file named on the command line, as text.
+fn read_text(path: &Path) -> Result<String> {
+    std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))
+}
+
+/// The environment `${VAR}` in a configuration expands from.
+struct ProcessEnv;
+
+impl glassbox_audit::config::Vars for ProcessEnv {
+    fn env(&self, name: &str) -> Option<String> {
+        std::env::var(name).ok()
+    }
+}
+
 fn main() {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
@@ -354,6 +522,7 @@ fn run(cli: Cli) -> Result<i32> {
     match cli.command {
         Command::Audit {
             json,
+            sarif,
             evidence,
             read_only,
             request_timeout,
@@ -364,14 +533,66 @@ fn run(cli: Cli) -> Result<i32> {
             network,
             allow_host,
             store,
+            target,
+            install_timeout,
+            config,
+            server,
+            server_json,
+            http,
+            sse,
             cmd,
         } => {
-            // A command that cannot run is a usage error before anything else.
-            glassbox_audit::target::resolve(&cmd, &cwd)?;
+            let http = match (&http, &sse) {
+                (Some(u), _) => Some(glassbox_audit::HttpServer::parse(u, false)?),
+                (None, Some(u)) => Some(glassbox_audit::HttpServer::parse(u, true)?),
+                _ => None,
+            };
+            let declared = match (&config, &server_json) {
+                (Some(f), _) => Some(glassbox_audit::config::select(
+                    glassbox_audit::config::client_config(&read_text(f)?, &ProcessEnv)?,
+                    server.as_deref(),
+                )?),
+                (None, Some(f)) => Some(glassbox_audit::config::server_json(
+                    &read_text(f)?,
+                    &ProcessEnv,
+                )?),
+                _ => None,
+            };
+            if declared.is_some() && !cmd.is_empty() {
+                anyhow::bail!(
+                    "--config and --server-json name their servers: no command goes after --"
+                );
+            }
+            let package = match &target {
+                _ if declared.is_some() => None,
+                Some(t) => Some(
+                    glassbox_audit::install::PackageSpec::parse(t)?.ok_or_else(|| {
+                        anyhow::anyhow!(
+                            "{t:?} is not a package (npm:NAME[@VERSION] or pypi:NAME[==VERSION]); \
+                             a command goes after --"
+                        )
+                    })?,
+                ),
+                None if cmd.is_empty() => {
+                    anyhow::bail!("nothing to audit: give a package (npm:NAME, pypi:NAME) or -- COMMAND")
+                }
+                // A command that cannot run is a usage error before anything else.
+                None => {
+                    glassbox_audit::target::resolve(&cmd, &cwd)?;
+                    None
+                }
+            };
+            let dash = |p: &Option<PathBuf>| p.as_deref().is_some_and(|p| p.as_os_str() == "-");
+            if dash(&json) && dash(&sarif) {
+                anyhow::bail!("--json - and --sarif - cannot both write to standard output");
+            }
             let mut opts = AuditOptions::new(cmd, cwd);
             opts.recorder = recorder.into();
             opts.network = network.into();
             opts.allow_hosts = allow_host;
+            opts.package = package;
+            opts.http = http;
+            opts.install_timeout = Duration::from_secs(install_timeout.max(1));
             let proofs = selftest::load_proofs();
             let fixtures = selftest::default_fixtures();
             if proofs.missing.is_some()
@@ -393,51 +614,66 @@ fn run(cli: Cli) -> Result<i32> {
             opts.extra_ro = absolute(read_only)?;
             opts.session.request_timeout = Duration::from_secs(request_timeout.max(1));
             opts.session.session_timeout = Duration::from_secs(session_timeout.max(1));
-            let progress = StderrProgress {
-                start: Instant::now(),
-            };
-            let audit = if quiet {
-                glassbox_audit::audit(&opts, &glassbox_audit::Quiet)
-            } else {
-                glassbox_audit::audit(&opts, &progress)
-            }?;
-            let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-            let text = glassbox_report::terminal(&audit.evidence, &audit.report, color);
-            let json_text = glassbox_report::json(&audit.report);
-            match json.as_deref() {
-                Some(p) if p.as_os_str() == "-" => println!("{json_text}"),
-                Some(p) => {
-                    std::fs::write(p, format!("{json_text}\n"))
-                        .with_context(|| format!("cannot write {}", p.display()))?;
-                    print!("{text}");
-                }
-                None => print!("{text}"),
-            }
-            // Every audit goes to the store; the bundle is on disk whatever happens here.
-            let path = match store {
+            let store = match store {
                 Some(p) => p,
                 None => glassbox_store::Store::default_path()?,
             };
-            let id = glassbox_store::Store::open(&path)
-                .and_then(|mut s| {
-                    s.record(
-                        &audit.report,
-                        &audit.evidence.manifest,
-                        None,
-                        &audit.evidence_dir,
-                    )
-                })
-                .with_context(|| {
-                    format!(
-                        "cannot record the audit in the store {} (its evidence is in {})",
-                        path.display(),
-                        audit.evidence_dir.display()
-                    )
-                })?;
-            if !quiet {
-                eprintln!("glassbox: recorded as audit {id} in {}", path.display());
+            let Some(entries) = declared else {
+                return audit_one(&opts, &json, &sarif, quiet, &store);
+            };
+            if entries.len() > 1 && (json.is_some() || sarif.is_some()) {
+                anyhow::bail!(
+                    "--json and --sarif name one file: with {} servers, pick one with --server \
+                     (or use `glassbox report` on each audit afterwards)",
+                    entries.len()
+                );
             }
-            Ok(audit.report.verdict.exit_code())
+            let mut code = 0;
+            for (i, entry) in entries.into_iter().enumerate() {
+                let label = glassbox_model::printable(&entry.name);
+                let mut o = opts.clone();
+                o.server_env = entry.env;
+                if let Some(dir) = &opts.evidence_dir {
+                    o.evidence_dir = Some(dir.join(format!("{}", i + 1)));
+                }
+                match entry.launch {
+                    Launch::Package { spec, args } => {
+                        o.package = Some(spec);
+                        o.command = glassbox_audit::config::os_args(&args);
+                    }
+                    Launch::Command(argv) => o.command = glassbox_audit::config::os_args(&argv),
+                    Launch::Remote { url, transport } => {
+                        if !quiet {
+                            eprintln!("glassbox: auditing {label} (remote, {transport})");
+                        }
+                        match audit_remote_one(&o, &url, transport == "sse", &json, &sarif, quiet, &store) {
+                            Ok(c) => code = code.max(c),
+                            Err(e) => {
+                                eprintln!("glassbox: {label}: not audited: {e:#}");
+                                code = code.max(glassbox_model::Verdict::Inconclusive.exit_code());
+                            }
+                        }
+                        continue;
+                    }
+                    Launch::Unsupported(why) => {
+                        eprintln!("glassbox: {label}: not audited: {why}");
+                        code = code.max(glassbox_model::Verdict::Inconclusive.exit_code());
+                        continue;
+                    }
+                }
+                if !quiet {
+                    eprintln!("glassbox: auditing {label}");
+                }
+                match audit_one(&o, &json, &sarif, quiet, &store) {
+                    Ok(c) => code = code.max(c),
+                    // One server that cannot be audited does not stop the others.
+                    Err(e) => {
+                        eprintln!("glassbox: {label}: error: {e:#}");
+                        code = code.max(2);
+                    }
+                }
+            }
+            Ok(code)
         }
         Command::Review { store, action } => {
             let path = match store {
@@ -521,37 +757,30 @@ fn run(cli: Cli) -> Result<i32> {
                     row.evidence_dir.display()
                 )
             })?;
-            let report = if include_withheld {
-                stored
-            } else {
-                let status = |check: &str, summary: &str| {
-                    row.findings
-                        .iter()
-                        .find(|f| f.check_id == check && f.summary == summary)
-                        .map_or(Some(true), |f| match f.status {
-                            glassbox_store::FindingStatus::Published => Some(true),
-                            glassbox_store::FindingStatus::Rejected => Some(false),
-                            glassbox_store::FindingStatus::Withheld => None,
-                        })
-                };
-                let session = &ev.manifest.session;
-                glassbox_audit::recheck::published(
-                    &stored,
-                    session.completed,
-                    session.failure.as_deref(),
-                    &status,
-                )
+            let shown = |stored| {
+                if include_withheld {
+                    stored
+                } else {
+                    published(&row, stored, &ev)
+                }
             };
             let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
             let text = match format {
-                ReportFormat::Terminal => glassbox_report::terminal(&ev, &report, color),
-                ReportFormat::Json => glassbox_report::json(&report) + "\n",
-                ReportFormat::Md => glassbox_report::markdown(&ev, &report),
-                ReportFormat::Html => glassbox_report::html(&ev, &report),
+                ReportFormat::Terminal => glassbox_report::terminal(&ev, &shown(stored), color),
+                ReportFormat::Json => glassbox_report::json(&shown(stored)) + "\n",
+                ReportFormat::Md => glassbox_report::markdown(&ev, &shown(stored)),
+                ReportFormat::Html => glassbox_report::html(&ev, &shown(stored)),
+                ReportFormat::Sarif => report_sarif(&row, stored, &ev, include_withheld),
             };
             print!("{text}");
             Ok(0)
         }
+        Command::Site {
+            out,
+            store,
+            fixtures,
+            regressions,
+        } => site(&out, store, fixtures, regressions),
         Command::Allowlist { format, dir } => {
             let path = dir.join("network.jsonl");
             if !path.exists() {
@@ -607,9 +836,17 @@ fn run(cli: Cli) -> Result<i32> {
         Command::Trace {
             out,
             read_only,
+            env,
             recorder,
             cmd,
         } => {
+            let env = env
+                .iter()
+                .map(|kv| match kv.split_once('=') {
+                    Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
+                    _ => Err(anyhow::anyhow!("--env takes NAME=VALUE, not {kv:?}")),
+                })
+                .collect::<Result<Vec<_>>>()?;
             let sink: Box<dyn EventSink> = match &out {
                 Some(p) => Box::new(JsonLines(std::io::BufWriter::new(
                     std::fs::File::create(p)
@@ -618,7 +855,7 @@ fn run(cli: Cli) -> Result<i32> {
                 None => Box::new(Readable(std::io::stderr())),
             };
             let traced =
-                glassbox_audit::trace(&cmd, &cwd, &absolute(read_only)?, sink, recorder.into())?;
+                glassbox_audit::trace(&cmd, &cwd, &absolute(read_only)?, &env, sink, recorder.into())?;
             if let Some(p) = &out {
                 eprintln!(
                     "glassbox: {} events written to {}",
@@ -777,6 +1014,143 @@ fn review(s: &mut glassbox_store::Store, action: ReviewAction) -> Result<i32> {
         }
     }
     Ok(0)
+}
+
+/// What may be published of a stored audit: the claims of retracted check versions withdrawn
+/// (marked retracted), findings awaiting review withheld, rejected ones dropped.
+fn published(
+    row: &glassbox_store::AuditRow,
+    mut stored: glassbox_model::AuditReport,
+    ev: &glassbox_model::Evidence,
+) -> glassbox_model::AuditReport {
+    glassbox_checks::apply_retractions(&mut stored.checks);
+    let status = |check: &str, summary: &str| {
+        row.findings
+            .iter()
+            .find(|f| f.check_id == check && f.summary == summary)
+            .map_or(Some(true), |f| match f.status {
+                glassbox_store::FindingStatus::Published => Some(true),
+                glassbox_store::FindingStatus::Rejected => Some(false),
+                glassbox_store::FindingStatus::Withheld => None,
+            })
+    };
+    let session = &ev.manifest.session;
+    glassbox_audit::recheck::published(
+        &stored,
+        session.completed,
+        session.failure.as_deref(),
+        &status,
+    )
+}
+
+/// `report --format sarif`: like [`published`], except that each finding awaiting review stays
+/// a result of its own, which the renderer writes as withheld with nothing of it (in full,
+/// marked withheld, with `include_withheld`); rejected findings are dropped. A finding the
+/// store does not know is shown only if it is no accusation.
+fn report_sarif(
+    row: &glassbox_store::AuditRow,
+    mut stored: glassbox_model::AuditReport,
+    ev: &glassbox_model::Evidence,
+    include_withheld: bool,
+) -> String {
+    use glassbox_report::Publication;
+    use glassbox_store::FindingStatus;
+    glassbox_checks::apply_retractions(&mut stored.checks);
+    let status = |check: &str, summary: &str| {
+        row.findings
+            .iter()
+            .find(|f| f.check_id == check && f.summary == summary)
+            .map(|f| f.status)
+    };
+    let session = &ev.manifest.session;
+    let report = glassbox_audit::recheck::published(
+        &stored,
+        session.completed,
+        session.failure.as_deref(),
+        &|check, summary| Some(status(check, summary) != Some(FindingStatus::Rejected)),
+    );
+    let publication = |f: &glassbox_model::Finding| match status(&f.check, &f.summary) {
+        Some(FindingStatus::Published) => Publication::Published,
+        None if !f.accusation => Publication::Published,
+        _ if include_withheld => Publication::WithheldShown,
+        _ => Publication::Withheld,
+    };
+    glassbox_report::sarif(ev, &report, &publication)
+}
+
+/// `glassbox site`: every audit of the store, published as `report` publishes it, written
+/// page by page into `out`. An audit whose evidence cannot be read is left out and named;
+/// the exit status is then 1.
+fn site(
+    out: &std::path::Path,
+    store: Option<PathBuf>,
+    fixtures: Option<PathBuf>,
+    regressions: Option<PathBuf>,
+) -> Result<i32> {
+    let path = match store {
+        Some(p) => p,
+        None => glassbox_store::Store::default_path()?,
+    };
+    let s = glassbox_store::Store::open(&path)
+        .with_context(|| format!("cannot open the store {}", path.display()))?;
+    let coverage: Vec<glassbox_report::site::CoverageRow> = glassbox_audit::coverage::ledger(
+        &fixtures.unwrap_or_else(selftest::default_fixtures),
+        &regressions.unwrap_or_else(glassbox_audit::coverage::default_regressions),
+    )?
+    .into_iter()
+    .map(|r| glassbox_report::site::CoverageRow {
+        id: r.id,
+        version: r.version,
+        positive_controls: r.positive_controls,
+        negative_controls: r.negative_controls,
+        regression_cases: r.regression_cases,
+        known_gaps: r.known_gaps,
+        fragile: r.fragile,
+    })
+    .collect();
+    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    let write = |page: &glassbox_report::site::Page| {
+        let file = out.join(&page.name);
+        std::fs::write(&file, &page.html)
+            .with_context(|| format!("cannot write {}", file.display()))
+    };
+    let mut site = glassbox_report::site::Site::new();
+    let mut left_out = 0;
+    for row in s.audits()? {
+        let loaded = s
+            .report(row.id)?
+            .context("the audit has no stored report")
+            .and_then(|stored| {
+                let ev = glassbox_audit::recheck::load(&row.evidence_dir).with_context(|| {
+                    format!(
+                        "cannot read its evidence bundle at {}",
+                        row.evidence_dir.display()
+                    )
+                })?;
+                Ok((published(&row, stored, &ev), ev))
+            });
+        let (report, ev) = match loaded {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("glassbox: audit {} left out of the site: {e:#}", row.id);
+                left_out += 1;
+                continue;
+            }
+        };
+        write(&site.add(&glassbox_report::site::Audit {
+            id: row.id,
+            target: &row.target,
+            version: row.target_version.as_deref(),
+            started_at: &row.started_at,
+            evidence: &ev,
+            report: &report,
+        }))?;
+    }
+    for page in site.finish(&coverage) {
+        write(&page)?;
+    }
+    eprintln!("glassbox: site written to {}", out.display());
+    Ok(if left_out > 0 { 1 } else { 0 })
 }
 
 /// Copies an evidence bundle (a flat folder of files) to `to`.

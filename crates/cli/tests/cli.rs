@@ -143,3 +143,157 @@ fn a_killed_glassbox_leaves_its_evidence_and_no_process() {
     );
     std::fs::remove_dir_all(dir).ok();
 }
+
+#[test]
+fn a_client_config_is_audited_entry_by_entry_and_its_real_secrets_never_reach_the_server() {
+    let dir = tmp("config");
+    std::fs::create_dir_all(&dir).unwrap();
+    let server = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/servers/env_key_to_weather_api.py")
+        .canonicalize()
+        .unwrap();
+    let lib = fixture("lib");
+    const REAL_KEY: &str = "wk-live-0123456789abcdef-do-not-leak";
+    let config = serde_json::json!({
+        "mcpServers": {
+            "weather": {
+                "command": "python3",
+                "args": [server],
+                "env": {"WEATHER_API_KEY": REAL_KEY, "GB_FIXTURE_LIB": "${GB_TEST_LIB}"}
+            },
+            "hosted": {"type": "http", "url": "https://mcp.weather.example/mcp"}
+        }
+    });
+    let file = dir.join("claude_desktop_config.json");
+    std::fs::write(&file, serde_json::to_vec_pretty(&config).unwrap()).unwrap();
+    let out = glassbox()
+        .current_dir(&dir)
+        .env("GB_TEST_LIB", &lib)
+        .env("GLASSBOX_STORE", dir.join("store.sqlite"))
+        .args(["audit", "--no-selftest", "--evidence"])
+        .arg(dir.join("evidence"))
+        .arg("--ro")
+        .arg(&lib)
+        .arg("--config")
+        .arg(&file)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // The remote one is said to be not audited (inconclusive, 3); the other was audited.
+    assert_eq!(out.status.code(), Some(3), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("hosted: not audited: https://mcp.weather.example/mcp is served over TLS"),
+        "{stderr}"
+    );
+    // Each audited entry has its own numbered bundle; the remote one has none.
+    let bundle = ["1", "2"]
+        .iter()
+        .map(|n| dir.join("evidence").join(n))
+        .find(|d| d.join("manifest.json").exists())
+        .expect("an evidence bundle");
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(bundle.join("manifest.json")).unwrap()).unwrap();
+    let canary = manifest["sandbox"]["honeytokens"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["path"] == "env:WEATHER_API_KEY")
+        .expect("the declared secret is a planted secret")["secrets"][0]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(canary.starts_with("gbx_"), "{canary}");
+    // The canary left in the query string: an accusation, withheld.
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(bundle.join("report.json")).unwrap()).unwrap();
+    assert_eq!(report["verdict"], "withheld", "{stdout}");
+    let leak = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "canary-exfiltration")
+        .unwrap();
+    assert_eq!(leak["outcome"], "flag", "{leak}");
+    assert!(leak.to_string().contains("env:WEATHER_API_KEY"), "{leak}");
+    // Nothing of the real key anywhere in the evidence: it never reached the server.
+    for entry in std::fs::read_dir(&bundle).unwrap() {
+        let p = entry.unwrap().path();
+        let bytes = std::fs::read(&p).unwrap();
+        assert!(
+            !bytes.windows(REAL_KEY.len()).any(|w| w == REAL_KEY.as_bytes()),
+            "the real key is in {}",
+            p.display()
+        );
+    }
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn a_remote_server_is_audited_over_http_for_what_it_says_and_nothing_is_claimed_of_what_it_does()
+{
+    let dir = tmp("remote");
+    std::fs::create_dir_all(&dir).unwrap();
+    // The MCP crate's HTTP test server, on this machine's loopback, standing in for a remote.
+    let mut server = Command::new("python3")
+        .arg(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../mcp/tests/servers/http_server.py")
+                .canonicalize()
+                .unwrap(),
+        )
+        .args(["--mode", "json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(server.stdout.as_mut().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    let port: u16 = line.trim().strip_prefix("PORT ").unwrap().parse().unwrap();
+    let config = serde_json::json!({"mcpServers": {
+        "hosted": {"type": "http", "url": format!("http://127.0.0.1:{port}/mcp")},
+        "tls": {"type": "http", "url": "https://mcp.weather.example/mcp"}
+    }});
+    let file = dir.join("mcp.json");
+    std::fs::write(&file, serde_json::to_vec(&config).unwrap()).unwrap();
+    let out = glassbox()
+        .current_dir(&dir)
+        .env("GLASSBOX_STORE", dir.join("store.sqlite"))
+        .args(["audit", "--no-selftest", "--evidence"])
+        .arg(dir.join("evidence"))
+        .arg("--config")
+        .arg(&file)
+        .output()
+        .unwrap();
+    let _ = server.kill();
+    let _ = server.wait();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("tls: not audited:") && stderr.contains("TLS"),
+        "{stderr}"
+    );
+    let bundle = dir.join("evidence/1");
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(bundle.join("report.json")).unwrap()).unwrap();
+    let tools = report["tools"].as_array().unwrap();
+    assert!(!tools.is_empty() && tools.iter().all(|t| t["called"] == true), "{report}");
+    // What it does is not observed: never reported clean.
+    assert_eq!(report["verdict"], "inconclusive", "{report}");
+    for id in ["credential-probe", "unexplained-egress", "canary-exfiltration"] {
+        let c = report["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["id"] == id)
+            .unwrap();
+        assert_eq!(c["outcome"], "not-observed", "{c}");
+    }
+    let transcript = std::fs::read_to_string(bundle.join("transcript.jsonl")).unwrap();
+    assert!(transcript.contains("tools/list"), "{transcript}");
+    std::fs::remove_dir_all(dir).ok();
+}

@@ -81,6 +81,44 @@ const PROBE_IPV4: &str = "192.0.2.1";
 const PROBE_IPV6: &str = "2001:db8::1";
 const PROBE_STRING: &str = "glassbox";
 
+thread_local! {
+    /// The marker of the current [`generate_arguments_marked`] call (empty: none). A
+    /// thread-local rather than a parameter: every leaf of the generator would carry it,
+    /// and it only changes the probe strings.
+    static MARKER: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+}
+
+/// The current marker (empty when none).
+fn marker() -> String {
+    MARKER.with(|m| m.borrow().clone())
+}
+
+/// Whether `marker` can go into hosts, paths, URLs and e-mail addresses as is: 4 to 32
+/// lowercase ASCII letters and digits, starting with a letter.
+pub fn valid_marker(marker: &str) -> bool {
+    (4..=32).contains(&marker.len())
+        && marker.starts_with(|c: char| c.is_ascii_lowercase())
+        && marker
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+}
+
+/// [`generate_arguments`], with `marker` in every probe string the generator makes up (the
+/// plain string `glassbox-<marker>`, the file `glassbox-probe-<marker>.txt`, the folder
+/// `glassbox-probe-<marker>`, the URL `https://example.test/<marker>`, the host
+/// `<marker>.example.test`, the address `<marker>@example.test`), so that where the user's
+/// input goes can be followed: a marker seen leaving the sandbox, or in a file name written
+/// outside the workspace, is the server passing on what it was given. Values the schema
+/// fixes (`const`, `enum`, `default`, examples, patterns, other formats) are unmarked. An
+/// invalid marker (see [`valid_marker`]) is ignored.
+pub fn generate_arguments_marked(schema: &Value, marker: &str) -> Value {
+    let marker = if valid_marker(marker) { marker } else { "" };
+    MARKER.with(|m| *m.borrow_mut() = marker.to_string());
+    let v = generate_arguments(schema);
+    MARKER.with(|m| m.borrow_mut().clear());
+    v
+}
+
 /// Generates the `arguments` of a `tools/call` from the tool's `inputSchema`.
 ///
 /// Always returns a JSON object. See the [module documentation](self) for what is supported.
@@ -155,6 +193,26 @@ impl Hint {
 
     /// The value for this hint; `variant` makes distinct values for unique array items.
     fn value(self, variant: usize) -> String {
+        let m = marker();
+        if !m.is_empty() {
+            let v = if variant == 0 {
+                String::new()
+            } else {
+                format!("-{variant}")
+            };
+            return match self {
+                Hint::File => format!("{PROBE_DIR}-{m}{v}.txt"),
+                Hint::Dir => format!("{PROBE_DIR}-{m}{v}"),
+                Hint::Url => format!("{PROBE_URL}{m}{v}"),
+                Hint::Host => format!("{m}{v}.example.test"),
+                Hint::Email => format!("{m}{v}@example.test"),
+                Hint::Ip => Hint::Ip.unmarked(variant),
+            };
+        }
+        self.unmarked(variant)
+    }
+
+    fn unmarked(self, variant: usize) -> String {
         match (self, variant) {
             (Hint::File, 0) => PROBE_FILE.into(),
             (Hint::File, n) => format!("glassbox-probe-{n}.txt"),
@@ -742,6 +800,13 @@ fn get_usize(obj: &Map<String, Value>, key: &str) -> Option<usize> {
 }
 
 fn plain(variant: usize) -> String {
+    let m = marker();
+    if !m.is_empty() {
+        return match variant {
+            0 => format!("{PROBE_STRING}-{m}"),
+            n => format!("{PROBE_STRING}-{m}-{n}"),
+        };
+    }
     if variant == 0 {
         PROBE_STRING.into()
     } else {
@@ -806,7 +871,7 @@ fn string(obj: &Map<String, Value>, ctx: &Ctx) -> String {
             }
             // The pattern asks for a real host: be safe rather than valid.
             if s.contains("://") {
-                return PROBE_URL.into();
+                return Hint::Url.value(ctx.variant);
             }
         }
     }

@@ -1,7 +1,12 @@
-//! The session: the order of requests, matching answers, recording every line.
+//! The session: negotiation, the order of requests, matching answers, recording every line.
 
+use crate::http::{self, HttpKind, Outgoing};
 use crate::transport::{Incoming, Line};
-use crate::{args, SessionConfig, SessionHooks, SUPPORTED_PROTOCOL_VERSIONS};
+use crate::{
+    args, SessionConfig, SessionHooks, LATEST_LEGACY_PROTOCOL_VERSION, LEGACY_PROTOCOL_VERSIONS,
+    MODERN_PROTOCOL_VERSIONS,
+};
+use base64::Engine as _;
 use glassbox_model::{
     Bytes, CallResult, Direction, Phase, SessionSummary, ToolRecord, TranscriptEntry,
     GLASSBOX_VERSION,
@@ -15,8 +20,25 @@ use std::time::{Duration, Instant};
 /// names the crash ("server closed stdout") rather than its symptom (a broken pipe).
 const WRITE_FAILURE_GRACE: Duration = Duration::from_secs(1);
 
+/// How long `server/discover` gets on stdio before `initialize` is sent as well (the answer to
+/// either still counts: a slow server may answer the probe late). The official Python SDK waits
+/// 10 s.
+pub const DISCOVER_PROBE: Duration = Duration::from_secs(10);
+
+/// Most retries of one `tools/call` answered with `resultType: "input_required"`.
+pub const MRTR_ROUNDS: usize = 3;
+
+/// The JSON-RPC error of a modern server that does not speak the requested version.
+const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+
 /// The text of the note recorded once when unsolicited lines stop being stored.
 pub(crate) const CAPPED_NOTE_PREFIX: &str = "glassbox: transcript storage capped";
+
+/// The `_meta` keys of protocol 2026-07-28 requests.
+const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+const META_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 
 /// Why a request did not produce a usable result.
 #[derive(Debug, thiserror::Error)]
@@ -31,15 +53,28 @@ pub(crate) enum Fail {
     /// The bound on the whole session was reached.
     #[error("session timeout ({timeout}) reached during {step}")]
     SessionTimeout { step: String, timeout: String },
-    /// The server's stdout reached its end.
-    #[error("server closed stdout {when}")]
-    Closed { when: String },
-    /// Reading the server's stdout failed.
-    #[error("could not read the server's stdout during {step}: {error}")]
-    ReadFailed { step: String, error: String },
-    /// Writing to the server's stdin failed.
+    /// The server's stdout (or the legacy SSE stream) reached its end.
+    #[error("server closed {channel} {when}")]
+    Closed { channel: &'static str, when: String },
+    /// Reading the server's stdout (or the legacy SSE stream) failed.
+    #[error("could not read {channel} during {step}: {error}")]
+    ReadFailed {
+        channel: &'static str,
+        step: String,
+        error: String,
+    },
+    /// Writing to stdin (or queueing an HTTP request) failed.
     #[error("could not write to the server during {step}: {error}")]
     WriteFailed { step: String, error: String },
+    /// No connection to the HTTP server.
+    #[error("could not connect to the server during {step}: {error}")]
+    Connect { step: String, error: String },
+    /// An HTTP response that does not carry the answer.
+    #[error("bad HTTP response to {step}: {error}")]
+    Http { step: String, error: String },
+    /// The legacy SSE stream named no usable endpoint.
+    #[error("{0}")]
+    Endpoint(String),
     /// A JSON-RPC error response.
     #[error("{step} failed: {error}")]
     Rpc { step: String, error: String },
@@ -49,12 +84,18 @@ pub(crate) enum Fail {
     /// The server negotiated a protocol version glassbox does not speak.
     #[error("server answered unsupported protocol version {0:?}")]
     UnsupportedVersion(String),
+    /// The server speaks only versions glassbox does not.
+    #[error("server supports only protocol versions {0}")]
+    NoCommonVersion(String),
 }
 
 impl Fail {
     /// Whether the server is gone or not answering anymore: the session cannot go on.
     fn is_fatal(&self) -> bool {
-        !matches!(self, Fail::Rpc { .. } | Fail::Invalid(_))
+        !matches!(
+            self,
+            Fail::Rpc { .. } | Fail::Invalid(_) | Fail::Http { .. }
+        )
     }
 }
 
@@ -64,6 +105,8 @@ enum Wait {
     TimedOut,
     Closed,
     WriteFailed,
+    Exchange { id: u64, error: String, fatal: bool },
+    Endpoint(Result<String, String>),
 }
 
 /// The reader thread's end of the stream.
@@ -84,20 +127,52 @@ struct Listing {
     problem: Option<String>,
 }
 
+/// How messages reach the server.
+pub(crate) enum Link {
+    /// The writer thread's queue to the server's stdin (dropped: stdin is closed).
+    Stdio(Option<SyncSender<Vec<u8>>>),
+    /// An HTTP transport.
+    Http(http::Client),
+}
+
+/// The protocol generation the session speaks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Era {
+    /// Before negotiation.
+    Unknown,
+    /// `initialize` negotiated this version (2025-11-25 and earlier).
+    Legacy(String),
+    /// Every request carries this version in `_meta` (2026-07-28).
+    Modern(String),
+}
+
+/// What `server/discover` told about the server.
+enum Discovered {
+    /// It speaks the modern version offered: the result.
+    Modern(Map<String, Value>),
+    /// A legacy server (or one that prefers a legacy version): `initialize` offering this.
+    Legacy(String),
+}
+
+/// The answer to one request: its result, or why there is none.
+type Answer = Result<Value, AnswerError>;
+
 pub(crate) struct Session<'a> {
     cfg: &'a SessionConfig,
     hooks: &'a dyn SessionHooks,
     events: Receiver<Incoming>,
     queued: VecDeque<Line>,
-    writer: Option<SyncSender<Vec<u8>>>,
+    link: Link,
+    era: Era,
     phase: Phase,
     seq: u64,
     next_id: u64,
     deadline: Instant,
     closed: Option<Closed>,
     write_error: Option<String>,
-    /// Set once `initialize` succeeded; cleared by the first answer after it.
-    just_initialized: bool,
+    /// The handshake step (`initialize`, `server/discover`) that just succeeded; cleared by the
+    /// first answer after it.
+    just_initialized: Option<&'static str>,
     non_json: u64,
     noise_lines: usize,
     noise_bytes: usize,
@@ -109,7 +184,7 @@ impl<'a> Session<'a> {
         cfg: &'a SessionConfig,
         hooks: &'a dyn SessionHooks,
         events: Receiver<Incoming>,
-        writer: SyncSender<Vec<u8>>,
+        link: Link,
         start: Instant,
     ) -> Self {
         Session {
@@ -117,14 +192,15 @@ impl<'a> Session<'a> {
             hooks,
             events,
             queued: VecDeque::new(),
-            writer: Some(writer),
+            link,
+            era: Era::Unknown,
             phase: Phase::Startup,
             seq: 0,
             next_id: 1,
             deadline: start + cfg.session_timeout,
             closed: None,
             write_error: None,
-            just_initialized: false,
+            just_initialized: None,
             non_json: 0,
             noise_lines: 0,
             noise_bytes: 0,
@@ -137,44 +213,46 @@ impl<'a> Session<'a> {
         if let Err(fail) = self.steps(summary) {
             summary.failure = Some(fail.to_string());
         }
-        summary.server_closed_stdout = self.closed.is_some();
+        summary.server_closed_stdout = matches!(self.link, Link::Stdio(_)) && self.closed.is_some();
         self.set_phase(Phase::Shutdown);
-        // Closing the queue makes the writer close the server's stdin after the queued lines.
-        self.writer = None;
+        self.shut_down();
         self.drain(self.cfg.shutdown_grace);
         summary.non_json_lines = self.non_json;
         summary.completed = summary.failure.is_none();
     }
 
-    fn steps(&mut self, summary: &mut SessionSummary) -> Result<(), Fail> {
-        // initialize
-        self.set_phase(Phase::Initialize);
-        let params = json!({
-            "protocolVersion": self.cfg.protocol_version,
-            "capabilities": {},
-            "clientInfo": {"name": "glassbox", "version": GLASSBOX_VERSION},
-        });
-        let result = self.request("initialize", params, "initialize")?;
-        let Value::Object(mut init) = result else {
-            return Err(Fail::Invalid("initialize result is not an object".into()));
-        };
-        match init.get("protocolVersion") {
-            Some(Value::String(v)) => {
-                summary.protocol_version = Some(v.clone());
-                if !SUPPORTED_PROTOCOL_VERSIONS.contains(&v.as_str()) {
-                    return Err(Fail::UnsupportedVersion(sanitize(v, 64)));
-                }
+    /// Stdio: closing the queue makes the writer close the server's stdin after the queued
+    /// lines. Streamable HTTP: a DELETE ends the server's session, if it assigned one.
+    fn shut_down(&mut self) {
+        let deadline = Instant::now() + self.cfg.shutdown_grace;
+        let headers = self.http_headers(&self.era.clone(), None, None);
+        let head = match &mut self.link {
+            Link::Stdio(writer) => {
+                *writer = None;
+                None
             }
-            _ => {
-                return Err(Fail::Invalid(
-                    "initialize result has no protocolVersion string".into(),
-                ))
+            Link::Http(client) => {
+                let head = match (&self.era, client.kind()) {
+                    (Era::Legacy(_), HttpKind::Streamable) => client.delete(&headers, deadline),
+                    _ => None,
+                };
+                client.close();
+                head
+            }
+        };
+        if let Some(Ok(head)) = head {
+            self.record(Direction::ClientToServer, head, false, false, false);
+        }
+    }
+
+    fn steps(&mut self, summary: &mut SessionSummary) -> Result<(), Fail> {
+        self.set_phase(Phase::Initialize);
+        if let Link::Http(client) = &self.link {
+            if !client.has_endpoint() {
+                self.await_endpoint()?;
             }
         }
-        summary.server_info = init.remove("serverInfo");
-        let capabilities = init.remove("capabilities").unwrap_or(Value::Null);
-        self.notify("notifications/initialized", None);
-        self.just_initialized = true;
+        let capabilities = self.negotiate(summary)?;
 
         // first listing
         self.set_phase(Phase::List);
@@ -248,13 +326,23 @@ impl<'a> Session<'a> {
         for i in 0..summary.tools.len() {
             let name = summary.tools[i].name.clone();
             self.set_phase(Phase::Call(name.clone()));
-            let arguments = args::generate_arguments(&summary.tools[i].input_schema);
+            let arguments = args::generate_arguments_marked(
+                &summary.tools[i].input_schema,
+                self.cfg.input_marker.as_deref().unwrap_or(""),
+            );
             let step = format!("call:{}", sanitize(&name, 80));
+            let headers = match self.era {
+                Era::Modern(_) if matches!(self.link, Link::Http(_)) => {
+                    param_headers(&summary.tools[i].input_schema, &arguments)
+                }
+                _ => Vec::new(),
+            };
             let tool = &mut summary.tools[i];
             tool.arguments = Some(arguments.clone());
             tool.called = true;
-            let params = json!({"name": name, "arguments": arguments});
-            tool.result = match self.request("tools/call", params, &step) {
+            let result = self.call(&name, arguments, &step, headers);
+            let tool = &mut summary.tools[i];
+            tool.result = match result {
                 Ok(Value::Object(result)) => {
                     if result.get("isError") == Some(&Value::Bool(true)) {
                         CallResult::ToolError
@@ -262,14 +350,21 @@ impl<'a> Session<'a> {
                         CallResult::Ok
                     }
                 }
-                // A result that is not an object is a protocol error of the server's: the
-                // model has no separate kind for it.
-                Ok(_) | Err(Fail::Rpc { .. }) | Err(Fail::Invalid(_)) => CallResult::RpcError,
+                // A result that is not an object, or a call that still wanted input after the
+                // retries, is a protocol error of the server's: the model has no separate kind
+                // for it.
+                Ok(_) | Err(Fail::Rpc { .. } | Fail::Invalid(_) | Fail::Http { .. }) => {
+                    CallResult::RpcError
+                }
                 Err(Fail::Timeout { .. }) => {
-                    // Tell the server to stop working on it; then go on with the next tool.
-                    let id = self.next_id - 1;
-                    let cancel = json!({"requestId": id, "reason": "glassbox: request timed out"});
-                    self.notify("notifications/cancelled", Some(cancel));
+                    // Tell the server to stop working on it (on streamable HTTP of 2026-07-28
+                    // the closed response stream says it); then go on with the next tool.
+                    if !(matches!(self.era, Era::Modern(_)) && matches!(self.link, Link::Http(_))) {
+                        let id = self.next_id - 1;
+                        let cancel =
+                            json!({"requestId": id, "reason": "glassbox: request timed out"});
+                        self.notify("notifications/cancelled", Some(cancel));
+                    }
                     CallResult::Timeout
                 }
                 Err(fatal) => {
@@ -322,32 +417,362 @@ impl<'a> Session<'a> {
         Ok(())
     }
 
+    /// One `tools/call`. With protocol 2026-07-28, a result that asks for input
+    /// (`resultType: "input_required"`) is retried, up to [`MRTR_ROUNDS`] times, with safe
+    /// refusals: elicitations declined, an empty list of roots, no sampling (there is no
+    /// refusal for it), and the `requestState` echoed.
+    fn call(
+        &mut self,
+        name: &str,
+        arguments: Value,
+        step: &str,
+        headers: Vec<(String, String)>,
+    ) -> Result<Value, Fail> {
+        let mut params = json!({"name": name, "arguments": arguments});
+        let mut round = 0;
+        loop {
+            let result = self.request_with("tools/call", params.clone(), step, headers.clone())?;
+            let modern = matches!(self.era, Era::Modern(_));
+            match result {
+                Value::Object(result)
+                    if modern
+                        && result.get("resultType").and_then(Value::as_str)
+                            == Some("input_required") =>
+                {
+                    if round == MRTR_ROUNDS {
+                        return Err(Fail::Invalid(format!(
+                            "{step} still required input after {MRTR_ROUNDS} retries"
+                        )));
+                    }
+                    round += 1;
+                    params = json!({"name": name, "arguments": params["arguments"].take()});
+                    if let Some(Value::Object(requests)) = result.get("inputRequests") {
+                        params["inputResponses"] = refusals(requests);
+                    }
+                    if let Some(state @ Value::String(_)) = result.get("requestState") {
+                        params["requestState"] = state.clone();
+                    }
+                }
+                other => return Ok(other),
+            }
+        }
+    }
+
+    /// Agrees on a protocol version; returns the server's capabilities.
+    ///
+    /// Offering a 2026-07-28 version: `server/discover` first. A result listing the version
+    /// makes the session modern. `UnsupportedProtocolVersion` (-32022) naming legacy versions,
+    /// a result naming only legacy versions, any other error, an unusable result, or (on
+    /// stdio) no answer within [`DISCOVER_PROBE`] fall back to `initialize` offering the
+    /// latest mutual legacy version. On stdio the probe's answer still counts while
+    /// `initialize` waits: the first decisive answer wins. Offering a legacy version, or on the
+    /// legacy SSE transport: `initialize` only.
+    fn negotiate(&mut self, summary: &mut SessionSummary) -> Result<Value, Fail> {
+        let offered = self.cfg.protocol_version.clone();
+        let legacy_sse = matches!(&self.link, Link::Http(c) if c.kind() == HttpKind::LegacySse);
+        if !MODERN_PROTOCOL_VERSIONS.contains(&offered.as_str()) || legacy_sse {
+            let version = if MODERN_PROTOCOL_VERSIONS.contains(&offered.as_str()) {
+                LATEST_LEGACY_PROTOCOL_VERSION.to_string()
+            } else {
+                offered
+            };
+            let (id, send_error) = self.send_initialize(&version);
+            let deadline = self.request_deadline();
+            let (_, answer) = self.wait_for(&[id], deadline, send_error, "initialize")?;
+            return self.initialized(answer, summary);
+        }
+        let stdio = matches!(self.link, Link::Stdio(_));
+        let params = json!({});
+        let (discover, discover_error) = self.send_request_as(
+            &Era::Modern(offered.clone()),
+            "server/discover",
+            params,
+            Vec::new(),
+        );
+        let probe_deadline = if stdio {
+            (Instant::now() + DISCOVER_PROBE.min(self.cfg.request_timeout)).min(self.deadline)
+        } else {
+            self.request_deadline()
+        };
+        // Once `initialize` is sent: its id, deadline and send error.
+        let mut init: Option<(u64, Instant, Option<String>)> = None;
+        let mut discover_open = true;
+        loop {
+            let result = match &init {
+                None => self.wait_for(
+                    &[discover],
+                    probe_deadline,
+                    discover_error.clone(),
+                    "server/discover",
+                ),
+                Some((id, deadline, send_error)) => {
+                    let ids = if discover_open {
+                        vec![*id, discover]
+                    } else {
+                        vec![*id]
+                    };
+                    self.wait_for(&ids, *deadline, send_error.clone(), "initialize")
+                }
+            };
+            match result {
+                Ok((id, answer)) if id == discover => {
+                    discover_open = false;
+                    match self.discovered(answer, &offered)? {
+                        Discovered::Modern(result) => {
+                            return Ok(self.adopt_modern(result, offered, summary))
+                        }
+                        Discovered::Legacy(version) => {
+                            if init.is_none() {
+                                let (id, send_error) = self.send_initialize(&version);
+                                init = Some((id, self.request_deadline(), send_error));
+                            }
+                        }
+                    }
+                }
+                Ok((_, answer)) => return self.initialized(answer, summary),
+                Err(Fail::Timeout { .. }) if init.is_none() && stdio => {
+                    let (id, send_error) = self.send_initialize(LATEST_LEGACY_PROTOCOL_VERSION);
+                    init = Some((id, self.request_deadline(), send_error));
+                }
+                Err(fail) => return Err(fail),
+            }
+        }
+    }
+
+    /// What the answer to `server/discover` says about the server.
+    fn discovered(&self, answer: Answer, offered: &str) -> Result<Discovered, Fail> {
+        let latest_mutual = |versions: &[Value]| {
+            versions
+                .iter()
+                .filter_map(Value::as_str)
+                .filter(|v| LEGACY_PROTOCOL_VERSIONS.contains(v))
+                .max()
+                .map(str::to_string)
+        };
+        let fallback = Discovered::Legacy(LATEST_LEGACY_PROTOCOL_VERSION.to_string());
+        let versions = match answer {
+            Ok(Value::Object(result)) => {
+                let Some(Value::Array(versions)) = result.get("supportedVersions") else {
+                    // Not a DiscoverResult: no evidence of a modern server.
+                    return Ok(fallback);
+                };
+                if versions.iter().any(|v| v.as_str() == Some(offered)) {
+                    return Ok(Discovered::Modern(result));
+                }
+                versions.clone()
+            }
+            Err(AnswerError::Rpc {
+                code: Some(UNSUPPORTED_PROTOCOL_VERSION),
+                data: Some(data),
+                ..
+            }) => match data.get("supported") {
+                Some(Value::Array(versions)) => versions.clone(),
+                _ => return Ok(fallback),
+            },
+            Err(AnswerError::Connect(error)) => {
+                return Err(Fail::Connect {
+                    step: "server/discover".into(),
+                    error,
+                })
+            }
+            // A legacy server: the fallback is not keyed to one error code.
+            Ok(_) | Err(_) => return Ok(fallback),
+        };
+        match latest_mutual(&versions) {
+            Some(version) => Ok(Discovered::Legacy(version)),
+            None if versions.is_empty() => Ok(fallback),
+            None => {
+                let list: Vec<String> = versions
+                    .iter()
+                    .take(10)
+                    .map(|v| sanitize(&v.to_string(), 40))
+                    .collect();
+                Err(Fail::NoCommonVersion(list.join(", ")))
+            }
+        }
+    }
+
+    fn adopt_modern(
+        &mut self,
+        mut result: Map<String, Value>,
+        version: String,
+        summary: &mut SessionSummary,
+    ) -> Value {
+        summary.protocol_version = Some(version.clone());
+        summary.server_info = result
+            .get_mut("_meta")
+            .and_then(|m| m.get_mut(META_SERVER_INFO))
+            .map(Value::take)
+            .or_else(|| result.remove("serverInfo"));
+        self.era = Era::Modern(version);
+        self.just_initialized = Some("server/discover");
+        result.remove("capabilities").unwrap_or(Value::Null)
+    }
+
+    fn send_initialize(&mut self, version: &str) -> (u64, Option<String>) {
+        let params = json!({
+            "protocolVersion": version,
+            "capabilities": {},
+            "clientInfo": {"name": "glassbox", "version": GLASSBOX_VERSION},
+        });
+        self.send_request_as(&Era::Unknown, "initialize", params, Vec::new())
+    }
+
+    /// Checks the answer to `initialize`, records what it says, sends
+    /// `notifications/initialized`, and opens the optional GET stream of streamable HTTP.
+    fn initialized(&mut self, answer: Answer, summary: &mut SessionSummary) -> Result<Value, Fail> {
+        let result = answer.map_err(|e| e.into_fail("initialize"))?;
+        let Value::Object(mut init) = result else {
+            return Err(Fail::Invalid("initialize result is not an object".into()));
+        };
+        let version = match init.get("protocolVersion") {
+            Some(Value::String(v)) => {
+                summary.protocol_version = Some(v.clone());
+                if !LEGACY_PROTOCOL_VERSIONS.contains(&v.as_str()) {
+                    return Err(Fail::UnsupportedVersion(sanitize(v, 64)));
+                }
+                v.clone()
+            }
+            _ => {
+                return Err(Fail::Invalid(
+                    "initialize result has no protocolVersion string".into(),
+                ))
+            }
+        };
+        summary.server_info = init.remove("serverInfo");
+        let capabilities = init.remove("capabilities").unwrap_or(Value::Null);
+        self.era = Era::Legacy(version);
+        self.notify("notifications/initialized", None);
+        self.just_initialized = Some("initialize");
+        let listens =
+            matches!(&self.link, Link::Http(c) if c.kind() == HttpKind::Streamable && c.listens());
+        if listens {
+            let headers = self.http_headers(&self.era.clone(), None, None);
+            let until = self.deadline + self.cfg.shutdown_grace;
+            if let Link::Http(client) = &self.link {
+                client.listen(headers, until);
+            }
+        }
+        Ok(capabilities)
+    }
+
+    /// Waits for the legacy SSE stream's `endpoint` event.
+    fn await_endpoint(&mut self) -> Result<(), Fail> {
+        let deadline = self.request_deadline();
+        let mut note = String::new();
+        loop {
+            match self.next(deadline) {
+                Wait::Line(line) => {
+                    self.handle_line(line, &[], &mut note);
+                }
+                Wait::Endpoint(Ok(path)) => {
+                    if let Link::Http(client) = &mut self.link {
+                        client.set_endpoint(path);
+                    }
+                    return Ok(());
+                }
+                Wait::Endpoint(Err(e)) => return Err(Fail::Endpoint(e)),
+                Wait::Closed => return Err(self.closed_failure("initialize")),
+                Wait::TimedOut => {
+                    return Err(Fail::Endpoint(format!(
+                        "no endpoint event on the SSE stream within {}",
+                        fmt_duration(self.cfg.request_timeout)
+                    )))
+                }
+                Wait::WriteFailed | Wait::Exchange { .. } => {}
+            }
+        }
+    }
+
+    fn request_deadline(&self) -> Instant {
+        (Instant::now() + self.cfg.request_timeout).min(self.deadline)
+    }
+
     /// Sends a request and waits for its answer; returns the `result`.
     fn request(&mut self, method: &str, params: Value, step: &str) -> Result<Value, Fail> {
+        self.request_with(method, params, step, Vec::new())
+    }
+
+    fn request_with(
+        &mut self,
+        method: &str,
+        params: Value,
+        step: &str,
+        headers: Vec<(String, String)>,
+    ) -> Result<Value, Fail> {
+        let era = self.era.clone();
+        let (id, send_error) = self.send_request_as(&era, method, params, headers);
+        let deadline = self.request_deadline();
+        let (_, answer) = self.wait_for(&[id], deadline, send_error, step)?;
+        answer.map_err(|e| e.into_fail(step))
+    }
+
+    /// Sends a request as `era` would (with `_meta` for 2026-07-28); returns its id and why it
+    /// could not be sent.
+    fn send_request_as(
+        &mut self,
+        era: &Era,
+        method: &str,
+        mut params: Value,
+        mut headers: Vec<(String, String)>,
+    ) -> (u64, Option<String>) {
         let id = self.next_id;
         self.next_id += 1;
+        if let (Era::Modern(version), Value::Object(p)) = (era, &mut params) {
+            let meta = p
+                .entry("_meta")
+                .or_insert_with(|| Value::Object(Map::new()));
+            if let Value::Object(meta) = meta {
+                meta.insert(META_VERSION.into(), json!(version));
+                meta.insert(META_CAPABILITIES.into(), json!({}));
+                meta.insert(
+                    META_CLIENT_INFO.into(),
+                    json!({"name": "glassbox", "version": GLASSBOX_VERSION}),
+                );
+            }
+        }
+        let name = params
+            .get("name")
+            .or_else(|| params.get("uri"))
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let mut all = self.http_headers(era, Some(method), name.as_deref());
+        all.append(&mut headers);
         let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        let now = Instant::now();
-        let mut deadline = (now + self.cfg.request_timeout).min(self.deadline);
-        let send_error = self.send(&msg, false).err();
+        let send_error = self.send(&msg, false, Some(id), all).err();
+        (id, send_error)
+    }
+
+    /// Waits for the answer to one of `ids` until `deadline`; returns whose it is.
+    fn wait_for(
+        &mut self,
+        ids: &[u64],
+        mut deadline: Instant,
+        send_error: Option<String>,
+        step: &str,
+    ) -> Result<(u64, Answer), Fail> {
         if send_error.is_some() {
-            deadline = deadline.min(now + WRITE_FAILURE_GRACE);
+            deadline = deadline.min(Instant::now() + WRITE_FAILURE_GRACE);
         }
         let mut note = String::new();
         loop {
             match self.next(deadline) {
                 Wait::Line(line) => {
-                    if let Some(answer) = self.handle_line(line, Some(id), &mut note) {
-                        self.just_initialized = false;
-                        return answer.map_err(|error| match error {
-                            AnswerError::Rpc(error) => Fail::Rpc {
-                                step: step.to_string(),
-                                error,
-                            },
-                            AnswerError::Invalid(what) => Fail::Invalid(format!("{step} {what}")),
-                        });
+                    if let Some((id, answer)) = self.handle_line(line, ids, &mut note) {
+                        self.just_initialized = None;
+                        return Ok((id, answer));
                     }
                 }
+                Wait::Exchange { id, error, fatal } if ids.contains(&id) => {
+                    self.just_initialized = None;
+                    let error = if fatal {
+                        AnswerError::Connect(error)
+                    } else {
+                        AnswerError::Http(error)
+                    };
+                    return Ok((id, Err(error)));
+                }
+                Wait::Exchange { .. } | Wait::Endpoint(_) => {}
                 Wait::WriteFailed => {
                     deadline = deadline.min(Instant::now() + WRITE_FAILURE_GRACE);
                 }
@@ -375,16 +800,28 @@ impl<'a> Session<'a> {
         }
     }
 
+    /// The name of what carries the server's messages, for reasons.
+    fn channel(&self) -> (&'static str, &'static str) {
+        match self.link {
+            Link::Stdio(_) => ("stdout", "the server's stdout"),
+            Link::Http(_) => ("the SSE stream", "the SSE stream"),
+        }
+    }
+
     fn closed_failure(&self, step: &str) -> Fail {
-        match &self.closed {
-            Some(Closed::ReadFailed(error)) => Fail::ReadFailed {
+        let (channel, reading) = self.channel();
+        match (&self.closed, self.just_initialized) {
+            (Some(Closed::ReadFailed(error)), _) => Fail::ReadFailed {
+                channel: reading,
                 step: step.to_string(),
                 error: error.clone(),
             },
-            _ if self.just_initialized => Fail::Closed {
-                when: "after initialize".into(),
+            (_, Some(handshake)) => Fail::Closed {
+                channel,
+                when: format!("after {handshake}"),
             },
             _ => Fail::Closed {
+                channel,
                 when: format!("during {step}"),
             },
         }
@@ -396,8 +833,42 @@ impl<'a> Session<'a> {
         if let Some(params) = params {
             msg["params"] = params;
         }
+        let headers = self.http_headers(&self.era.clone(), None, None);
         // A failed write shows again, with a better reason, at the next request.
-        let _ = self.send(&msg, false);
+        let _ = self.send(&msg, false, None, headers);
+    }
+
+    /// The HTTP headers of a message in `era`: `MCP-Protocol-Version` once a version from
+    /// 2025-06-18 on is negotiated; with 2026-07-28 also `Mcp-Method` and `Mcp-Name` on
+    /// requests (`method` is given for requests only).
+    fn http_headers(
+        &self,
+        era: &Era,
+        method: Option<&str>,
+        name: Option<&str>,
+    ) -> Vec<(String, String)> {
+        if matches!(self.link, Link::Stdio(_)) {
+            return Vec::new();
+        }
+        let mut headers = Vec::new();
+        match era {
+            Era::Modern(version) => {
+                headers.push(("MCP-Protocol-Version".to_string(), version.clone()));
+                if let Some(method) = method {
+                    headers.push(("Mcp-Method".to_string(), header_value(method)));
+                    if let ("tools/call" | "resources/read" | "prompts/get", Some(name)) =
+                        (method, name)
+                    {
+                        headers.push(("Mcp-Name".to_string(), header_value(name)));
+                    }
+                }
+            }
+            Era::Legacy(version) if version.as_str() >= "2025-06-18" => {
+                headers.push(("MCP-Protocol-Version".to_string(), version.clone()));
+            }
+            Era::Legacy(_) | Era::Unknown => {}
+        }
+        headers
     }
 
     /// Follows `nextCursor` over every page of a listing.
@@ -480,37 +951,61 @@ impl<'a> Session<'a> {
                 Ok(Incoming::ReadFailed(e)) => self.closed = Some(Closed::ReadFailed(e)),
                 Ok(Incoming::WriteFailed(e)) => {
                     self.write_error = Some(e);
-                    self.writer = None;
+                    if let Link::Stdio(writer) = &mut self.link {
+                        *writer = None;
+                    }
                     return Wait::WriteFailed;
                 }
+                Ok(Incoming::Exchange { id, error, fatal }) => {
+                    return Wait::Exchange { id, error, fatal }
+                }
+                Ok(Incoming::Endpoint(endpoint)) => return Wait::Endpoint(endpoint),
                 Err(RecvTimeoutError::Timeout) => return Wait::TimedOut,
             }
         }
     }
 
-    /// Records and answers what the server wrote until `grace` passes or stdout closes.
+    /// Records and answers what the server wrote until `grace` passes or stdout closes (over
+    /// HTTP: or no exchange is left).
     fn drain(&mut self, grace: Duration) {
         let deadline = Instant::now() + grace;
         let mut note = String::new();
         loop {
-            match self.next(deadline) {
+            let wait = match &self.link {
+                Link::Stdio(_) => deadline,
+                Link::Http(_) => deadline.min(Instant::now() + Duration::from_millis(50)),
+            };
+            match self.next(wait) {
                 Wait::Line(line) => {
-                    self.handle_line(line, None, &mut note);
+                    self.handle_line(line, &[], &mut note);
                 }
-                Wait::WriteFailed => {}
-                Wait::Closed | Wait::TimedOut => return,
+                Wait::WriteFailed | Wait::Exchange { .. } | Wait::Endpoint(_) => {}
+                Wait::Closed => return,
+                Wait::TimedOut => {
+                    let idle = match &self.link {
+                        Link::Http(client) => !client.busy(),
+                        Link::Stdio(_) => false,
+                    };
+                    if idle || Instant::now() >= deadline {
+                        return;
+                    }
+                }
             }
         }
     }
 
     /// Records one line from the server and acts on it: answers server requests, skips
-    /// notifications and malformed messages. Returns the answer to `pending` if this is it.
+    /// notifications and malformed messages. Returns the answer to one of `pending`, and whose.
     fn handle_line(
         &mut self,
         line: Line,
-        pending: Option<u64>,
+        pending: &[u64],
         note: &mut String,
-    ) -> Option<Result<Value, AnswerError>> {
+    ) -> Option<(u64, Answer)> {
+        if let Some(meta) = line.meta {
+            self.record(meta.dir, line.bytes, false, line.truncated, !meta.solicited);
+            return None;
+        }
         let parsed: Option<Value> = if line.truncated {
             None
         } else {
@@ -525,8 +1020,9 @@ impl<'a> Session<'a> {
             Some(one) => std::slice::from_ref(one),
             None => &[],
         };
-        let answer_at =
-            pending.and_then(|id| messages.iter().position(|m| response_id(m) == Some(id)));
+        let answer_at = messages
+            .iter()
+            .position(|m| response_id(m).is_some_and(|id| pending.contains(&id)));
         self.record(
             Direction::ServerToClient,
             line.bytes,
@@ -541,7 +1037,7 @@ impl<'a> Session<'a> {
             match classify(msg) {
                 Kind::Request { id, method } => self.answer_server_request(id, method),
                 Kind::Response { id } => {
-                    if let Some(expected) = pending {
+                    if let Some(expected) = pending.first() {
                         *note = format!(
                             " (ignored a response with id {} while waiting for id {expected})",
                             sanitize(&id.to_string(), 40)
@@ -557,7 +1053,8 @@ impl<'a> Session<'a> {
             Some(one) => one,
             None => return None,
         };
-        Some(parse_answer(msg))
+        let id = response_id(&msg)?;
+        Some((id, parse_answer(msg)))
     }
 
     /// Answers a request the server sent to glassbox.
@@ -570,31 +1067,59 @@ impl<'a> Session<'a> {
                 "message": "glassbox does not provide this",
             }})
         };
+        let headers = self.http_headers(&self.era.clone(), None, None);
         // If the server stopped reading stdin, the reply is dropped; the pending request
         // notices.
-        let _ = self.send(&reply, true);
+        let _ = self.send(&reply, true, None, headers);
     }
 
-    /// Queues a message for the writer and records it.
-    fn send(&mut self, msg: &Value, noise: bool) -> Result<(), String> {
+    /// Hands a message to the transport and records it (over HTTP, with its request head).
+    fn send(
+        &mut self,
+        msg: &Value,
+        noise: bool,
+        carries: Option<u64>,
+        headers: Vec<(String, String)>,
+    ) -> Result<(), String> {
         let line = serde_json::to_vec(msg).map_err(|e| e.to_string())?;
-        let mut wire = Vec::with_capacity(line.len() + 1);
-        wire.extend_from_slice(&line);
-        wire.push(b'\n');
-        let Some(writer) = &self.writer else {
-            return Err(self
-                .write_error
-                .clone()
-                .unwrap_or_else(|| "stdin is closed".into()));
-        };
-        match writer.try_send(wire) {
-            Ok(()) => {}
-            Err(TrySendError::Full(_)) => return Err("the server is not reading its stdin".into()),
-            Err(TrySendError::Disconnected(_)) => {
-                return Err(self
-                    .write_error
-                    .clone()
-                    .unwrap_or_else(|| "stdin is closed".into()))
+        match &mut self.link {
+            Link::Stdio(writer) => {
+                let mut wire = Vec::with_capacity(line.len() + 1);
+                wire.extend_from_slice(&line);
+                wire.push(b'\n');
+                let Some(writer) = writer else {
+                    return Err(self
+                        .write_error
+                        .clone()
+                        .unwrap_or_else(|| "stdin is closed".into()));
+                };
+                match writer.try_send(wire) {
+                    Ok(()) => {}
+                    Err(TrySendError::Full(_)) => {
+                        return Err("the server is not reading its stdin".into())
+                    }
+                    Err(TrySendError::Disconnected(_)) => {
+                        return Err(self
+                            .write_error
+                            .clone()
+                            .unwrap_or_else(|| "stdin is closed".into()))
+                    }
+                }
+            }
+            Link::Http(client) => {
+                let deadline = match carries {
+                    Some(_) => (Instant::now() + self.cfg.request_timeout).min(self.deadline),
+                    None => Instant::now() + self.cfg.request_timeout,
+                };
+                let head = client.post(Outgoing {
+                    body: &line,
+                    carries,
+                    keep_session_id: msg.get("method") == Some(&json!("initialize")),
+                    resumable: !matches!(self.era, Era::Modern(_)),
+                    headers,
+                    deadline,
+                })?;
+                self.record(Direction::ClientToServer, head, false, false, noise);
             }
         }
         self.record(Direction::ClientToServer, line, true, false, noise);
@@ -645,10 +1170,107 @@ impl<'a> Session<'a> {
     }
 }
 
+/// Safe answers to the input a 2026-07-28 server asks for: elicitations declined, no roots.
+/// Sampling has no refusal; it is left out (the server asks again or gives up).
+fn refusals(requests: &Map<String, Value>) -> Value {
+    let mut out = Map::new();
+    for (key, request) in requests.iter().take(64) {
+        match request.get("method").and_then(Value::as_str) {
+            Some("elicitation/create") => {
+                out.insert(key.clone(), json!({"action": "decline"}));
+            }
+            Some("roots/list") => {
+                out.insert(key.clone(), json!({"roots": []}));
+            }
+            _ => {}
+        }
+    }
+    Value::Object(out)
+}
+
+/// A value for `Mcp-Name` or `Mcp-Param-*`: as is when it is plain visible ASCII, otherwise
+/// (or when it looks like the sentinel) `=?base64?...?=`.
+pub(crate) fn header_value(value: &str) -> String {
+    let sentinel = value.starts_with("=?base64?") && value.ends_with("?=");
+    if http::is_header_value(value) && !value.is_empty() && !sentinel {
+        value.to_string()
+    } else {
+        format!(
+            "=?base64?{}?=",
+            base64::engine::general_purpose::STANDARD.encode(value)
+        )
+    }
+}
+
+/// The `Mcp-Param-{Name}` headers of a 2026-07-28 `tools/call`: each property of the input
+/// schema, reached through `properties` only, that carries `x-mcp-header`, with the value the
+/// arguments have at the same path (strings, integers in JavaScript's safe range, booleans;
+/// absent, null or other values send no header). Invalid names and repeated names are skipped.
+pub(crate) fn param_headers(schema: &Value, arguments: &Value) -> Vec<(String, String)> {
+    const SAFE: i64 = (1 << 53) - 1;
+    let mut out = Vec::new();
+    let mut seen = HashSet::new();
+    let mut stack = vec![(schema, Some(arguments), 0usize)];
+    while let Some((schema, value, depth)) = stack.pop() {
+        let Some(Value::Object(props)) = schema.get("properties") else {
+            continue;
+        };
+        for (key, sub) in props {
+            let value = value.and_then(|v| v.get(key));
+            if let Some(Value::String(name)) = sub.get("x-mcp-header") {
+                let text = match value {
+                    Some(Value::String(s)) => Some(header_value(s)),
+                    Some(Value::Bool(b)) => Some(b.to_string()),
+                    Some(Value::Number(n)) => n
+                        .as_i64()
+                        .filter(|i| (-SAFE..=SAFE).contains(i))
+                        .map(|i| i.to_string()),
+                    _ => None,
+                };
+                if let Some(text) = text {
+                    if http::is_token(name)
+                        && seen.insert(name.to_ascii_lowercase())
+                        && out.len() < 64
+                    {
+                        out.push((format!("Mcp-Param-{name}"), text));
+                    }
+                }
+            }
+            if depth < 16 {
+                stack.push((sub, value, depth + 1));
+            }
+        }
+    }
+    out
+}
+
 /// Why an answer to our request is not a result.
-enum AnswerError {
-    Rpc(String),
+#[derive(Debug)]
+pub(crate) enum AnswerError {
+    /// A JSON-RPC error response.
+    Rpc {
+        text: String,
+        code: Option<i64>,
+        data: Option<Value>,
+    },
+    /// Not a valid response.
     Invalid(&'static str),
+    /// The HTTP exchange ended without the answer.
+    Http(String),
+    /// The HTTP server could not be reached.
+    Connect(String),
+}
+
+impl AnswerError {
+    fn into_fail(self, step: &str) -> Fail {
+        let step = step.to_string();
+        match self {
+            AnswerError::Rpc { text, .. } => Fail::Rpc { step, error: text },
+            AnswerError::Invalid(what) => Fail::Invalid(format!("{step} {what}")),
+            AnswerError::Http(error) => Fail::Http { step, error },
+            AnswerError::Connect(error) => Fail::Connect { step, error },
+        }
+    }
 }
 
 /// What a message from the server is.
@@ -679,7 +1301,7 @@ fn classify(msg: &Value) -> Kind {
 }
 
 /// The id of a response, when it is one and its id is an integer like the ones glassbox sends.
-fn response_id(msg: &Value) -> Option<u64> {
+pub(crate) fn response_id(msg: &Value) -> Option<u64> {
     match classify(msg) {
         Kind::Response { id } => id.as_u64(),
         _ => None,
@@ -693,7 +1315,11 @@ fn parse_answer(msg: Value) -> Result<Value, AnswerError> {
     match (obj.remove("result"), obj.remove("error")) {
         (Some(_), Some(_)) => Err(AnswerError::Invalid("answer has both result and error")),
         (Some(result), None) => Ok(result),
-        (None, Some(error)) => Err(AnswerError::Rpc(describe_error(&error))),
+        (None, Some(error)) => Err(AnswerError::Rpc {
+            text: describe_error(&error),
+            code: error.get("code").and_then(Value::as_i64),
+            data: error.get("data").cloned(),
+        }),
         (None, None) => Err(AnswerError::Invalid("answer has neither result nor error")),
     }
 }
@@ -809,6 +1435,52 @@ mod tests {
         assert_eq!(response_id(&json!({"id":3,"result":{}})), Some(3));
         assert_eq!(response_id(&json!({"id":"3","result":{}})), None);
         assert_eq!(response_id(&json!({"id":-3,"error":{}})), None);
+    }
+
+    #[test]
+    fn header_values_and_mirrored_parameters() {
+        assert_eq!(header_value("get_weather"), "get_weather");
+        assert_eq!(
+            header_value("Hello, 世界"),
+            "=?base64?SGVsbG8sIOS4lueVjA==?="
+        );
+        assert_eq!(header_value(" padded "), "=?base64?IHBhZGRlZCA=?=");
+        assert_eq!(header_value("line1\nline2"), "=?base64?bGluZTEKbGluZTI=?=");
+        assert_eq!(
+            header_value("=?base64?literal?="),
+            "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?="
+        );
+        let schema = json!({"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "n": {"type": "integer", "x-mcp-header": "N"},
+            "big": {"type": "integer", "x-mcp-header": "Big"},
+            "bad": {"type": "string", "x-mcp-header": "Bad Name"},
+            "missing": {"type": "string", "x-mcp-header": "Missing"},
+            "null": {"type": "string", "x-mcp-header": "Null"},
+            "nested": {"type": "object", "properties": {
+                "flag": {"type": "boolean", "x-mcp-header": "Flag"}}},
+            "list": {"type": "array", "items": {"type": "object", "properties": {
+                "x": {"type": "string", "x-mcp-header": "X"}}}},
+        }});
+        let args = json!({"region": "us-west1", "n": -7, "big": 9007199254740992u64,
+            "bad": "v", "null": null, "nested": {"flag": true}, "list": [{"x": "y"}]});
+        let mut got = param_headers(&schema, &args);
+        got.sort();
+        let want: Vec<(String, String)> = [
+            ("Mcp-Param-Flag", "true"),
+            ("Mcp-Param-N", "-7"),
+            ("Mcp-Param-Region", "us-west1"),
+        ]
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
+        assert_eq!(got, want);
+        // A name repeated (case-insensitively) is sent once.
+        let schema = json!({"properties": {
+            "a": {"type": "string", "x-mcp-header": "Same"},
+            "b": {"type": "string", "x-mcp-header": "same"}}});
+        let got = param_headers(&schema, &json!({"a": "1", "b": "2"}));
+        assert_eq!(got.len(), 1, "{got:?}");
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! The two threads that touch the server's pipes.
+//! The two threads that touch the server's pipes, and what every transport tells the session.
 //!
 //! The reader owns the server's stdout: it cuts the byte stream into lines (bounded by the
 //! configured line limit) and hands them to the session in batches. The writer owns the server's
@@ -6,6 +6,7 @@
 //! so a server that blocks its pipes can never block the session: the session waits on a channel
 //! with a deadline, never on the pipes themselves.
 
+use glassbox_model::Direction;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::sync::mpsc::{self, SyncSender};
 use std::thread;
@@ -23,13 +24,27 @@ pub(crate) const EVENT_QUEUE: usize = 2;
 /// session then refuses to queue more instead of growing without bound.
 const WRITE_QUEUE: usize = 64;
 
-/// One line of the server's stdout, without its newline.
+/// One line of the server's stdout, without its newline; over HTTP, one message (a JSON body,
+/// an SSE event's data) or one meta line (see [`Meta`]).
 #[derive(Debug)]
 pub(crate) struct Line {
     /// The bytes, at most the line limit.
     pub(crate) bytes: Vec<u8>,
     /// Whether the line was longer than the limit (the rest was read and discarded).
     pub(crate) truncated: bool,
+    /// Set for what is recorded but is not a message: HTTP heads, bodies that carry no
+    /// messages, SSE events of other types than `message`.
+    pub(crate) meta: Option<Meta>,
+}
+
+/// How a meta line is recorded.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Meta {
+    /// Who sent it (request heads the transport builds itself are client-to-server).
+    pub(crate) dir: Direction,
+    /// Whether it belongs to an exchange that carried one of glassbox's requests: always
+    /// stored, like answers.
+    pub(crate) solicited: bool,
 }
 
 /// What the threads tell the session.
@@ -43,6 +58,17 @@ pub(crate) enum Incoming {
     ReadFailed(String),
     /// Writing to stdin failed (the writer has stopped and closed stdin).
     WriteFailed(String),
+    /// The HTTP exchange that carried request `id` ended without its answer.
+    Exchange {
+        /// The request.
+        id: u64,
+        /// Why, in one line.
+        error: String,
+        /// Whether the server could not be reached at all.
+        fatal: bool,
+    },
+    /// The legacy SSE stream named the endpoint to POST to (or an unusable one).
+    Endpoint(Result<String, String>),
 }
 
 /// Starts the reader thread on `stdout`.
@@ -105,6 +131,7 @@ fn read_lines<R: Read>(stdout: R, max_line: usize, events: &SyncSender<Incoming>
                 batch.push(Line {
                     bytes: line,
                     truncated,
+                    meta: None,
                 });
             }
             if !batch.is_empty() && events.send(Incoming::Lines(batch)).is_err() {
@@ -129,6 +156,7 @@ fn read_lines<R: Read>(stdout: R, max_line: usize, events: &SyncSender<Incoming>
             batch.push(Line {
                 bytes: std::mem::take(&mut line),
                 truncated,
+                meta: None,
             });
             truncated = false;
             if batch_bytes >= BATCH_BYTES

@@ -1,160 +1,16 @@
 //! End-to-end sessions against real (small, stdlib-only Python) MCP servers in
 //! `tests/servers/`, run directly without a sandbox.
 
-use glassbox_mcp::{
-    run_session, CallResult, Direction, Phase, SessionConfig, SessionHooks, SessionSummary,
-    TranscriptEntry,
-};
+mod common;
+
+use common::{assert_consistent, parse, quick, run_child, sent_methods, spawn, Run};
+use glassbox_mcp::{CallResult, Direction, Phase, SessionConfig, TranscriptEntry};
 use serde_json::{json, Value};
 use std::io::Read;
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
-
-/// What the hooks saw, in order.
-#[derive(Debug)]
-enum Seen {
-    Phase(Phase),
-    Entry(TranscriptEntry),
-}
-
-struct Recorder {
-    start: Instant,
-    seen: Mutex<Vec<Seen>>,
-}
-
-impl Recorder {
-    fn new() -> Self {
-        Recorder {
-            start: Instant::now(),
-            seen: Mutex::new(Vec::new()),
-        }
-    }
-
-    fn phases(&self) -> Vec<Phase> {
-        let seen = self.seen.lock().unwrap();
-        seen.iter()
-            .filter_map(|s| match s {
-                Seen::Phase(p) => Some(p.clone()),
-                Seen::Entry(_) => None,
-            })
-            .collect()
-    }
-
-    fn entries(&self) -> Vec<TranscriptEntry> {
-        let seen = self.seen.lock().unwrap();
-        seen.iter()
-            .filter_map(|s| match s {
-                Seen::Entry(e) => Some(e.clone()),
-                Seen::Phase(_) => None,
-            })
-            .collect()
-    }
-}
-
-impl SessionHooks for Recorder {
-    fn set_phase(&self, phase: Phase) {
-        self.seen.lock().unwrap().push(Seen::Phase(phase));
-    }
-    fn transcript(&self, entry: TranscriptEntry) {
-        self.seen.lock().unwrap().push(Seen::Entry(entry));
-    }
-    fn now_ns(&self) -> u64 {
-        self.start.elapsed().as_nanos() as u64
-    }
-}
-
-fn spawn(server: &str, args: &[&str]) -> Child {
-    Command::new("python3")
-        .arg(format!(
-            "{}/tests/servers/{server}",
-            env!("CARGO_MANIFEST_DIR")
-        ))
-        .args(args)
-        .current_dir(env!("CARGO_TARGET_TMPDIR"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("python3 runs")
-}
-
-struct Run {
-    summary: SessionSummary,
-    hooks: Recorder,
-    elapsed: Duration,
-    /// How the server ended within a few seconds after the session, if it did.
-    exit: Option<ExitStatus>,
-}
-
-fn run_child(mut child: Child, cfg: &SessionConfig) -> Run {
-    let hooks = Recorder::new();
-    let stdin = child.stdin.take().unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let start = Instant::now();
-    let summary = run_session(stdin, stdout, cfg, &hooks);
-    let elapsed = start.elapsed();
-    let mut exit = None;
-    for _ in 0..30 {
-        if let Some(status) = child.try_wait().unwrap() {
-            exit = Some(status);
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    if exit.is_none() {
-        let _ = child.kill();
-        let _ = child.wait();
-    }
-    Run {
-        summary,
-        hooks,
-        elapsed,
-        exit,
-    }
-}
+use std::time::Duration;
 
 fn run(server: &str, args: &[&str], cfg: &SessionConfig) -> Run {
-    run_child(spawn(server, args), cfg)
-}
-
-/// Short timeouts, but long enough for Python to start on a loaded machine.
-fn quick() -> SessionConfig {
-    SessionConfig {
-        request_timeout: Duration::from_secs(5),
-        shutdown_grace: Duration::from_millis(500),
-        ..SessionConfig::default()
-    }
-}
-
-fn parse(entry: &TranscriptEntry) -> Value {
-    serde_json::from_slice(entry.raw.as_slice()).expect("a JSON line")
-}
-
-/// The methods glassbox sent, in order.
-fn sent_methods(entries: &[TranscriptEntry]) -> Vec<String> {
-    entries
-        .iter()
-        .filter(|e| e.dir == Direction::ClientToServer)
-        .filter_map(|e| parse(e)["method"].as_str().map(str::to_string))
-        .collect()
-}
-
-/// Every transcript entry carries the phase set last before it, and `seq` counts from 1.
-fn assert_consistent(hooks: &Recorder) {
-    let seen = hooks.seen.lock().unwrap();
-    let mut phase = Phase::Startup;
-    let mut seq = 0;
-    for s in seen.iter() {
-        match s {
-            Seen::Phase(p) => phase = p.clone(),
-            Seen::Entry(e) => {
-                seq += 1;
-                assert_eq!(e.seq, seq);
-                assert_eq!(e.phase, phase, "entry {e:?}");
-            }
-        }
-    }
+    run_child(spawn(server, args, &[]), cfg)
 }
 
 #[test]
@@ -163,7 +19,9 @@ fn normal_server_full_session() {
     let s = &r.summary;
     assert_eq!(s.failure, None);
     assert!(s.completed);
-    assert_eq!(s.protocol_version.as_deref(), Some("2025-06-18"));
+    // The legacy server refused the 2026-07-28 probe; initialize offered the latest legacy
+    // version and the server took it.
+    assert_eq!(s.protocol_version.as_deref(), Some("2025-11-25"));
     assert_eq!(
         s.server_info.as_ref().unwrap()["name"],
         "normal-test-server"
@@ -205,6 +63,7 @@ fn normal_server_full_session() {
     assert_eq!(
         sent_methods(&entries),
         [
+            "server/discover",
             "initialize",
             "notifications/initialized",
             "tools/list",
@@ -218,29 +77,41 @@ fn normal_server_full_session() {
             "tools/list",
         ]
     );
-    let init = parse(&entries[0]);
-    assert_eq!(entries[0].dir, Direction::ClientToServer);
+    let discover = parse(&entries[0]);
     assert_eq!(entries[0].phase, Phase::Initialize);
-    assert_eq!(init["params"]["protocolVersion"], "2025-06-18");
+    assert_eq!(
+        discover["params"]["_meta"],
+        json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "glassbox", "version": "0.1.0"},
+        })
+    );
+    assert_eq!(parse(&entries[1])["error"]["code"], -32601);
+    let init = parse(&entries[2]);
+    assert_eq!(entries[2].dir, Direction::ClientToServer);
+    assert_eq!(entries[2].phase, Phase::Initialize);
+    assert_eq!(init["params"]["protocolVersion"], "2025-11-25");
     assert_eq!(init["params"]["capabilities"], json!({}));
     assert_eq!(init["params"]["clientInfo"]["name"], "glassbox");
+    assert!(init["params"].get("_meta").is_none());
     // The server's answer is kept byte for byte (Python's separators, not serde_json's).
-    assert_eq!(entries[1].dir, Direction::ServerToClient);
-    assert_eq!(entries[1].phase, Phase::Initialize);
-    let raw = entries[1].raw.as_str().unwrap();
+    assert_eq!(entries[3].dir, Direction::ServerToClient);
+    assert_eq!(entries[3].phase, Phase::Initialize);
+    let raw = entries[3].raw.as_str().unwrap();
     assert!(
-        raw.starts_with(r#"{"jsonrpc": "2.0", "id": 1, "result": {"#),
+        raw.starts_with(r#"{"jsonrpc": "2.0", "id": 2, "result": {"#),
         "{raw}"
     );
     assert!(entries.iter().all(|e| e.json && !e.truncated));
     // The second page asked with the cursor.
-    assert_eq!(parse(&entries[5])["params"]["cursor"], "page-2");
+    assert_eq!(parse(&entries[7])["params"]["cursor"], "page-2");
     // Every request got its answer, in the request's phase.
     let answers = entries
         .iter()
         .filter(|e| e.dir == Direction::ServerToClient)
         .count();
-    assert_eq!(answers, 10);
+    assert_eq!(answers, 11);
     let call = entries
         .iter()
         .find(|e| e.dir == Direction::ServerToClient && e.phase == Phase::Call("add".into()))
@@ -348,7 +219,7 @@ fn unsolicited_lines_stop_being_stored_after_the_cap() {
             .iter()
             .filter(|e| e.dir == Direction::ServerToClient && e.json)
             .count(),
-        4
+        5
     );
 }
 
@@ -378,7 +249,7 @@ fn server_crashing_after_initialize() {
         r.summary.failure.as_deref(),
         Some("server closed stdout after initialize")
     );
-    assert_eq!(r.summary.protocol_version.as_deref(), Some("2025-06-18"));
+    assert_eq!(r.summary.protocol_version.as_deref(), Some("2025-11-25"));
     assert_eq!(r.exit.and_then(|e| e.code()), Some(3));
     assert_consistent(&r.hooks);
 }
@@ -414,13 +285,13 @@ fn server_exiting_at_once() {
     let r = run("crash.py", &["immediately"], &quick());
     assert_eq!(
         r.summary.failure.as_deref(),
-        Some("server closed stdout during initialize")
+        Some("server closed stdout during server/discover")
     );
 }
 
 #[test]
 fn writing_to_a_server_that_closed_stdin_is_a_failure_not_a_panic() {
-    let mut child = spawn("crash.py", &["close-stdin"]);
+    let mut child = spawn("crash.py", &["close-stdin"], &[]);
     // Wait until the server has closed its stdin, so the first write fails for sure.
     let mut stdout = child.stdout.take().unwrap();
     let mut byte = [0u8; 1];
@@ -434,7 +305,7 @@ fn writing_to_a_server_that_closed_stdin_is_a_failure_not_a_panic() {
     let r = run_child(child, &quick());
     let failure = r.summary.failure.unwrap();
     assert!(
-        failure.starts_with("could not write to the server during initialize: "),
+        failure.starts_with("could not write to the server during server/discover: "),
         "{failure}"
     );
     assert!(failure.contains("Broken pipe"), "{failure}");
@@ -532,7 +403,7 @@ fn invalid_initialize_answers() {
     );
     assert_eq!(
         failure_of("wrong-id"),
-        "no answer to initialize within 5s (ignored a response with id \"1\" while waiting for id 1)"
+        "no answer to initialize within 5s (ignored a response with id \"2\" while waiting for id 2)"
     );
     assert_eq!(
         failure_of("list-not-object"),
@@ -575,14 +446,15 @@ fn malformed_messages_are_skipped_and_bad_calls_recorded() {
         .iter()
         .filter(|e| e.phase == Phase::Initialize && e.dir == Direction::ServerToClient)
         .count();
-    assert_eq!(junk, 12 + 1);
-    // The `id: null` ping was not answered: nothing but initialize and initialized was sent.
+    assert_eq!(junk, 1 + 12 + 1);
+    // The `id: null` ping was not answered: nothing but server/discover, initialize and
+    // initialized was sent.
     assert_eq!(
         entries
             .iter()
             .filter(|e| e.phase == Phase::Initialize && e.dir == Direction::ClientToServer)
             .count(),
-        2
+        3
     );
 }
 

@@ -9,6 +9,8 @@ use std::marker::PhantomData;
 /// Serialized as `startup`, `initialize`, `list`, `call:<tool>`, `shutdown`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Phase {
+    /// The package's installation (npm, pip, uv), before the server first runs.
+    Install,
     /// From the start of the command until the client sends `initialize`.
     Startup,
     /// `initialize` and `notifications/initialized`.
@@ -24,6 +26,7 @@ pub enum Phase {
 impl fmt::Display for Phase {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            Phase::Install => f.write_str("install"),
             Phase::Startup => f.write_str("startup"),
             Phase::Initialize => f.write_str("initialize"),
             Phase::List => f.write_str("list"),
@@ -37,6 +40,7 @@ impl std::str::FromStr for Phase {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
         Ok(match s {
+"install" => Phase::Install,
             "startup" => Phase::Startup,
             "initialize" => Phase::Initialize,
             "list" => Phase::List,
@@ -62,7 +66,7 @@ impl<'de> Deserialize<'de> for Phase {
         impl Visitor<'_> for V {
             type Value = Phase;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a phase (startup, initialize, list, call:<tool>, shutdown)")
+                f.write_str("a phase (install, startup, initialize, list, call:<tool>, shutdown)")
             }
             fn visit_str<E: de::Error>(self, s: &str) -> Result<Phase, E> {
                 s.parse().map_err(E::custom)
@@ -886,6 +890,47 @@ pub struct Target {
     pub program: String,
     /// The directory glassbox was started in (visible to the server, read-only).
     pub cwd: String,
+    /// The package audited, when the target is one (`npm:NAME`, `pypi:NAME`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub package: Option<PackageRef>,
+}
+
+/// A package from a registry, as audited.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PackageRef {
+    /// `npm` or `pypi`.
+    pub registry: String,
+    /// The package's name (`@scope/name` for a scoped npm package).
+    pub name: String,
+    /// What was asked for (`latest`, a range, an exact version).
+    pub requested: String,
+    /// The exact version installed.
+    pub version: String,
+}
+
+/// The install phase: how the package was installed (or found installed) for this audit.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InstallRecord {
+    /// The installer's command line, as run in the sandbox.
+    pub command: Vec<String>,
+    /// The folder it installed into (host path; bound read-only in the server's runs).
+    pub dir: String,
+    /// True when an earlier audit's install of this exact version was reused: no install
+    /// ran in this audit, and its evidence is that earlier audit's.
+    pub cached: bool,
+    /// The run id of the audit whose install is used.
+    pub installed_by: String,
+    /// How the installer ended (absent when cached).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit: Option<ServerExit>,
+    /// The registry destinations relayed to the real network during the install.
+    pub registry: Vec<String>,
+    /// The installed packages with their exact versions (the whole dependency tree).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub packages: Vec<String>,
+    /// Why the install failed, when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
 }
 
 /// How the server process ended.
@@ -943,6 +988,9 @@ pub struct Manifest {
     /// The network edge of each run.
     #[serde(default)]
     pub network: crate::NetworkSettings,
+    /// The install phase, for a package target.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub install: Option<InstallRecord>,
 }
 
 /// What the MCP session achieved.
@@ -962,6 +1010,10 @@ pub struct SessionSummary {
     /// The server closed its stdout before the session's end (it crashed or exited).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub server_closed_stdout: bool,
+    /// The marker put into the generated tool arguments' probe strings (the same in every
+    /// run of an audit), to follow where the server takes its input.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_marker: Option<String>,
     /// The tools the server listed and what happened when each was called.
     pub tools: Vec<ToolRecord>,
     /// Names of the resources listed.

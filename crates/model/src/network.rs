@@ -12,15 +12,24 @@ pub enum NetworkMode {
     Capture,
     /// Every packet dropped and counted; nothing answered.
     Denied,
+    /// The install phase: as capture, except that connections to the package registry are
+    /// relayed to it (the one destination a run may really reach).
+    Install,
 }
 
 impl NetworkMode {
-    /// `capture` or `denied`.
+    /// `capture`, `denied` or `install`.
     pub fn name(self) -> &'static str {
         match self {
             NetworkMode::Capture => "capture",
             NetworkMode::Denied => "denied",
+            NetworkMode::Install => "install",
         }
+    }
+
+    /// Whether the edge answers in this mode (DNS, TCP): every mode but denied.
+    pub fn answers(self) -> bool {
+        self != NetworkMode::Denied
     }
 }
 
@@ -179,6 +188,10 @@ pub struct NetworkRun {
     /// How the server of this run ended, when it is not the main one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_exit: Option<ServerExit>,
+    /// Destinations this run relayed to the real network (`HOST:PORT`; the install
+    /// phase's package registry): expected there, and only there.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allow: Vec<String>,
 }
 
 /// The network of an audit: `manifest.network`.

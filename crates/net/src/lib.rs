@@ -38,10 +38,12 @@ mod flows;
 mod http;
 mod outbox;
 mod packet;
+pub mod relay;
 mod stack;
 mod tls;
 mod tun;
 
+pub use relay::Relay;
 pub use tun::serve;
 
 use flows::{FlowKey, Flows};
@@ -130,7 +132,9 @@ impl Edge {
     /// An edge in `mode`; its flows are numbered from `first_flow_id`.
     pub fn new(mode: NetworkMode, first_flow_id: u64, limits: Limits) -> Edge {
         let mut out = Outbox::new(limits.max_queued);
-        let stack = (mode == NetworkMode::Capture).then(|| Stack::new(limits.max_tcp, 0, &mut out));
+        let stack = mode
+            .answers()
+            .then(|| Stack::new(limits.max_tcp, 0, &mut out));
         Edge {
             mode,
             counters: EdgeCounters::default(),
@@ -140,6 +144,15 @@ impl Edge {
             out,
             stack,
         }
+    }
+
+    /// Relays TCP connections to `relay`'s hosts to the real network (capture mode only; see
+    /// [`relay`]). Used for the install phase's package registry.
+    pub fn with_relay(mut self, relay: Relay) -> Edge {
+        if let Some(stack) = &mut self.stack {
+            stack.set_relay(relay);
+        }
+        self
     }
 
     /// The mode.
@@ -181,7 +194,7 @@ impl Edge {
         if flow.is_none() {
             self.counters.over_limit += 1;
         }
-        let capture = self.mode == NetworkMode::Capture;
+        let capture = self.mode.answers();
         match p.transport {
             Transport::Udp {
                 src_port,
@@ -206,13 +219,25 @@ impl Edge {
                 ack,
                 ..
             } if capture && p.fragment == Fragment::Whole => {
+                let opens = syn && !ack;
+                let relay_to = match (&self.stack, opens) {
+                    (Some(stack), true) => stack.relay().and_then(|r| {
+                        let name = self.resolver.name_of(p.dst);
+                        r.target(name.as_ref().map(|n| n.as_slice()), dst_port)
+                    }),
+                    _ => None,
+                };
+                if let (Some((name, port)), Some(i)) = (&relay_to, flow) {
+                    self.flows.note(i, &format!("relayed to {name}:{port}"));
+                }
                 let seg = Segment {
                     tuple: (
                         SocketAddr::new(p.src, src_port),
                         SocketAddr::new(p.dst, dst_port),
                     ),
-                    opens: syn && !ack,
+                    opens,
                     flow,
+                    relay_to,
                 };
                 if let Some(stack) = &mut self.stack {
                     // The stream's payload is accounted as the stack reads it.
@@ -243,7 +268,7 @@ impl Edge {
         from: SocketAddr,
         reply_to: SocketAddr,
     ) {
-        let answer = self.mode == NetworkMode::Capture;
+        let answer = self.mode.answers();
         let handled = self.resolver.handle(msg, answer);
         if let Some(i) = flow {
             if let Some(note) = &handled.note {

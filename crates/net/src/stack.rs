@@ -11,6 +11,7 @@
 use crate::flows::Flows;
 use crate::http::{self, Request, RESPONSE_503};
 use crate::outbox::Outbox;
+use crate::relay::{Link, Relay};
 use crate::tls::{self, Hello};
 use crate::{dns, RESOLVER_V4};
 use smoltcp::iface::{Config, Interface, SocketHandle, SocketSet};
@@ -30,6 +31,13 @@ const MTU: usize = 1500;
 const RX_BUFFER: usize = 32 * 1024;
 /// Send buffer of each connection (it only ever holds the 503 answer).
 const TX_BUFFER: usize = 4 * 1024;
+/// Send buffer of a relayed connection (what the real host answers, on its way in).
+const RELAY_TX_BUFFER: usize = 256 * 1024;
+/// A relayed connection (a registry's keep-alive) may stay silent this long before the
+/// idle timers above start.
+const RELAY_IDLE_NS: u64 = 60_000_000_000;
+/// How often the loop looks at relayed connections for the host's bytes.
+const RELAY_POLL_NS: u64 = 1_000_000;
 /// First stream bytes kept for the parsers.
 const HEAD_LIMIT: usize = tls::MAX_HELLO + 8 * 1024;
 /// A connection silent this long is closed (a half-open one reset)...
@@ -43,13 +51,15 @@ const IDLE_FORGET_NS: u64 = 20_000_000_000;
 pub(crate) type Tuple = (SocketAddr, SocketAddr);
 
 /// A TCP segment from the sandbox, as far as the stack's bookkeeping needs it.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Segment {
     pub tuple: Tuple,
     /// SYN without ACK: opens a connection.
     pub opens: bool,
     /// The flow it was accounted to.
     pub flow: Option<usize>,
+    /// The real host to relay the connection it opens to (see [`crate::relay`]).
+    pub relay_to: Option<(String, u16)>,
 }
 
 /// smoltcp's view of the edge: at most one packet to receive, and the outbox.
@@ -141,9 +151,20 @@ struct Conn {
     /// Stream bytes received.
     received: u64,
     reading: Reading,
+    /// The host side, for a relayed connection.
+    relay: Option<Link>,
 }
 
 impl Conn {
+    /// The last packet either way (a relayed connection also lives by the host's bytes),
+    /// moved back by the relay's longer patience.
+    fn idle_since(&self) -> u64 {
+        match self.relay {
+            Some(_) => self.last_ns.saturating_add(RELAY_IDLE_NS),
+            None => self.last_ns,
+        }
+    }
+
     /// Stream bytes from the sandbox: accounted to the flow, and kept for the parsers.
     fn take(&mut self, data: &[u8], flows: &mut Flows) {
         if let Some(i) = self.flow {
@@ -260,6 +281,7 @@ pub(crate) struct Stack {
     sockets: SocketSet<'static>,
     conns: Vec<Conn>,
     max_tcp: usize,
+    relay: Option<Relay>,
 }
 
 impl std::fmt::Debug for Stack {
@@ -295,7 +317,18 @@ impl Stack {
             sockets: SocketSet::new(Vec::new()),
             conns: Vec::new(),
             max_tcp,
+            relay: None,
         }
+    }
+
+    /// Relays connections to `relay`'s hosts to the real network.
+    pub fn set_relay(&mut self, relay: Relay) {
+        self.relay = Some(relay);
+    }
+
+    /// The relay, if there is one.
+    pub fn relay(&self) -> Option<&Relay> {
+        self.relay.as_ref()
     }
 
     /// A TCP packet from the sandbox. Returns `true` when it opened a connection there was
@@ -325,7 +358,7 @@ impl Stack {
     /// Closes idle connections and runs smoltcp's timers.
     pub fn poll(&mut self, now_ns: u64, out: &mut Outbox, flows: &mut Flows) {
         for conn in &self.conns {
-            let idle = now_ns.saturating_sub(conn.last_ns);
+            let idle = now_ns.saturating_sub(conn.idle_since());
             let sock = self.sockets.get_mut::<tcp::Socket>(conn.handle);
             if idle >= IDLE_ABORT_NS {
                 sock.abort();
@@ -350,9 +383,12 @@ impl Stack {
             .conns
             .iter()
             .filter_map(|c| {
+                if c.relay.as_ref().is_some_and(Link::active) {
+                    return Some(now_ns + RELAY_POLL_NS);
+                }
                 [IDLE_CLOSE_NS, IDLE_ABORT_NS, IDLE_FORGET_NS]
                     .into_iter()
-                    .map(|d| c.last_ns.saturating_add(d))
+                    .map(|d| c.idle_since().saturating_add(d))
                     .find(|&t| t > now_ns)
             })
             .min()
@@ -375,9 +411,11 @@ impl Stack {
 
     /// A socket listening for the SYN of `seg` (on its destination address and port).
     fn listen(&mut self, seg: Segment, now_ns: u64) {
+        let relayed = seg.relay_to.is_some() && self.relay.is_some();
+        let tx = if relayed { RELAY_TX_BUFFER } else { TX_BUFFER };
         let mut sock = tcp::Socket::new(
             tcp::SocketBuffer::new(vec![0; RX_BUFFER]),
-            tcp::SocketBuffer::new(vec![0; TX_BUFFER]),
+            tcp::SocketBuffer::new(vec![0; tx]),
         );
         sock.set_nagle_enabled(false);
         sock.set_ack_delay(None);
@@ -386,6 +424,10 @@ impl Stack {
             return;
         }
         let handle = self.sockets.add(sock);
+        let relay = match (&self.relay, seg.relay_to) {
+            (Some(r), Some((name, port))) => Some(Link::open(r, name, port)),
+            _ => None,
+        };
         self.conns.push(Conn {
             handle,
             tuple: seg.tuple,
@@ -394,6 +436,7 @@ impl Stack {
             head: Vec::new(),
             received: 0,
             reading: Reading::Start,
+            relay,
         });
     }
 
@@ -418,11 +461,46 @@ impl Stack {
             while sock.can_recv() {
                 let taken = sock.recv(|data| {
                     conn.take(data, flows);
+                    if let Some(link) = &mut conn.relay {
+                        link.send(data);
+                    }
                     (data.len(), data.len())
                 });
                 if !matches!(taken, Ok(n) if n > 0) {
                     break;
                 }
+            }
+            if conn.relay.is_some() {
+                // Recognised for the record (SNI, request line) but never answered here:
+                // the real host answers.
+                let _ = conn.read(flows);
+            }
+            if let Some(link) = &mut conn.relay {
+                let mut handed = 0usize;
+                if sock.may_send() {
+                    link.deliver(|data| {
+                        let n = sock.send_slice(data).unwrap_or(0);
+                        handed += n;
+                        n
+                    });
+                }
+                if handed > 0 {
+                    changed = true;
+                }
+                if let Some(why) = link.failure.take() {
+                    if let Some(i) = conn.flow {
+                        flows.note(i, &why);
+                    }
+                    sock.abort();
+                    changed = true;
+                } else if link.host_done && !link.active() && sock.may_send() {
+                    sock.close();
+                    changed = true;
+                }
+                if sock.state() == tcp::State::CloseWait {
+                    link.sandbox_closed();
+                }
+                continue;
             }
             match conn.read(flows) {
                 Action::Nothing => {}

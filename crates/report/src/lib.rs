@@ -15,8 +15,14 @@
 //! - [`html()`]: the same audit as one self-contained HTML page (no script, no external
 //!   resource, a strict Content-Security-Policy).
 //! - [`json()`]: the report as pretty JSON, in the wire format documented by `glassbox-model`.
+//! - [`sarif()`]: the audit as a SARIF 2.1.0 log for GitHub code scanning: every check a rule,
+//!   every finding a result located at the lines of `events.jsonl` and `network.jsonl` behind
+//!   it, withheld accusations written as withheld with nothing of them.
 //! - [`allowlist`]: the TCP destinations a server reached, as a ToolHive permission profile
 //!   and Docker MCP Gateway `allowHosts`.
+//! - [`site`]: every published audit of a store as a static site: an index with statistics
+//!   across servers, one [`html()`] page per audit, the coverage ledger and the recorder's
+//!   blind spots.
 //!
 //! # Hostile strings
 //!
@@ -30,7 +36,9 @@
 //! function escaping `& < > " '`.
 #![deny(missing_docs)]
 
-use glassbox_model::{AuditReport, Evidence};
+use glassbox_model::{AuditReport, Evidence, Finding};
+
+pub use sarif::{Publication, EVIDENCE_BASE, FINGERPRINT_KEY, RELATED_CAP};
 
 pub mod allowlist;
 mod escape;
@@ -38,6 +46,8 @@ mod escape;
 mod fixture;
 mod html;
 mod markdown;
+mod sarif;
+pub mod site;
 mod tables;
 mod terminal;
 
@@ -74,6 +84,23 @@ pub fn markdown(ev: &Evidence, report: &AuditReport) -> String {
 /// `src`, `style` or event attribute, and the page has no link at all.
 pub fn html(ev: &Evidence, report: &AuditReport) -> String {
     html::render(ev, report)
+}
+
+/// The audit as a SARIF 2.1.0 log (pretty JSON, ending in a newline), for GitHub code scanning
+/// and SARIF viewers: one run, every check a rule (`security-severity` from its severity, its
+/// outcome in the rule's properties, and a notification when it makes no claim), every finding
+/// a result at the line of `events.jsonl` (or `network.jsonl`) holding the first event (or
+/// flow) behind it, with the others as related locations and a fingerprint stable across runs.
+/// `publication` says what may be shown of each finding: a [`Publication::Withheld`] one is
+/// written as withheld pending review, with nothing of it. [`Publication::unreviewed`] fits a
+/// report as an audit made it. `ev` must be the evidence the report was made from (for the
+/// lines); an event or flow it does not hold is said to have no known line.
+pub fn sarif(
+    ev: &Evidence,
+    report: &AuditReport,
+    publication: &dyn Fn(&Finding) -> Publication,
+) -> String {
+    sarif::render(ev, report, publication)
 }
 
 /// The report as pretty-printed JSON (`report.json`).

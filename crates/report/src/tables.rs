@@ -362,6 +362,24 @@ pub(crate) fn call_result(r: CallResult) -> &'static str {
 
 /// The target command, printable, cut at [`WIDE`].
 pub(crate) fn command(ev: &Evidence) -> String {
+    // A package is named as the user named it, with the exact version installed.
+    if let Some(p) = &ev.manifest.target.package {
+        let spec = match p.registry.as_str() {
+            "pypi" => format!("pypi:{}=={}", p.name, p.version),
+            r => format!("{r}:{}@{}", p.name, p.version),
+        };
+        let mut words = vec![Bytes::from(spec)];
+        // The server's own arguments (after its executable).
+        words.extend(
+            ev.manifest
+                .target
+                .command
+                .iter()
+                .skip(1)
+                .map(|a| Bytes::from(a.as_str())),
+        );
+        return escape::argv(&words, WIDE);
+    }
     let command: Vec<Bytes> = ev
         .manifest
         .target

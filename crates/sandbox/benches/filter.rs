@@ -46,6 +46,7 @@ fn sandboxed(python: &Path, script: &Path, root: &Path) -> f64 {
         argv: vec!["python3".into(), script.into()],
         cwd: root.to_path_buf(),
         extra_ro: vec![prefix],
+        extra_rw: vec![],
         user: "sam".into(),
         hostname: "devbox".into(),
         path_prefix: vec![],

@@ -419,7 +419,7 @@ fn unescape_mountinfo(s: &[u8]) -> Vec<u8> {
     out
 }
 
-fn bind_ro(src: &Path, dst: &Path) -> Result<(), String> {
+fn bind(src: &Path, dst: &Path, read_only: bool) -> Result<(), String> {
     let is_dir = std::fs::metadata(src).map(|m| m.is_dir()).unwrap_or(true);
     if is_dir {
         mkdirs(dst, 0o755)?;
@@ -441,14 +441,15 @@ fn bind_ro(src: &Path, dst: &Path) -> Result<(), String> {
             None,
         ),
     )?;
+    let ro = if read_only { libc::MS_RDONLY } else { 0 };
     for mp in mounts_under(dst) {
-        let flags = libc::MS_BIND
-            | libc::MS_REMOUNT
-            | libc::MS_RDONLY
-            | libc::MS_NOSUID
-            | locked_flags(&mp);
+        let flags = libc::MS_BIND | libc::MS_REMOUNT | ro | libc::MS_NOSUID | locked_flags(&mp);
         ctx(
-            &format!("remount {} read-only", mp.display()),
+            &format!(
+                "remount {} {}",
+                mp.display(),
+                if read_only { "read-only" } else { "nosuid" }
+            ),
             sys::mount(None, &c(&mp), None, flags, None),
         )?;
     }
@@ -670,13 +671,13 @@ fn build_root(
                     symlink(target, new.join(rel(link))),
                 )?;
             }
-            MountPlan::Bind { src, dst } => {
+            MountPlan::Bind { src, dst, writable } => {
                 // The host's /proc is still at /oldroot/proc; "self" there is this process.
                 let from = match fd {
                     Some(fd) => PathBuf::from(format!("/oldroot/proc/self/fd/{}", fd.as_raw_fd())),
                     None => old.join(rel(src)),
                 };
-                bind_ro(&from, &new.join(rel(dst))).map_err(|e| {
+                bind(&from, &new.join(rel(dst)), !*writable).map_err(|e| {
                     e.replace(&from.display().to_string(), &src.display().to_string())
                 })?
             }
@@ -765,7 +766,7 @@ fn overlay_etc(new: &Path, name: &str, contents: &str) -> Result<(), String> {
         // Not on the host: the read-only /etc bind has no place for one.
         return Err(format!("the host has no /etc/{name} to overlay"));
     }
-    bind_ro(&file, &target)
+    bind(&file, &target, true)
 }
 
 fn bind_dev(src: &Path, dst: &Path) -> Result<(), String> {

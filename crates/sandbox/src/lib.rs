@@ -103,6 +103,9 @@ pub struct Config {
     /// More host paths bound read-only at the same path (an interpreter's install prefix, a
     /// script named on the command line).
     pub extra_ro: Vec<PathBuf>,
+    /// Host directories bound read-write at the same path (a package's install folder during
+    /// the install phase). They must be writable by the sandbox user's host uid.
+    pub extra_rw: Vec<PathBuf>,
     /// The sandbox user's name (home is `/home/<user>`).
     pub user: String,
     /// The hostname inside.
@@ -206,13 +209,14 @@ impl Config {
                 Ok(m) if m.is_dir() => plan.push(MountPlan::Bind {
                     src: host.clone(),
                     dst: host,
+                    writable: false,
                 }),
                 _ => {}
             }
         }
-        let mut binds: Vec<PathBuf> = vec![self.cwd.clone()];
-        binds.extend(self.extra_ro.iter().cloned());
-        for b in binds {
+        let mut binds: Vec<(PathBuf, bool)> = vec![(self.cwd.clone(), false)];
+        binds.extend(self.extra_ro.iter().map(|p| (p.clone(), false)));
+        for (b, writable) in binds {
             let covered = SYSTEM_DIRS
                 .iter()
                 .any(|d| b.starts_with(Path::new("/").join(d)));
@@ -220,6 +224,18 @@ impl Config {
                 plan.push(MountPlan::Bind {
                     src: b.clone(),
                     dst: b,
+                    writable,
+                });
+            }
+        }
+        // Read-write binds last: one inside a read-only bind (a cache under the working
+        // directory) goes on top of it.
+        for b in &self.extra_rw {
+            if b != Path::new("/") && b.is_dir() {
+                plan.push(MountPlan::Bind {
+                    src: b.clone(),
+                    dst: b.clone(),
+                    writable: true,
                 });
             }
         }
@@ -253,10 +269,10 @@ impl Config {
         }
         for p in self.mount_plan() {
             match p {
-                MountPlan::Bind { src, dst } => mounts.push(MountRecord {
+                MountPlan::Bind { src, dst, writable } => mounts.push(MountRecord {
                     target: dst.to_string_lossy().into_owned(),
                     source: format!("bind:{}", src.display()),
-                    read_only: true,
+                    read_only: !writable,
                 }),
                 MountPlan::Symlink { link, target } => mounts.push(MountRecord {
                     target: link.to_string_lossy().into_owned(),
@@ -294,10 +310,55 @@ impl Config {
 /// One step of the private root beyond the fixed ones.
 #[derive(Clone, Debug)]
 pub(crate) enum MountPlan {
-    /// Bind a host path read-only.
-    Bind { src: PathBuf, dst: PathBuf },
+    /// Bind a host path (read-only unless `writable`).
+    Bind {
+        src: PathBuf,
+        dst: PathBuf,
+        writable: bool,
+    },
     /// Recreate a host symlink (`/bin -> usr/bin`).
     Symlink { link: PathBuf, target: PathBuf },
+}
+
+/// Makes TCP connections from inside a sandbox's network namespace ([`Sandbox::dialer`]).
+///
+/// Each connection is made by a short-lived thread that enters the namespace with
+/// `setns(2)`: a socket belongs to the namespace it was made in, whichever thread then uses
+/// it. Entering a network namespace takes `CAP_SYS_ADMIN` over it and in glassbox's own user
+/// namespace: glassbox must run as root for this.
+#[derive(Debug)]
+pub struct Dialer {
+    netns: OwnedFd,
+}
+
+impl Dialer {
+    /// Connects to `addr` (as seen inside the sandbox), waiting at most `timeout`.
+    pub fn connect(
+        &self,
+        addr: std::net::SocketAddr,
+        timeout: Duration,
+    ) -> std::io::Result<std::net::TcpStream> {
+        let fd = self.netns.as_raw_fd();
+        std::thread::scope(|scope| {
+            scope
+                .spawn(move || {
+                    // SAFETY: setns on a namespace descriptor we hold open; it changes only
+                    // this thread, which ends right after making the one socket.
+                    if unsafe { libc::setns(fd, libc::CLONE_NEWNET) } != 0 {
+                        let e = std::io::Error::last_os_error();
+                        return Err(std::io::Error::new(
+                            e.kind(),
+                            format!("cannot enter the sandbox's network namespace (glassbox must run as root): {e}"),
+                        ));
+                    }
+                    std::net::TcpStream::connect_timeout(&addr, timeout)
+                })
+                .join()
+                .unwrap_or_else(|_| {
+                    Err(std::io::Error::other("the connecting thread panicked"))
+                })
+        })
+    }
 }
 
 /// A running sandbox.
@@ -386,6 +447,16 @@ impl Sandbox {
                 .and_then(|fd| fd.try_clone().ok())
                 .map(std::sync::Arc::new),
         )
+    }
+
+    /// Opens TCP connections from inside the sandbox's network namespace: how glassbox speaks
+    /// to a server that listens on the sandbox's own loopback (MCP over HTTP).
+    pub fn dialer(&self) -> Result<Dialer, Error> {
+        let path = format!("/proc/{}/ns/net", self.init_pid);
+        let netns = std::fs::File::open(&path).map_err(io_err("open the sandbox's network namespace"))?;
+        Ok(Dialer {
+            netns: OwnedFd::from(netns),
+        })
     }
 
     /// Whether processes other than pid 1 are left in the sandbox (daemons, after the server

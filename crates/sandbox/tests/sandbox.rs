@@ -12,6 +12,7 @@ fn config(script: &str) -> Config {
         argv: vec!["sh".into(), "-c".into(), script.into()],
         cwd: std::env::current_dir().unwrap(),
         extra_ro: vec![],
+        extra_rw: vec![],
         user: "sam".into(),
         hostname: "devbox".into(),
         path_prefix: vec![],
@@ -294,4 +295,43 @@ fn a_killer_ends_the_sandbox_from_another_thread() {
     assert!(exit.is_some(), "still running after the kill");
     assert!(start.elapsed() < Duration::from_secs(5));
     sb.finish();
+}
+
+#[test]
+fn a_writable_bind_is_writable_and_nothing_else_is() {
+    let dir = std::env::temp_dir().join(format!("gb-rw-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    // The sandbox user is a host uid of its own: the folder is handed to it, as the install
+    // phase does.
+    // SAFETY: geteuid cannot fail.
+    let uid = match unsafe { libc::geteuid() } {
+        0 => glassbox_sandbox::HOST_UID_WHEN_ROOT,
+        u => u,
+    };
+    std::os::unix::fs::chown(&dir, Some(uid), None).unwrap();
+    let mut cfg = config(&format!(
+        "echo made > {0}/out && echo rw-ok; touch ./x 2>/dev/null || echo cwd-ro; \
+         grep ' {0} ' /proc/self/mountinfo | grep -c ' rw,'",
+        dir.display()
+    ));
+    cfg.extra_rw = vec![dir.clone()];
+    let mut sb = Sandbox::spawn(&cfg).expect("spawn");
+    drop(sb.stdin.take());
+    let mut out = String::new();
+    sb.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    let exit = sb.wait_timeout(Duration::from_secs(10)).expect("exit");
+    sb.finish();
+    assert_eq!(exit, ServerExit::Exited { code: 0 }, "{out}");
+    assert!(out.contains("rw-ok") && out.contains("cwd-ro"), "{out}");
+    assert_eq!(std::fs::read_to_string(dir.join("out")).unwrap(), "made\n");
+    assert!(
+        sb.settings()
+            .mounts
+            .iter()
+            .any(|m| m.target == dir.to_string_lossy() && !m.read_only),
+        "{:?}",
+        sb.settings().mounts
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

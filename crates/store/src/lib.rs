@@ -270,6 +270,15 @@ pub struct ReviewRow {
     pub at: String,
 }
 
+/// What an audit is filed under: `npm:NAME` / `pypi:NAME` for a package (its exact version
+/// goes in `target_version`), else the command line.
+pub fn target_of(manifest: &Manifest) -> String {
+    match &manifest.target.package {
+        Some(p) => format!("{}:{}", p.registry, p.name),
+        None => manifest.target.command.join(" "),
+    }
+}
+
 /// An open store. Several processes may open the same file: SQLite serialises writers.
 #[derive(Debug)]
 pub struct Store {
@@ -347,8 +356,8 @@ impl Store {
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
             params![
                 report.run_id,
-                manifest.target.command.join(" "),
-                target_version,
+                target_of(manifest),
+                target_version.or(manifest.target.package.as_ref().map(|p| p.version.as_str())),
                 manifest.started_at,
                 manifest.finished_at,
                 manifest.glassbox_version,

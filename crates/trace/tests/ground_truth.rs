@@ -19,6 +19,7 @@ fn config(script: &str, env: Vec<(String, String)>) -> Config {
         argv: vec!["sh".into(), "-c".into(), script.into()],
         cwd: std::env::current_dir().unwrap(),
         extra_ro: vec![],
+        extra_rw: vec![],
         user: "sam".into(),
         hostname: "devbox".into(),
         path_prefix: vec![],

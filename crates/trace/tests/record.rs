@@ -14,6 +14,7 @@ fn record(program: &str, argv: &[&str], ebpf: bool) -> (Vec<Event>, String) {
         argv: argv.iter().map(Into::into).collect(),
         cwd: std::env::current_dir().unwrap(),
         extra_ro: vec![],
+        extra_rw: vec![],
         user: "sam".into(),
         hostname: "devbox".into(),
         path_prefix: vec![],

