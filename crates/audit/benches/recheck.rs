@@ -400,6 +400,7 @@ fn manifest() -> Manifest {
         path: path.into(),
         kind: kind.into(),
         secrets: vec![secret.into()],
+        hosts: Vec::new(),
     };
     Manifest {
         format: 1,

@@ -63,8 +63,41 @@ pub enum Launch {
 pub enum EnvValue {
     /// A plain value.
     Plain(String),
-    /// A secret: the server gets a canary instead.
-    Secret,
+    /// A secret: the server gets a canary instead, which may go to `hosts` (the hosts its
+    /// server is documented to send it to), and nowhere else.
+    Secret {
+        /// Host names (a host covers its subdomains).
+        hosts: Vec<String>,
+    },
+}
+
+impl EnvValue {
+    /// A secret with no documented host.
+    pub fn secret() -> EnvValue {
+        EnvValue::Secret { hosts: Vec::new() }
+    }
+}
+
+/// The hosts of the `http://` and `https://` URLs in `text` (a variable's description:
+/// "Create a key at https://console.weather.example/keys"), lower-cased.
+pub fn hosts_in(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for (i, _) in text.match_indices("://") {
+        let scheme_ok = text[..i].ends_with("http") || text[..i].ends_with("https");
+        if !scheme_ok {
+            continue;
+        }
+        let host: String = text[i + 3..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '.' || *c == '-')
+            .collect::<String>()
+            .trim_end_matches('.')
+            .to_ascii_lowercase();
+        if host.contains('.') && !out.contains(&host) {
+            out.push(host);
+        }
+    }
+    out
 }
 
 /// One server of a configuration.
@@ -265,7 +298,7 @@ fn entry(
             };
             let (value, from_secret_input) = expand(&raw, vars, inputs)?;
             let value = if from_secret_input || secret_name(k) {
-                EnvValue::Secret
+                EnvValue::secret()
             } else {
                 EnvValue::Plain(value)
             };
@@ -440,7 +473,9 @@ pub fn server_json(text: &str, vars: &dyn Vars) -> Result<Vec<ServerEntry>, Erro
                 .and_then(Value::as_str);
             let value =
                 if flag("isSecret") || secret_name(n) || (flag("isRequired") && given.is_none()) {
-                    EnvValue::Secret
+                    EnvValue::Secret {
+                        hosts: hosts_in(e.get("description").and_then(Value::as_str).unwrap_or("")),
+                    }
                 } else {
                     EnvValue::Plain(expand(given.unwrap_or(""), vars, &[])?.0)
                 };
@@ -608,7 +643,7 @@ mod tests {
         // The real token never reaches the server.
         assert!(local
             .env
-            .contains(&("GITHUB_TOKEN".into(), EnvValue::Secret)));
+            .contains(&("GITHUB_TOKEN".into(), EnvValue::secret())));
         assert!(local
             .env
             .contains(&("LOG_LEVEL".into(), EnvValue::Plain("info".into()))));
@@ -647,7 +682,7 @@ mod tests {
                 "glassbox-input-region".into()
             ])
         );
-        assert!(s.env.contains(&("OPAQUE".into(), EnvValue::Secret)));
+        assert!(s.env.contains(&("OPAQUE".into(), EnvValue::secret())));
         assert!(s
             .env
             .contains(&("HOME_DIR".into(), EnvValue::Plain("/home/me".into()))));
@@ -713,7 +748,8 @@ mod tests {
              "packageArguments": [{"type": "named", "name": "--units", "value": "metric"},
                                   {"type": "positional", "valueHint": "city", "default": "Oslo"}],
              "environmentVariables": [
-                {"name": "WEATHER_API_KEY", "isSecret": true, "isRequired": true},
+                {"name": "WEATHER_API_KEY", "isSecret": true, "isRequired": true,
+                 "description": "Your key, from https://Console.Weather.example/keys (sent to api.weather.example)"},
                 {"name": "ENDPOINT_REGION", "isRequired": true},
                 {"name": "LOG", "default": "warn"}]},
             {"registryType": "pypi", "identifier": "weather-mcp", "version": "1.2.3",
@@ -735,8 +771,13 @@ mod tests {
         assert_eq!(
             e[0].env,
             vec![
-                ("WEATHER_API_KEY".to_string(), EnvValue::Secret),
-                ("ENDPOINT_REGION".to_string(), EnvValue::Secret),
+                (
+                    "WEATHER_API_KEY".to_string(),
+                    EnvValue::Secret {
+                        hosts: vec!["console.weather.example".into()]
+                    }
+                ),
+                ("ENDPOINT_REGION".to_string(), EnvValue::secret()),
                 ("LOG".to_string(), EnvValue::Plain("warn".into())),
             ]
         );
@@ -751,6 +792,15 @@ mod tests {
         );
         assert!(server_json("{}", &env()).is_err());
         assert!(server_json("{\"packages\": 3}", &env()).is_err());
+    }
+
+    #[test]
+    fn documented_hosts_come_from_urls_only() {
+        assert_eq!(
+            hosts_in("Get one at https://dash.example/keys or http://x.example:8080/."),
+            ["dash.example", "x.example"]
+        );
+        assert!(hosts_in("a plain api.example mention, ftp://f.example").is_empty());
     }
 
     #[test]

@@ -106,6 +106,8 @@ pub struct AuditOptions {
     pub server_env: Vec<(String, config::EnvValue)>,
     /// The server speaks MCP over HTTP on this port of its sandbox, not over stdio.
     pub http: Option<HttpServer>,
+    /// Memory, processes, CPU and disk of each sandbox (the install's and every run's).
+    pub limits: glassbox_sandbox::Limits,
 }
 
 /// Which runs an audit makes: each mode is a full run of the server.
@@ -150,6 +152,7 @@ impl AuditOptions {
             install_timeout: Duration::from_secs(600),
             server_env: Vec::new(),
             http: None,
+            limits: glassbox_sandbox::Limits::default(),
         }
     }
 }
@@ -310,6 +313,7 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
     let mut secrets = run::Secrets::fresh()?;
     let mut all_events = Vec::new();
     let mut flows = Vec::new();
+    let mut limits_reached: Vec<String> = Vec::new();
     let mut transcript = Vec::new();
     let mut server_cwd = opts.cwd.clone();
     if let Some(spec) = &opts.package {
@@ -327,6 +331,7 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
             progress,
         )?;
         all_events.extend(installed.events);
+        limits_reached.extend(installed.limits_reached);
         flows.extend(installed.flows);
         let command = install::entry_command(spec, &installed.dir, &opts.command)?;
         // The server runs in its install folder: a package has no business with the
@@ -354,12 +359,13 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
     for (name, value) in &opts.server_env {
         let value = match value {
             config::EnvValue::Plain(v) => v.clone(),
-            config::EnvValue::Secret => {
+            config::EnvValue::Secret { hosts } => {
                 let canary = run::env_canary()?;
                 secrets.tokens.push(glassbox_model::Honeytoken {
                     path: format!("env:{name}"),
                     kind: "declared-secret".into(),
                     secrets: vec![canary.clone()],
+                    hosts: hosts.clone(),
                 });
                 canary
             }
@@ -395,6 +401,7 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
                 first_event_id,
                 network: Some(mode),
                 relay: None,
+                limits: opts.limits.clone(),
             },
             progress,
             &mut |settings, mechanism| {
@@ -472,6 +479,12 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
             manifest.session = run.session;
             transcript = run.transcript;
         }
+        limits_reached.extend(
+            run.limits_reached
+                .iter()
+                .map(|r| format!("{} run: {r}", mode.name())),
+        );
+        manifest.sandbox.limits_reached = limits_reached.clone();
         all_events.extend(run.recording.events);
         flows.extend(run_flows);
         bundle.write_manifest(&manifest)?;
@@ -524,6 +537,8 @@ struct Installed {
     package: glassbox_model::PackageRef,
     events: Vec<glassbox_model::Event>,
     flows: Vec<glassbox_model::Flow>,
+    /// The limits the install's sandbox reached.
+    limits_reached: Vec<String>,
 }
 
 /// Holds an exclusive lock on a package's install folder (two audits of one version at once
@@ -594,6 +609,7 @@ fn install_phase(
             package,
             events: Vec::new(),
             flows: Vec::new(),
+            limits_reached: Vec::new(),
         });
     }
     // An earlier install that did not finish leaves an unmarked folder: start again.
@@ -645,6 +661,7 @@ fn install_phase(
             first_event_id: 1,
             network: Some(NetworkMode::Install),
             relay: Some(glassbox_net::Relay::to(registry.clone())),
+            limits: opts.limits.clone(),
         },
     )?;
     let (isolation, _) = running
@@ -660,6 +677,12 @@ fn install_phase(
     let err = std::thread::spawn(move || bundle::copy_bounded(e, err));
     let exited = running.sandbox.wait_timeout(opts.install_timeout);
     let (exit, recording) = running.finish();
+    let install_reached: Vec<String> = running
+        .sandbox
+        .limits_reached()
+        .iter()
+        .map(|r| format!("install run: {r}"))
+        .collect();
     let out_tail = out.join().unwrap_or_default();
     let err_tail = err.join().unwrap_or_default();
     let end_ns = cx.clock.now_ns();
@@ -729,7 +752,11 @@ fn install_phase(
                 last_line(tail)
             ))
         }
-    };
+    }
+    .map(|why| match install_reached.is_empty() {
+        true => why,
+        false => format!("{why}; the sandbox reached its limits: {}", install_reached.join("; ")),
+    });
     let packages = install::installed_packages(spec.registry, &dir);
     cx.manifest.install = Some(glassbox_model::InstallRecord {
         command: command.clone(),
@@ -765,6 +792,7 @@ fn install_phase(
         package,
         events: recording.events,
         flows,
+        limits_reached: install_reached,
     })
 }
 
@@ -854,8 +882,16 @@ pub fn audit_remote(
         .strip_prefix("http://")
         .and_then(|r| r.split(['/', '?', '#']).next())
         .filter(|a| !a.is_empty())
-        .ok_or_else(|| Error::Usage(format!("not an http:// URL: {}", glassbox_model::printable(url))))?;
-    let with_port = if authority.rsplit_once(':').is_some_and(|(_, p)| p.parse::<u16>().is_ok()) {
+        .ok_or_else(|| {
+            Error::Usage(format!(
+                "not an http:// URL: {}",
+                glassbox_model::printable(url)
+            ))
+        })?;
+    let with_port = if authority
+        .rsplit_once(':')
+        .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
+    {
         authority.to_string()
     } else {
         format!("{authority}:80")
@@ -863,7 +899,12 @@ pub fn audit_remote(
     use std::net::ToSocketAddrs;
     let addrs: Vec<std::net::SocketAddr> = with_port
         .to_socket_addrs()
-        .map_err(|e| Error::Usage(format!("cannot resolve {}: {e}", glassbox_model::printable(authority))))?
+        .map_err(|e| {
+            Error::Usage(format!(
+                "cannot resolve {}: {e}",
+                glassbox_model::printable(authority)
+            ))
+        })?
         .collect();
     let timeout = opts.session.request_timeout;
     let connector: glassbox_mcp::Connector = Arc::new(move || {
@@ -956,6 +997,8 @@ struct RunResult {
     ground_truth: Option<String>,
     start_ns: u64,
     end_ns: u64,
+    /// The limits the sandbox reached.
+    limits_reached: Vec<String>,
 }
 
 /// Where one run writes: events to the audit's shared sink, the transcript to
@@ -1079,7 +1122,13 @@ fn one_run(
             session.failure = Some(reason);
         }
     }
+    // A limit the sandbox reached is part of why the session failed.
+    let limits_reached = running.sandbox.limits_reached().to_vec();
+    if let (false, Some(f)) = (session.completed || limits_reached.is_empty(), &mut session.failure) {
+        f.push_str(&format!("; the sandbox reached its limits: {}", limits_reached.join("; ")));
+    }
     Ok(RunResult {
+        limits_reached,
         session,
         transcript,
         server_exit,
@@ -1126,7 +1175,11 @@ impl HttpServer {
         let port: u16 = port.parse().map_err(|_| bad())?;
         Ok(HttpServer {
             port,
-            path: if path.is_empty() { "/".into() } else { path.into() },
+            path: if path.is_empty() {
+                "/".into()
+            } else {
+                path.into()
+            },
             legacy_sse,
         })
     }
@@ -1173,9 +1226,7 @@ fn http_session(
     if http.legacy_sse {
         target.kind = glassbox_mcp::HttpKind::LegacySse;
     }
-    target
-        .validate()
-        .map_err(|e| Error::Usage(e.to_string()))?;
+    target.validate().map_err(|e| Error::Usage(e.to_string()))?;
     Ok(glassbox_mcp::run(
         glassbox_mcp::Transport::Http(target),
         &opts.session,
@@ -1268,6 +1319,7 @@ pub fn trace(
             first_event_id: 1,
             network: Some(NetworkMode::Capture),
             relay: None,
+            limits: glassbox_sandbox::Limits::default(),
         },
     )?;
     let pump = |from: Option<std::fs::File>, mut to: Box<dyn std::io::Write + Send>| {

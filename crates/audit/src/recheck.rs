@@ -242,33 +242,36 @@ fn find_byte(s: &[u8], b: u8) -> Option<usize> {
 
 /// How many bytes of `s` lie before the first `"`, backslash or control character (the end of a
 /// JSON string without escapes, or a byte this reader leaves to `serde_json`), and whether
-/// they are all ASCII.
+/// they are all ASCII. Eight bytes at a time; the last few are looked at as one word padded
+/// with zeros (a zero is a control character: it stops the scan where `s` ends).
 #[inline]
 fn plain_prefix(s: &[u8]) -> (usize, bool) {
     let mut high = 0u64;
-    let mut chunks = s.chunks_exact(8);
-    for (n, chunk) in chunks.by_ref().enumerate() {
-        let Ok(word) = <[u8; 8]>::try_from(chunk) else {
-            break;
+    let mut at = 0;
+    while at < s.len() {
+        let x = match s.get(at..at + 8) {
+            Some(w) => {
+                let mut word = [0u8; 8];
+                word.copy_from_slice(w);
+                u64::from_le_bytes(word)
+            }
+            None => {
+                let mut word = [0u8; 8];
+                word[..s.len() - at].copy_from_slice(&s[at..]);
+                u64::from_le_bytes(word)
+            }
         };
-        let x = u64::from_le_bytes(word);
         let m = eq_bytes(x, b'"') | eq_bytes(x, b'\\') | (x.wrapping_sub(LO * 0x20) & !x & HI);
         if m != 0 {
-            let at = m.trailing_zeros() / 8;
+            let k = m.trailing_zeros() / 8;
             // The bytes before the one found (at most 7 of them: the shift stays below 64).
-            high |= x & ((1u64 << (at * 8)) - 1);
-            return (n * 8 + at as usize, high & HI == 0);
+            high |= x & ((1u64 << (k * 8)) - 1);
+            return ((at + k as usize).min(s.len()), high & HI == 0);
         }
         high |= x;
+        at += 8;
     }
-    let rest = chunks.remainder();
-    let done = s.len() - rest.len();
-    let len = rest
-        .iter()
-        .position(|&c| c == b'"' || c == b'\\' || c < 0x20)
-        .unwrap_or(rest.len());
-    let ascii = high & HI == 0 && rest[..len].is_ascii();
-    (done + len, ascii)
+    (s.len(), high & HI == 0)
 }
 
 /// An event of the `k`-th kind (in `EventKind`'s order) with every field empty: a slot to

@@ -258,6 +258,8 @@ pub(crate) struct RunPlan {
     pub network: Option<NetworkMode>,
     /// Destinations relayed to the real network (the install phase's registry).
     pub relay: Option<glassbox_net::Relay>,
+    /// The sandbox's resource limits.
+    pub limits: glassbox_sandbox::Limits,
 }
 
 /// Plants fresh secrets, starts `target` in the sandbox, and records it into `sink`.
@@ -316,6 +318,7 @@ pub(crate) fn start(
         rules: rules(files_by_ebpf),
         network: plan.network.map(|_| network_setup()),
         refusals: glassbox_sandbox::seccomp::Refusals::Recorded,
+        limits: plan.limits.clone(),
     };
     let clock = plan.clock.clone();
     let mut files = None;

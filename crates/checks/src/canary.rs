@@ -24,6 +24,12 @@
 //!   three byte alignments the secret may have in the encoded stream, keeping only the stable
 //!   middle (the characters made of the secret's bytes alone: full 3-byte groups).
 //!
+//! A declared secret (`env:NAME`: an API key a client configuration or `server.json` gives the
+//! server, replaced by a canary) may go to the hosts its server is documented to use
+//! (`hosts` of its honeytoken): a flow whose every name (DNS, SNI, Host, the name of its
+//! address) is such a host or under it is listed as a note, not a finding. Anywhere else it
+//! is exfiltration like any planted secret.
+//!
 //! One finding per flow and planted file, naming the file, the flow and the encodings; a
 //! partial leak says which bytes of the secret were found. A window may fall on a secret
 //! format's fixed part (an OpenSSH key body begins with the same header in every key): the
@@ -377,12 +383,24 @@ impl Evaluator for State {
         let State { leaks, phases } = *self;
         let tokens = &ctx.manifest.sandbox.honeytokens;
         let mut findings = Vec::new();
+        let mut notes = Vec::new();
         for ((fi, ti), leak) in leaks.items {
             let (Some(f), Some(h)) = (ctx.flows.get(fi), tokens.get(ti)) else {
                 continue;
             };
             let ps = phases.of(&f.events);
-            let names: Vec<String> = net::names(f)
+            let flow_names = net::names(f);
+            // A declared secret sent to the host its server is documented to use: what it
+            // is for (every name the flow carries must be that host or under it).
+            let documented = !h.hosts.is_empty()
+                && !flow_names.is_empty()
+                && flow_names.iter().all(|(_, n)| {
+                    h.hosts.iter().any(|d| {
+                        let d = net::norm_host(d.as_bytes());
+                        *n == d || n.ends_with(&format!(".{d}"))
+                    })
+                });
+            let names: Vec<String> = flow_names
                 .into_iter()
                 .map(|(what, n)| format!("{what} {}", net::show(&n)))
                 .collect();
@@ -406,6 +424,16 @@ impl Evaluator for State {
             }
             let mut ids = Vec::new();
             net::add_ids(&mut ids, &f.events);
+            if documented {
+                let mut note = INFO.finding(
+                    format!("{summary} (its documented host: expected)"),
+                    ids,
+                    ps.first().cloned(),
+                );
+                note.flows = vec![f.id];
+                notes.push(note);
+                continue;
+            }
             let mut finding = INFO.finding(summary, ids, ps.first().cloned());
             finding.flows = vec![f.id];
             finding.accusation = true;
@@ -423,10 +451,7 @@ impl Evaluator for State {
             f.accusation = true;
             findings.push(f);
         }
-        Evaluation {
-            findings,
-            notes: Vec::new(),
-        }
+        Evaluation { findings, notes }
     }
 }
 
@@ -473,6 +498,56 @@ mod tests {
 
     fn hex(b: &[u8]) -> String {
         b.iter().map(|b| format!("{b:02X}")).collect()
+    }
+
+    #[test]
+    fn a_declared_secret_may_go_to_its_documented_host_and_nowhere_else() {
+        let key = secret(7, 44);
+        let declared = |hosts: &[&str]| {
+            let mut ev = Ev::new()
+                .honeytoken_secrets("env:WEATHER_API_KEY", "declared-secret", &[&key])
+                .connect("198.18.1.3:443", Phase::Call("forecast".into()))
+                .build();
+            ev.manifest.sandbox.honeytokens[0].hosts =
+                hosts.iter().map(|h| h.to_string()).collect();
+            ev
+        };
+        let to = |ev: &mut glassbox_model::Evidence, host: &str| {
+            let f = F::tcp("198.18.1.3:443")
+                .name(host)
+                .sni(host)
+                .sample(format!("GET /v1?key={key} HTTP/1.1\r\n").into_bytes())
+                .events(&[1]);
+            ev.flows.push(glassbox_model::Flow { id: 1, ..f.0 });
+        };
+        // To its documented host (or under it): a note, no finding.
+        let mut ev = declared(&["weather.example"]);
+        to(&mut ev, "api.weather.example");
+        let e = evaluate(&ev);
+        assert!(e.findings.is_empty(), "{:?}", e.findings);
+        assert_eq!(e.notes.len(), 1);
+        assert!(
+            e.notes[0].summary.contains("its documented host"),
+            "{}",
+            e.notes[0].summary
+        );
+        // Anywhere else, or with no documented host: exfiltration.
+        for (hosts, dest) in [
+            (&["weather.example"][..], "weather.example.evil.example"),
+            (&["weather.example"][..], "collect.example"),
+            (&[][..], "api.weather.example"),
+        ] {
+            let mut ev = declared(hosts);
+            to(&mut ev, dest);
+            let e = evaluate(&ev);
+            assert_eq!(e.findings.len(), 1, "{hosts:?} {dest}");
+            assert!(e.findings[0].accusation);
+            assert!(
+                e.findings[0].summary.contains("env:WEATHER_API_KEY"),
+                "{}",
+                e.findings[0].summary
+            );
+        }
     }
 
     #[test]

@@ -13,7 +13,7 @@ use glassbox_model::{Event, Phase, Severity};
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "description-exfil-pattern",
-    version: 1,
+    version: 2,
     claim: "no exfiltration instructions in what the server tells the model",
     severity: Severity::High,
     channels: &[Channel::McpTranscript],

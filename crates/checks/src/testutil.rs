@@ -75,6 +75,7 @@ impl Ev {
             path: path.into(),
             kind: "test".into(),
             secrets: vec![],
+            hosts: Vec::new(),
         });
         self
     }
@@ -155,6 +156,7 @@ impl Ev {
             path: path.into(),
             kind: kind.into(),
             secrets: secrets.iter().map(|s| s.to_string()).collect(),
+            hosts: Vec::new(),
         });
         self
     }

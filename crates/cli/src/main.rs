@@ -89,6 +89,11 @@ enum Command {
         /// Audit the packages (and list the remotes) of an MCP Registry server.json.
         #[arg(long, value_name = "FILE", conflicts_with = "target")]
         server_json: Option<PathBuf>,
+        /// With --config or --server-json: the secret variable NAME (replaced by a canary) is
+        /// documented to go to HOST (and its subdomains): sent there, it is expected;
+        /// anywhere else it is exfiltration (repeatable).
+        #[arg(long = "secret-host", value_name = "NAME=HOST")]
+        secret_host: Vec<String>,
         /// The server speaks streamable HTTP instead of stdio, listening inside its sandbox
         /// at this URL (http://127.0.0.1:PORT/PATH); glassbox waits for it to listen.
         #[arg(long, value_name = "URL", conflicts_with = "sse")]
@@ -174,6 +179,21 @@ enum Command {
         /// The regression cases, for the ledger (default: the source tree's regressions/).
         #[arg(long, value_name = "DIR")]
         regressions: Option<PathBuf>,
+    },
+    /// The audits of one package version (or command) over time, and what changed between
+    /// consecutive ones: verdicts, check outcomes, check versions.
+    History {
+        /// The target as filed: `npm:NAME`, `pypi:NAME`, or the command line.
+        target: String,
+        /// The exact version (default: every version recorded, newest audit first).
+        #[arg(long, value_name = "VERSION")]
+        version: Option<String>,
+        /// The store (default as for `audit`).
+        #[arg(long, value_name = "FILE")]
+        store: Option<PathBuf>,
+        /// JSON lines instead of a table.
+        #[arg(long)]
+        json: bool,
     },
     /// Per check: positive and negative controls, regression cases; fragile checks marked.
     Coverage {
@@ -454,8 +474,9 @@ fn publish(
                 print!("{doc}");
                 terminal = None;
             }
-            (Some(p), Some(doc)) => std::fs::write(p, doc)
-                .with_context(|| format!("cannot write {}", p.display()))?,
+            (Some(p), Some(doc)) => {
+                std::fs::write(p, doc).with_context(|| format!("cannot write {}", p.display()))?
+            }
             _ => {}
         }
     }
@@ -484,6 +505,109 @@ fn publish(
         eprintln!("glassbox: recorded as audit {id} in {}", path.display());
     }
     Ok(audit.report.verdict.exit_code())
+}
+
+/// `history`: the audits of a target, oldest first, each with what changed since the one
+/// before it of the same version.
+fn history(
+    s: &glassbox_store::Store,
+    target: &str,
+    version: Option<&str>,
+    json: bool,
+) -> Result<i32> {
+    let mut rows: Vec<glassbox_store::AuditRow> = match version {
+        Some(v) => s.history(target, Some(v))?,
+        None => s
+            .audits()?
+            .into_iter()
+            .filter(|a| a.target == target)
+            .collect(),
+    };
+    if rows.is_empty() {
+        anyhow::bail!(
+            "no audit of {} in the store{}",
+            glassbox_model::printable(target),
+            version
+                .map(|v| format!(" at version {v}"))
+                .unwrap_or_default()
+        );
+    }
+    rows.sort_by_key(|a| a.id);
+    let mut previous: std::collections::HashMap<Option<String>, &glassbox_store::AuditRow> =
+        std::collections::HashMap::new();
+    let mut out = String::new();
+    for a in &rows {
+        let mut changes = Vec::new();
+        if let Some(p) = previous.get(&a.target_version) {
+            if p.verdict != a.verdict {
+                changes.push(format!(
+                    "verdict {} -> {}",
+                    wire(&p.verdict),
+                    wire(&a.verdict)
+                ));
+            }
+            for c in &a.checks {
+                match p.checks.iter().find(|x| x.check_id == c.check_id) {
+                    None => changes.push(format!("{} new (v{})", c.check_id, c.version)),
+                    Some(x) if x.outcome != c.outcome => changes.push(format!(
+                        "{} {} -> {}{}",
+                        c.check_id,
+                        wire(&x.outcome),
+                        wire(&c.outcome),
+                        if x.version != c.version {
+                            format!(" (v{} -> v{})", x.version, c.version)
+                        } else {
+                            String::new()
+                        }
+                    )),
+                    _ => {}
+                }
+            }
+        }
+        previous.insert(a.target_version.clone(), a);
+        if json {
+            let line = serde_json::json!({
+                "id": a.id,
+                "run_id": a.run_id,
+                "version": a.target_version,
+                "started_at": a.started_at,
+                "glassbox_version": a.glassbox_version,
+                "verdict": a.verdict,
+                "changes": changes,
+            });
+            out.push_str(&format!("{line}\n"));
+        } else {
+            out.push_str(&format!(
+                "{:>5}  {}  {:<14} {:<12} {}\n",
+                a.id,
+                glassbox_model::printable(&a.started_at),
+                glassbox_model::printable(a.target_version.as_deref().unwrap_or("-")),
+                wire(&a.verdict),
+                if changes.is_empty() {
+                    String::new()
+                } else {
+                    glassbox_model::printable(&changes.join("; "))
+                }
+            ));
+        }
+    }
+    if !json {
+        println!("{}", glassbox_model::printable(target));
+        println!(
+            "{:>5}  {:<24}  {:<14} {:<12} changes since the previous audit of that version",
+            "id", "recorded", "version", "verdict"
+        );
+    }
+    print!("{out}");
+    Ok(0)
+}
+
+/// A value's name on the wire (`clean`, `not-observed`...).
+fn wire<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_value(v)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
 }
 
 /// A file named on the command line, as text.
@@ -538,6 +662,7 @@ fn run(cli: Cli) -> Result<i32> {
             config,
             server,
             server_json,
+            secret_host,
             http,
             sse,
             cmd,
@@ -558,6 +683,12 @@ fn run(cli: Cli) -> Result<i32> {
                 )?),
                 _ => None,
             };
+            if let Some(bad) = secret_host.iter().find(|s| {
+                !s.split_once('=')
+                    .is_some_and(|(n, h)| !n.is_empty() && !h.is_empty())
+            }) {
+                anyhow::bail!("--secret-host takes NAME=HOST, not {bad:?}");
+            }
             if declared.is_some() && !cmd.is_empty() {
                 anyhow::bail!(
                     "--config and --server-json name their servers: no command goes after --"
@@ -565,16 +696,18 @@ fn run(cli: Cli) -> Result<i32> {
             }
             let package = match &target {
                 _ if declared.is_some() => None,
-                Some(t) => Some(
-                    glassbox_audit::install::PackageSpec::parse(t)?.ok_or_else(|| {
+                Some(t) => Some(glassbox_audit::install::PackageSpec::parse(t)?.ok_or_else(
+                    || {
                         anyhow::anyhow!(
                             "{t:?} is not a package (npm:NAME[@VERSION] or pypi:NAME[==VERSION]); \
                              a command goes after --"
                         )
-                    })?,
-                ),
+                    },
+                )?),
                 None if cmd.is_empty() => {
-                    anyhow::bail!("nothing to audit: give a package (npm:NAME, pypi:NAME) or -- COMMAND")
+                    anyhow::bail!(
+                        "nothing to audit: give a package (npm:NAME, pypi:NAME) or -- COMMAND"
+                    )
                 }
                 // A command that cannot run is a usage error before anything else.
                 None => {
@@ -633,6 +766,17 @@ fn run(cli: Cli) -> Result<i32> {
                 let label = glassbox_model::printable(&entry.name);
                 let mut o = opts.clone();
                 o.server_env = entry.env;
+                for (name, value) in &mut o.server_env {
+                    if let glassbox_audit::config::EnvValue::Secret { hosts } = value {
+                        for sh in &secret_host {
+                            if let Some((n, h)) = sh.split_once('=') {
+                                if n == name && !hosts.iter().any(|x| x == h) {
+                                    hosts.push(h.to_ascii_lowercase());
+                                }
+                            }
+                        }
+                    }
+                }
                 if let Some(dir) = &opts.evidence_dir {
                     o.evidence_dir = Some(dir.join(format!("{}", i + 1)));
                 }
@@ -646,7 +790,15 @@ fn run(cli: Cli) -> Result<i32> {
                         if !quiet {
                             eprintln!("glassbox: auditing {label} (remote, {transport})");
                         }
-                        match audit_remote_one(&o, &url, transport == "sse", &json, &sarif, quiet, &store) {
+                        match audit_remote_one(
+                            &o,
+                            &url,
+                            transport == "sse",
+                            &json,
+                            &sarif,
+                            quiet,
+                            &store,
+                        ) {
                             Ok(c) => code = code.max(c),
                             Err(e) => {
                                 eprintln!("glassbox: {label}: not audited: {e:#}");
@@ -781,6 +933,20 @@ fn run(cli: Cli) -> Result<i32> {
             fixtures,
             regressions,
         } => site(&out, store, fixtures, regressions),
+        Command::History {
+            target,
+            version,
+            store,
+            json,
+        } => {
+            let path = match store {
+                Some(p) => p,
+                None => glassbox_store::Store::default_path()?,
+            };
+            let s = glassbox_store::Store::open(&path)
+                .with_context(|| format!("cannot open the store {}", path.display()))?;
+            history(&s, &target, version.as_deref(), json)
+        }
         Command::Allowlist { format, dir } => {
             let path = dir.join("network.jsonl");
             if !path.exists() {
@@ -854,8 +1020,14 @@ fn run(cli: Cli) -> Result<i32> {
                 ))),
                 None => Box::new(Readable(std::io::stderr())),
             };
-            let traced =
-                glassbox_audit::trace(&cmd, &cwd, &absolute(read_only)?, &env, sink, recorder.into())?;
+            let traced = glassbox_audit::trace(
+                &cmd,
+                &cwd,
+                &absolute(read_only)?,
+                &env,
+                sink,
+                recorder.into(),
+            )?;
             if let Some(p) = &out {
                 eprintln!(
                     "glassbox: {} events written to {}",

@@ -119,6 +119,132 @@ pub fn generate_arguments_marked(schema: &Value, marker: &str) -> Value {
     v
 }
 
+/// Why arguments generated from `schema` are `{}`, or may not be valid against it: `None`
+/// when the schema is an object schema the generator can follow whole. Recorded with the
+/// call, so that a tool called with `{}` says why.
+pub fn schema_note(schema: &Value) -> Option<String> {
+    let kind = |v: &Value| match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    };
+    let obj = match schema {
+        Value::Null => return Some("no inputSchema: called with {}".into()),
+        Value::Bool(true) => return None,
+        Value::Object(o) => o,
+        other => {
+            return Some(format!(
+                "inputSchema is {}, not a JSON Schema object: called with {{}}",
+                kind(other)
+            ))
+        }
+    };
+    if let Some(t) = obj.get("type") {
+        let is_object = t == "object"
+            || t.as_array()
+                .is_some_and(|a| a.iter().any(|x| x == "object"));
+        if !is_object {
+            return Some(format!(
+                "inputSchema's type is {}, not object: called with {{}}",
+                t
+            ));
+        }
+    }
+    let size = serde_json::to_string(schema).map_or(0, |s| s.len());
+    if size > MAX_BYTES {
+        return Some(format!(
+            "inputSchema of {size} bytes: generation bounded at {MAX_NODES} values and {MAX_BYTES} bytes of strings"
+        ));
+    }
+    // Every local `$ref`, followed: unresolvable, outside the document, or cyclic.
+    let mut refs = Vec::new();
+    collect_refs(schema, 0, &mut refs);
+    for r in refs {
+        if !r.starts_with('#') {
+            return Some(format!(
+                "inputSchema refers outside itself ({r:?}): that part generated as a plain value"
+            ));
+        }
+        let mut seen = vec![r.clone()];
+        let mut target = resolve_pointer(schema, &r);
+        let mut hops = 0;
+        while let Some(Value::Object(o)) = target {
+            let Some(Value::String(next)) = o.get("$ref") else {
+                break;
+            };
+            if seen.contains(next) || hops >= MAX_REF_HOPS {
+                return Some(format!("inputSchema's $ref {r:?} is cyclic: cut"));
+            }
+            seen.push(next.clone());
+            target = resolve_pointer(schema, next);
+            hops += 1;
+        }
+        if target.is_none() {
+            return Some(format!(
+                "inputSchema's $ref {r:?} resolves to nothing: that part generated as a plain value"
+            ));
+        }
+    }
+    if depth_of(schema, 0) > MAX_DEPTH {
+        return Some(format!(
+            "inputSchema nests deeper than {MAX_DEPTH}: cut there"
+        ));
+    }
+    None
+}
+
+fn collect_refs(v: &Value, depth: usize, out: &mut Vec<String>) {
+    if depth > MAX_DEPTH * 4 || out.len() > 1000 {
+        return;
+    }
+    match v {
+        Value::Object(o) => {
+            if let Some(Value::String(r)) = o.get("$ref") {
+                if !out.contains(r) {
+                    out.push(r.clone());
+                }
+            }
+            for x in o.values() {
+                collect_refs(x, depth + 1, out);
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|x| collect_refs(x, depth + 1, out)),
+        _ => {}
+    }
+}
+
+fn depth_of(v: &Value, depth: usize) -> usize {
+    if depth > MAX_DEPTH {
+        return depth;
+    }
+    match v {
+        Value::Object(o) => o
+            .values()
+            .map(|x| depth_of(x, depth + 1))
+            .max()
+            .unwrap_or(depth),
+        Value::Array(a) => a
+            .iter()
+            .map(|x| depth_of(x, depth + 1))
+            .max()
+            .unwrap_or(depth),
+        _ => depth,
+    }
+}
+
+/// A local reference (`#`, `#/$defs/x`) in `root`, as the generator resolves it.
+fn resolve_pointer<'a>(root: &'a Value, r: &str) -> Option<&'a Value> {
+    Gen {
+        root,
+        nodes: 0,
+        bytes: 0,
+    }
+    .resolve(r)
+}
+
 /// Generates the `arguments` of a `tools/call` from the tool's `inputSchema`.
 ///
 /// Always returns a JSON object. See the [module documentation](self) for what is supported.

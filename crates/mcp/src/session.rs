@@ -338,6 +338,7 @@ impl<'a> Session<'a> {
                 _ => Vec::new(),
             };
             let tool = &mut summary.tools[i];
+            tool.arguments_note = args::schema_note(&tool.input_schema);
             tool.arguments = Some(arguments.clone());
             tool.called = true;
             let result = self.call(&name, arguments, &step, headers);
@@ -1355,6 +1356,7 @@ fn parse_tools(items: Vec<Value>) -> Vec<(ToolRecord, Listed)> {
                 description: description.as_str().map(str::to_string),
                 input_schema: input_schema.clone(),
                 called: false,
+                arguments_note: None,
                 arguments: None,
                 result: CallResult::NotCalled,
                 relisted_unchanged: None,

@@ -799,6 +799,10 @@ pub struct Honeytoken {
     pub kind: String,
     /// Secret values inside the file (for matching them in outbound data later).
     pub secrets: Vec<String>,
+    /// For a declared secret (`env:NAME`): the hosts its server is documented to send it to
+    /// (it may go there, and only there). Empty for planted files.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<String>,
 }
 
 /// A mount of the sandbox's private root.
@@ -839,6 +843,15 @@ pub struct SandboxSettings {
     pub env: Vec<String>,
     /// The planted fake secrets.
     pub honeytokens: Vec<Honeytoken>,
+    /// The resource limits applied, by resource (`memory`, `pids`, `cpu`, `disk`, `core`):
+    /// the value and how it was enforced (`"1 GiB via cgroup v1 memory"`, `"512 via
+    /// RLIMIT_NPROC (...)"`, `"1 CPU not enforced (...)"`).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub limits: std::collections::BTreeMap<String, String>,
+    /// Limits the sandbox reached while it ran, one sentence each, prefixed with the run
+    /// (`"capture run: pids limit (512) reached: 1022 forks refused"`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub limits_reached: Vec<String>,
 }
 
 /// How the recorder worked in this run.
@@ -1053,6 +1066,11 @@ pub struct ToolRecord {
     pub input_schema: serde_json::Value,
     /// Whether glassbox called it.
     pub called: bool,
+    /// Why the generated arguments are `{}` or may not fit the schema (no schema, not a
+    /// schema, an unresolvable or cyclic `$ref`, a schema too deep or too large to follow
+    /// whole); `None` when the schema was usable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments_note: Option<String>,
     /// The arguments glassbox generated for the call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arguments: Option<serde_json::Value>,

@@ -153,6 +153,7 @@ fn tool(name: &str, description: &str, result: CallResult) -> (ToolRecord, ToolS
             description: Some(description.into()),
             input_schema: serde_json::json!({"type": "object"}),
             called,
+            arguments_note: None,
             arguments: None,
             result,
             relisted_unchanged: Some(true),

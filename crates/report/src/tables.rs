@@ -390,6 +390,28 @@ pub(crate) fn command(ev: &Evidence) -> String {
     escape::argv(&command, WIDE)
 }
 
+/// The install phase of a package target, in one line: how it went and what it installed.
+pub(crate) fn install(ev: &Evidence) -> Option<String> {
+    let i = ev.manifest.install.as_ref()?;
+    let how = if i.cached {
+        format!(
+            "reused the install of audit {}",
+            escape::text(&i.installed_by)
+        )
+    } else {
+        match (&i.failure, &i.exit) {
+            (Some(f), _) => format!("failed: {}", escape::text(f)),
+            (None, _) => "installed in the sandbox (phase install)".into(),
+        }
+    };
+    let registry = if i.registry.is_empty() {
+        String::new()
+    } else {
+        format!("; registry {}", escape::text(&i.registry.join(", ")))
+    };
+    Some(format!("{how}; {} package(s){registry}", i.packages.len()))
+}
+
 /// How the session went, printable.
 pub(crate) fn session(ev: &Evidence) -> String {
     let s = &ev.manifest.session;

@@ -72,6 +72,9 @@ fn header(out: &mut String, st: &Style, ev: &Evidence, report: &AuditReport) {
         let _ = writeln!(out, "  server    {text}");
     }
     let _ = writeln!(out, "  recorded  {}", tables::recorded(ev));
+    if let Some(text) = tables::install(ev) {
+        let _ = writeln!(out, "  install   {text}");
+    }
 }
 
 /// Writes "  none" and returns `None` when `rows` is empty; else the width of the first column

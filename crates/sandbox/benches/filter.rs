@@ -55,6 +55,7 @@ fn sandboxed(python: &Path, script: &Path, root: &Path) -> f64 {
         rules: vec![],
         network: None,
         refusals: Refusals::Kernel,
+        limits: glassbox_sandbox::Limits::default(),
     };
     let before = children_cpu();
     let mut sb = Sandbox::spawn(&cfg).expect("sandbox");

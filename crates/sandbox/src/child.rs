@@ -4,6 +4,7 @@
 //! malloc is reset for the child by `fork`) but takes no Rust lock (no printing, no env), and a
 //! child never returns into glassbox's code: it ends with `_exit`, panics included.
 
+use crate::limits::Rlimit;
 use crate::{io_err, netdev, seccomp, sys, Config, Error, MountPlan, SANDBOX_UID};
 use std::ffi::{CString, OsStr};
 use std::fs::File;
@@ -34,6 +35,12 @@ struct Prepared<'a> {
     env: Vec<CString>,
     cwd: PathBuf,
     prog: Vec<seccomp::Insn>,
+    /// The `cgroup.procs` files the outer process joins before it unshares.
+    join: Vec<CString>,
+    /// The rlimits the server process sets on itself.
+    rlimits: Vec<(Rlimit, u64)>,
+    /// `mode=...,size=...` data of a tmpfs, without the mode.
+    tmpfs_size: String,
 }
 
 fn to_cstring(s: &OsStr) -> CString {
@@ -53,6 +60,8 @@ pub(crate) fn spawn(
     cfg: &Config,
     host_uid: u32,
     host_gid: u32,
+    join: &[PathBuf],
+    rlimits: &[(Rlimit, u64)],
     before_exec: &mut dyn FnMut(i32) -> Result<(), String>,
 ) -> Result<Parts, Error> {
     let prep = Prepared {
@@ -70,6 +79,9 @@ pub(crate) fn spawn(
             &[seccomp::static_rules(), cfg.rules.clone()].concat(),
             cfg.refusals,
         ),
+        join: join.iter().map(|p| c(p)).collect(),
+        rlimits: rlimits.to_vec(),
+        tmpfs_size: format!("size={}", cfg.limits.disk),
     };
     let (stdin_r, stdin_w) = sys::pipe().map_err(io_err("pipe"))?;
     let (stdout_r, stdout_w) = sys::pipe().map_err(io_err("pipe"))?;
@@ -284,6 +296,15 @@ fn set_pdeathsig(expected_parent: i32) -> Result<(), String> {
 /// The outer process: unshare, wait for the maps, become the sandbox user, fork pid 1.
 fn outer(p: &Prepared<'_>, parent_pid: i32, fds: Fds) -> Result<(), String> {
     set_pdeathsig(parent_pid)?;
+    // Into the sandbox's cgroup first ("0": the writer itself): pid 1 and everything after
+    // are born in it, and the cgroup namespace made next is rooted there.
+    for procs in &p.join {
+        let joined = std::fs::OpenOptions::new()
+            .write(true)
+            .open(OsStr::from_bytes(procs.as_bytes()))
+            .and_then(|mut f| f.write_all(b"0"));
+        ctx(&format!("join the cgroup {}", procs.to_string_lossy()), joined)?;
+    }
     let flags = libc::CLONE_NEWUSER
         | libc::CLONE_NEWNS
         | libc::CLONE_NEWPID
@@ -456,9 +477,9 @@ fn bind(src: &Path, dst: &Path, read_only: bool) -> Result<(), String> {
     Ok(())
 }
 
-fn tmpfs(dst: &Path, mode: &str) -> Result<(), String> {
+fn tmpfs(dst: &Path, mode: &str, size: &str) -> Result<(), String> {
     mkdirs(dst, 0o755)?;
-    let data = sys::cstr(&format!("mode={mode},size=1g"));
+    let data = sys::cstr(&format!("mode={mode},{size}"));
     ctx(
         &format!("mount tmpfs on {}", dst.display()),
         sys::mount(
@@ -585,7 +606,8 @@ fn build_root(
         "make / private",
         sys::mount(None, c"/", None, libc::MS_REC | libc::MS_PRIVATE, None),
     )?;
-    tmpfs(Path::new("/tmp"), "0755")?;
+    let size = p.tmpfs_size.as_str();
+    tmpfs(Path::new("/tmp"), "0755", size)?;
     ctx("chdir /tmp", std::env::set_current_dir("/tmp"))?;
     mkdirs(Path::new("/tmp/newroot"), 0o755)?;
     ctx(
@@ -623,7 +645,7 @@ fn build_root(
         ),
     )?;
     let dev = new.join("dev");
-    tmpfs(&dev, "0755")?;
+    tmpfs(&dev, "0755", size)?;
     for node in ["null", "zero", "full", "random", "urandom", "tty"] {
         let src = old.join("dev").join(node);
         if src.exists() {
@@ -638,15 +660,15 @@ fn build_root(
     ] {
         ctx("symlink in /dev", symlink(target, dev.join(name)))?;
     }
-    tmpfs(&dev.join("shm"), "1777")?;
-    tmpfs(&new.join("tmp"), "1777")?;
-    tmpfs(&new.join("run"), "0755")?;
-    tmpfs(&new.join("var"), "0755")?;
+    tmpfs(&dev.join("shm"), "1777", size)?;
+    tmpfs(&new.join("tmp"), "1777", size)?;
+    tmpfs(&new.join("run"), "0755", size)?;
+    tmpfs(&new.join("var"), "0755", size)?;
     mkdirs(&new.join("var/tmp"), 0o755)?;
     set_mode(&new.join("var/tmp"), 0o1777)?;
     ctx("symlink /var/run", symlink("/run", new.join("var/run")))?;
     let home = new.join(rel(Path::new(&cfg.home())));
-    tmpfs(&home, "0755")?;
+    tmpfs(&home, "0755", size)?;
     for f in &cfg.files {
         let path = new.join(rel(Path::new(&f.path)));
         if let Some(parent) = path.parent() {
@@ -806,6 +828,9 @@ fn server_exec(
         &format!("chdir {}", p.cwd.display()),
         std::env::set_current_dir(&p.cwd),
     )?;
+    for &(which, value) in &p.rlimits {
+        set_rlimit(which, value)?;
+    }
     // SAFETY: umask and prctl with integer arguments.
     unsafe {
         libc::umask(0o022);
@@ -847,4 +872,22 @@ fn server_exec(
     let _ = sys::write_all(2, msg.as_bytes());
     // SAFETY: leaving the child after a failed exec.
     unsafe { libc::_exit(127) }
+}
+
+/// Sets one rlimit, soft and hard (the server cannot raise it again).
+fn set_rlimit(which: Rlimit, value: u64) -> Result<(), String> {
+    let (resource, name) = match which {
+        Rlimit::Data => (libc::RLIMIT_DATA, "RLIMIT_DATA"),
+        Rlimit::Nproc => (libc::RLIMIT_NPROC, "RLIMIT_NPROC"),
+        Rlimit::Fsize => (libc::RLIMIT_FSIZE, "RLIMIT_FSIZE"),
+        Rlimit::Core => (libc::RLIMIT_CORE, "RLIMIT_CORE"),
+    };
+    let lim = libc::rlimit {
+        rlim_cur: value,
+        rlim_max: value,
+    };
+    // SAFETY: setrlimit with a valid rlimit value.
+    let ret = unsafe { libc::setrlimit(resource, &lim) };
+    ctx(&format!("setrlimit({name}, {value})"), sys::check(ret.into()))?;
+    Ok(())
 }

@@ -244,6 +244,7 @@ fn generate_once(
             path,
             kind: kind.to_string(),
             secrets,
+            hosts: Vec::new(),
         });
     };
 

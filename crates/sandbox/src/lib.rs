@@ -35,6 +35,7 @@ compile_error!(
 
 mod child;
 pub mod honeytokens;
+pub mod limits;
 mod netdev;
 
 pub use netdev::verify_isolation;
@@ -50,6 +51,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 pub use honeytokens::PlantedFile;
+pub use limits::Limits;
 
 /// The host uid (and gid) the sandbox user maps to when glassbox runs as root: an id no
 /// account uses, so the server owns nothing on the host.
@@ -123,6 +125,8 @@ pub struct Config {
     /// Whether the static filter's refusals go through the recorder (which records each one
     /// and answers with its errno) or stay in the kernel, unseen.
     pub refusals: seccomp::Refusals,
+    /// Memory, processes, CPU and disk of the whole sandbox ([`limits`]).
+    pub limits: Limits,
 }
 
 /// The network edge's interface inside the sandbox: a TUN device that every route leads
@@ -190,6 +194,13 @@ impl Config {
             env.push((k.clone(), v.clone()));
         }
         env
+    }
+
+    /// The writable tmpfs mounts inside (each `size=` the disk limit).
+    pub(crate) fn tmpfs_mounts(&self) -> Vec<String> {
+        ["/tmp", "/run", "/var", "/dev/shm", &self.home()]
+            .map(String::from)
+            .to_vec()
     }
 
     /// The mounts of the private root, in the order they are made.
@@ -303,6 +314,8 @@ impl Config {
                 .map(|(k, v)| format!("{k}={v}"))
                 .collect(),
             honeytokens: Vec::new(),
+            limits: Default::default(),
+            limits_reached: Vec::new(),
         }
     }
 }
@@ -384,6 +397,12 @@ pub struct Sandbox {
     exit: Option<ServerExit>,
     killed: bool,
     settings: SandboxSettings,
+    /// The sandbox's cgroup, removed once its processes are gone.
+    cgroup: Option<limits::Cgroup>,
+    /// The writable tmpfs mounts inside, checked for being full when the sandbox finishes.
+    tmpfs: Vec<String>,
+    /// The limits it reached (known once finished).
+    reached: Vec<String>,
 }
 
 impl Sandbox {
@@ -412,7 +431,18 @@ impl Sandbox {
         } else {
             (euid, egid)
         };
-        child::spawn(cfg, host_uid, host_gid, before_exec).map(|parts| Sandbox {
+        // The limits are in place before anything of the sandbox runs; a failed set-up
+        // removes the cgroup again (on drop).
+        let applied = limits::apply(&cfg.limits).map_err(Error::Setup)?;
+        let join = applied
+            .cgroup
+            .as_ref()
+            .map(limits::Cgroup::procs_files)
+            .unwrap_or_default();
+        let parts = child::spawn(cfg, host_uid, host_gid, &join, &applied.rlimits, before_exec)?;
+        let mut settings = cfg.settings(host_uid);
+        settings.limits = applied.record;
+        Ok(Sandbox {
             stdin: Some(parts.stdin),
             stdout: Some(parts.stdout),
             stderr: Some(parts.stderr),
@@ -425,8 +455,49 @@ impl Sandbox {
             status_r: parts.status_r,
             exit: None,
             killed: false,
-            settings: cfg.settings(host_uid),
+            settings,
+            cgroup: applied.cgroup,
+            tmpfs: cfg.tmpfs_mounts(),
+            reached: Vec::new(),
         })
+    }
+
+    /// The limits the sandbox reached while it ran, one sentence each (`"pids limit (512)
+    /// reached: 1022 forks refused"`, `"/tmp is full (512 MiB tmpfs)"`), and any failure to
+    /// remove its cgroup. Known once [`Sandbox::finish`] returned; empty before.
+    pub fn limits_reached(&self) -> &[String] {
+        &self.reached
+    }
+
+    /// Notes every writable tmpfs that is full (seen through pid 1, which must still run).
+    fn note_full_tmpfs(&mut self) {
+        if self.killed || self.outer_pid <= 0 {
+            return;
+        }
+        for m in &self.tmpfs {
+            let path = format!("/proc/{}/root{m}", self.init_pid);
+            let Some((size, avail)) = sys::statvfs_space(&path) else {
+                continue;
+            };
+            // Full: less than 1% or 1 MiB left, whichever is less.
+            if size > 0 && avail < (size / 100).min(limits::MIB) {
+                let full = format!("{m} is full ({} tmpfs)", limits::format_size(size));
+                if !self.reached.contains(&full) {
+                    self.reached.push(full);
+                }
+            }
+        }
+    }
+
+    /// Once every process is gone: what the cgroup counted, then the cgroup removed.
+    fn release_cgroup(&mut self) {
+        if let Some(mut cg) = self.cgroup.take() {
+            self.reached.extend(cg.reached());
+            if let Err(e) = cg.remove() {
+                self.reached
+                    .push(format!("the sandbox's cgroup could not be removed: {e}"));
+            }
+        }
     }
 
     /// How the sandbox was set up.
@@ -518,6 +589,7 @@ impl Sandbox {
     /// ended. pid 1 outlives the server (daemons stay recorded until the audit is done with
     /// them): it is killed here, and every process left with it.
     pub fn finish(&mut self) -> ServerExit {
+        self.note_full_tmpfs();
         if let Some(e) = self.wait_timeout(Duration::ZERO) {
             if !self.killed {
                 self.killed = true;
@@ -557,6 +629,7 @@ impl Sandbox {
             }
         }
         self.outer_pid = -1;
+        self.release_cgroup();
     }
 }
 

@@ -294,3 +294,16 @@ fn fd_control() -> Vec<u8> {
     let space = unsafe { libc::CMSG_SPACE(std::mem::size_of::<libc::c_int>() as u32) } as usize;
     vec![0u8; space]
 }
+
+/// The size and the available bytes of the file system at `path`.
+pub(crate) fn statvfs_space(path: &str) -> Option<(u64, u64)> {
+    let c = CString::new(path).ok()?;
+    // SAFETY: statvfs is plain old data; zero is valid.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: c is a valid string and st a valid out-pointer.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    let block = st.f_frsize as u64;
+    Some((st.f_blocks as u64 * block, st.f_bavail as u64 * block))
+}

@@ -25,6 +25,7 @@ fn config(script: &str) -> Config {
         rules: vec![],
         network: None,
         refusals: glassbox_sandbox::seccomp::Refusals::Kernel,
+        limits: glassbox_sandbox::Limits::default(),
     }
 }
 

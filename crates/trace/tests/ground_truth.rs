@@ -32,6 +32,7 @@ fn config(script: &str, env: Vec<(String, String)>) -> Config {
         rules: vec![],
         network: None,
         refusals: glassbox_sandbox::seccomp::Refusals::Kernel,
+        limits: glassbox_sandbox::Limits::default(),
     }
 }
 

@@ -27,6 +27,7 @@ fn record(program: &str, argv: &[&str], ebpf: bool) -> (Vec<Event>, String) {
         rules: rules(ebpf),
         network: None,
         refusals: glassbox_sandbox::seccomp::Refusals::Kernel,
+        limits: glassbox_sandbox::Limits::default(),
     };
     let mut files = None;
     let mut sb = Sandbox::spawn_with(&cfg, &mut |pid| {

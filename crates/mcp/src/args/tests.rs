@@ -430,3 +430,41 @@ sys.exit(1 if bad else 0)
         String::from_utf8_lossy(&out.stdout)
     );
 }
+
+#[test]
+fn why_arguments_fall_back_is_said() {
+    assert_eq!(
+        schema_note(&json!({"type": "object", "properties": {"a": {"type": "string"}}})),
+        None
+    );
+    assert_eq!(schema_note(&json!(true)), None);
+    for (schema, want) in [
+        (Value::Null, "no inputSchema"),
+        (json!("object"), "is a string, not a JSON Schema object"),
+        (json!({"type": "string"}), "type is \"string\", not object"),
+        (
+            json!({"type": "object", "properties": {"a": {"$ref": "#/$defs/missing"}}}),
+            "resolves to nothing",
+        ),
+        (
+            json!({"type": "object", "$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}, "properties": {"x": {"$ref": "#/$defs/a"}}}),
+            "is cyclic",
+        ),
+        (
+            json!({"type": "object", "properties": {"x": {"$ref": "https://schemas.example/x.json"}}}),
+            "refers outside itself",
+        ),
+    ] {
+        let note = schema_note(&schema).unwrap_or_default();
+        assert!(note.contains(want), "{schema}: {note}");
+    }
+    // Deep and huge schemas are bounded and said so; the generator still answers an object.
+    let mut deep = json!({"type": "string"});
+    for _ in 0..60 {
+        deep = json!({"type": "object", "properties": {"x": deep}});
+    }
+    assert!(schema_note(&deep).unwrap().contains("deeper than"));
+    assert!(gen(deep).is_object());
+    let huge = json!({"type": "object", "description": "x".repeat(2 << 20)});
+    assert!(schema_note(&huge).unwrap().contains("bytes"));
+}
