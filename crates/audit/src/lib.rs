@@ -15,6 +15,7 @@
 //! [`trace`] runs steps 1 and 3 for any command, without MCP.
 #![deny(missing_docs)]
 
+pub mod batch;
 mod bundle;
 mod canary;
 pub mod config;
@@ -315,6 +316,7 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
     let mut flows = Vec::new();
     let mut limits_reached: Vec<String> = Vec::new();
     let mut transcript = Vec::new();
+    let mut denied_transcript = Vec::new();
     let mut server_cwd = opts.cwd.clone();
     if let Some(spec) = &opts.package {
         let installed = install_phase(
@@ -478,6 +480,9 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
             manifest.server_exit = Some(run.server_exit);
             manifest.session = run.session;
             transcript = run.transcript;
+        } else if mode == NetworkMode::Denied {
+            // For the checks that compare the runs (tool-definition-drift).
+            denied_transcript = run.transcript;
         }
         limits_reached.extend(
             run.limits_reached
@@ -511,8 +516,21 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
         transcript,
         flows,
     };
+    conclude(evidence, &denied_transcript, opts, &bundle, dir)
+}
+
+/// The end of every audit: the checks over the evidence, the verdict, the final manifest and
+/// the report written.
+fn conclude(
+    evidence: Evidence,
+    denied_transcript: &[glassbox_model::TranscriptEntry],
+    opts: &AuditOptions,
+    bundle: &bundle::Bundle,
+    dir: PathBuf,
+) -> Result<Audit, Error> {
     let proofs = opts.proofs.clone().unwrap_or_else(selftest::load_proofs);
-    let report = evaluate(&evidence, &dir, &proofs);
+    let checks = glassbox_checks::evaluate_all_runs(&evidence, denied_transcript, &proofs);
+    let report = report(&evidence.manifest, checks, &dir);
     bundle.write_manifest(&evidence.manifest)?;
     bundle.write_report(&report)?;
     Ok(Audit {
@@ -755,7 +773,10 @@ fn install_phase(
     }
     .map(|why| match install_reached.is_empty() {
         true => why,
-        false => format!("{why}; the sandbox reached its limits: {}", install_reached.join("; ")),
+        false => format!(
+            "{why}; the sandbox reached its limits: {}",
+            install_reached.join("; ")
+        ),
     });
     let packages = install::installed_packages(spec.registry, &dir);
     cx.manifest.install = Some(glassbox_model::InstallRecord {
@@ -972,15 +993,7 @@ pub fn audit_remote(
             .unwrap_or_default(),
         flows: Vec::new(),
     };
-    let proofs = opts.proofs.clone().unwrap_or_else(selftest::load_proofs);
-    let report = evaluate(&evidence, &dir, &proofs);
-    bundle.write_manifest(&evidence.manifest)?;
-    bundle.write_report(&report)?;
-    Ok(Audit {
-        evidence,
-        report,
-        evidence_dir: dir,
-    })
+    conclude(evidence, &[], &opts, &bundle, dir)
 }
 
 /// What one run of the server produced.
@@ -1124,8 +1137,14 @@ fn one_run(
     }
     // A limit the sandbox reached is part of why the session failed.
     let limits_reached = running.sandbox.limits_reached().to_vec();
-    if let (false, Some(f)) = (session.completed || limits_reached.is_empty(), &mut session.failure) {
-        f.push_str(&format!("; the sandbox reached its limits: {}", limits_reached.join("; ")));
+    if let (false, Some(f)) = (
+        session.completed || limits_reached.is_empty(),
+        &mut session.failure,
+    ) {
+        f.push_str(&format!(
+            "; the sandbox reached its limits: {}",
+            limits_reached.join("; ")
+        ));
     }
     Ok(RunResult {
         limits_reached,

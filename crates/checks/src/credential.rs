@@ -21,7 +21,7 @@ use glassbox_model::{Event, EventKind, Manifest, Severity};
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "credential-probe",
-    version: 3,
+    version: 4,
     claim: "no credential probing",
     severity: Severity::High,
     channels: &[Channel::Syscalls],

@@ -24,6 +24,7 @@
 //! | `canary-exfiltration` | no planted secret leaves the sandbox | high | planted secrets (raw, hex, base64, URL-encoded, in part) in every flow's payload, DNS names, SNI, HTTP target and Host |
 //! | `sandbox-evasion` | nothing escaped the recorder | high | calls the static filter refused (`refused` events; `clone3`, a routine fallback, noted), execs of a memfd or a deleted file, flows at the edge that no recorded connect or send caused |
 //! | `input-exposure` | keeps tool input inside the sandbox and its workspace | medium | the audit's marker (in every generated probe string) in any flow of a server run, or in the name of a file written outside the working directory and scratch folders |
+//! | `tool-definition-drift` | tool definitions and server instructions stay the same throughout the audit | high | each tool's description, inputSchema and annotations (canonical JSON) and the server's instructions: first vs last `tools/list` of each run, capture run vs denied run (MCP transcripts of both runs) |
 //!
 //! A check returns an [`Evaluation`]: findings (each one flags the check) and notes (listed,
 //! never flagged, e.g. every spawned process). A finding names the check id and version that
@@ -86,6 +87,7 @@ mod credential;
 mod denied;
 mod descriptions;
 mod doh;
+pub mod drift;
 mod egress;
 mod evasion;
 mod exfil;
@@ -207,6 +209,9 @@ pub struct Context<'a> {
     pub manifest: &'a Manifest,
     /// The MCP transcript.
     pub transcript: &'a [TranscriptEntry],
+    /// The MCP transcript of the denied run (`transcript-denied.jsonl`), when it followed the
+    /// capture run; empty otherwise.
+    pub denied_transcript: &'a [TranscriptEntry],
     /// The flows at the network edge and the canary sockets (`network.jsonl`).
     pub flows: &'a [Flow],
 }
@@ -379,7 +384,7 @@ fn incomplete_reason(failure: Option<&str>) -> String {
     }
 }
 
-static REGISTRY: [Check; 11] = [
+static REGISTRY: [Check; 12] = [
     Check {
         info: credential::INFO,
         start: credential::start,
@@ -424,6 +429,10 @@ static REGISTRY: [Check; 11] = [
         info: input::INFO,
         start: input::start,
     },
+    Check {
+        info: drift::INFO,
+        start: drift::start,
+    },
 ];
 
 /// Every check, in a stable order.
@@ -441,11 +450,23 @@ pub fn versions() -> Vec<CheckVersion> {
     REGISTRY.iter().map(|c| c.info.check_version()).collect()
 }
 
-/// Every check over evidence in memory.
+/// Every check over evidence in memory (without the denied run's transcript: see
+/// [`evaluate_all_runs`]).
 pub fn evaluate_all(ev: &Evidence, proofs: &Proofs) -> Vec<CheckResult> {
+    evaluate_all_runs(ev, &[], proofs)
+}
+
+/// Every check over evidence in memory, with the MCP transcript of the denied run
+/// (`denied_transcript`, see [`Context::denied_transcript`]).
+pub fn evaluate_all_runs(
+    ev: &Evidence,
+    denied_transcript: &[TranscriptEntry],
+    proofs: &Proofs,
+) -> Vec<CheckResult> {
     let mut run = Run::new(Context {
         manifest: &ev.manifest,
         transcript: &ev.transcript,
+        denied_transcript,
         flows: &ev.flows,
     });
     for e in &ev.events {
@@ -463,6 +484,7 @@ pub(crate) fn evaluate_one(
     let ctx = Context {
         manifest: &ev.manifest,
         transcript: &ev.transcript,
+        denied_transcript: &[],
         flows: &ev.flows,
     };
     let mut e = start(&ctx);

@@ -17,7 +17,7 @@ use glassbox_model::{Bytes, Event, EventKind, Phase, Severity};
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "persistence",
-    version: 2,
+    version: 3,
     claim: "no persistence",
     severity: Severity::High,
     channels: &[Channel::Syscalls],

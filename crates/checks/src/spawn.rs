@@ -16,7 +16,7 @@ use glassbox_model::{Bytes, Event, EventKind, Severity};
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "process-spawn",
-    version: 2,
+    version: 3,
     claim: "spawns no shells or network tools",
     severity: Severity::Medium,
     channels: &[Channel::Syscalls],

@@ -3,6 +3,8 @@
 //! Exit codes of `audit`: 0 clean, 1 flagged or withheld, 2 usage or internal error,
 //! 3 inconclusive.
 
+mod batch;
+
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use glassbox_audit::config::Launch;
@@ -104,7 +106,13 @@ enum Command {
         /// The server command and its arguments (or, after a TARGET, the server's arguments).
         #[arg(last = true, value_name = "COMMAND")]
         cmd: Vec<OsString>,
+        #[command(flatten)]
+        limits: batch::LimitArgs,
     },
+    /// Audit many servers, a bounded pool of sandboxes at a time: a list of targets, an MCP
+    /// client configuration or a folder of server.json files. Resumable: a package version
+    /// already audited with the current checks is skipped (--force audits it again).
+    Batch(batch::BatchArgs),
     /// Run every control fixture through the real sandbox; print TP/TN/FP/FN per check; record
     /// which checks are proven in this build. Exits 1 on any miss.
     Selftest {
@@ -407,42 +415,21 @@ impl<W: Write + Send> EventSink for Readable<W> {
     }
 }
 
-/// Runs one audit, prints its report (and writes `--json`/`--sarif`), records it in the store.
+/// Runs one audit (`run`, with a progress display unless `quiet`), prints its report (and
+/// writes `--json`/`--sarif`), records it in the store.
 fn audit_one(
-    opts: &AuditOptions,
+    run: impl Fn(&dyn Progress) -> Result<glassbox_audit::Audit, glassbox_audit::Error>,
     json: &Option<PathBuf>,
     sarif: &Option<PathBuf>,
     quiet: bool,
     store: &Path,
 ) -> Result<i32> {
-    let progress = StderrProgress {
-        start: Instant::now(),
-    };
     let audit = if quiet {
-        glassbox_audit::audit(opts, &glassbox_audit::Quiet)
+        run(&glassbox_audit::Quiet)
     } else {
-        glassbox_audit::audit(opts, &progress)
-    }?;
-    publish(&audit, json, sarif, quiet, store)
-}
-
-/// [`audit_one`] for a remote server (`url`), audited over HTTP from here.
-fn audit_remote_one(
-    opts: &AuditOptions,
-    url: &str,
-    legacy_sse: bool,
-    json: &Option<PathBuf>,
-    sarif: &Option<PathBuf>,
-    quiet: bool,
-    store: &Path,
-) -> Result<i32> {
-    let progress = StderrProgress {
-        start: Instant::now(),
-    };
-    let audit = if quiet {
-        glassbox_audit::audit_remote(url, legacy_sse, opts, &glassbox_audit::Quiet)
-    } else {
-        glassbox_audit::audit_remote(url, legacy_sse, opts, &progress)
+        run(&StderrProgress {
+            start: Instant::now(),
+        })
     }?;
     publish(&audit, json, sarif, quiet, store)
 }
@@ -666,7 +653,9 @@ fn run(cli: Cli) -> Result<i32> {
             http,
             sse,
             cmd,
+            limits,
         } => {
+            let limits = limits.limits()?;
             let http = match (&http, &sse) {
                 (Some(u), _) => Some(glassbox_audit::HttpServer::parse(u, false)?),
                 (None, Some(u)) => Some(glassbox_audit::HttpServer::parse(u, true)?),
@@ -726,6 +715,7 @@ fn run(cli: Cli) -> Result<i32> {
             opts.package = package;
             opts.http = http;
             opts.install_timeout = Duration::from_secs(install_timeout.max(1));
+            opts.limits = limits;
             let proofs = selftest::load_proofs();
             let fixtures = selftest::default_fixtures();
             if proofs.missing.is_some()
@@ -752,7 +742,13 @@ fn run(cli: Cli) -> Result<i32> {
                 None => glassbox_store::Store::default_path()?,
             };
             let Some(entries) = declared else {
-                return audit_one(&opts, &json, &sarif, quiet, &store);
+                return audit_one(
+                    |p| glassbox_audit::audit(&opts, p),
+                    &json,
+                    &sarif,
+                    quiet,
+                    &store,
+                );
             };
             if entries.len() > 1 && (json.is_some() || sarif.is_some()) {
                 anyhow::bail!(
@@ -790,10 +786,9 @@ fn run(cli: Cli) -> Result<i32> {
                         if !quiet {
                             eprintln!("glassbox: auditing {label} (remote, {transport})");
                         }
-                        match audit_remote_one(
-                            &o,
-                            &url,
-                            transport == "sse",
+                        let legacy = transport == "sse";
+                        match audit_one(
+                            |p| glassbox_audit::audit_remote(&url, legacy, &o, p),
                             &json,
                             &sarif,
                             quiet,
@@ -816,7 +811,13 @@ fn run(cli: Cli) -> Result<i32> {
                 if !quiet {
                     eprintln!("glassbox: auditing {label}");
                 }
-                match audit_one(&o, &json, &sarif, quiet, &store) {
+                match audit_one(
+                    |p| glassbox_audit::audit(&o, p),
+                    &json,
+                    &sarif,
+                    quiet,
+                    &store,
+                ) {
                     Ok(c) => code = code.max(c),
                     // One server that cannot be audited does not stop the others.
                     Err(e) => {
@@ -827,6 +828,7 @@ fn run(cli: Cli) -> Result<i32> {
             }
             Ok(code)
         }
+        Command::Batch(args) => batch::run(args, cwd, &ProcessEnv),
         Command::Review { store, action } => {
             let path = match store {
                 Some(p) => p,

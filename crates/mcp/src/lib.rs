@@ -230,6 +230,28 @@ use std::io::{Read, Write};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+/// Fuzzing entry point (`fuzz/fuzz_targets/mcp_sse.rs`), not part of the API: feeds `chunks`
+/// one after the other to the SSE parser of the HTTP transports, keeping at most `max_data`
+/// bytes of one event's data. Returns every dispatched event as (type, data, truncated), and
+/// the last event id and `retry` the stream carried.
+#[doc(hidden)]
+#[allow(clippy::type_complexity)]
+pub fn fuzz_sse(
+    chunks: &[&[u8]],
+    max_data: usize,
+) -> (Vec<(String, Vec<u8>, bool)>, Option<String>, Option<u64>) {
+    let mut parser = sse::Parser::new(max_data);
+    let mut events = Vec::new();
+    for chunk in chunks {
+        parser.feed(chunk, &mut events);
+    }
+    let events = events
+        .into_iter()
+        .map(|e| (e.kind, e.data, e.truncated))
+        .collect();
+    (events, parser.last_id, parser.retry_ms)
+}
+
 /// Protocol versions that negotiate with `initialize`, oldest first.
 pub const LEGACY_PROTOCOL_VERSIONS: &[&str] =
     &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];

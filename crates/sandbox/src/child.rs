@@ -303,7 +303,10 @@ fn outer(p: &Prepared<'_>, parent_pid: i32, fds: Fds) -> Result<(), String> {
             .write(true)
             .open(OsStr::from_bytes(procs.as_bytes()))
             .and_then(|mut f| f.write_all(b"0"));
-        ctx(&format!("join the cgroup {}", procs.to_string_lossy()), joined)?;
+        ctx(
+            &format!("join the cgroup {}", procs.to_string_lossy()),
+            joined,
+        )?;
     }
     let flags = libc::CLONE_NEWUSER
         | libc::CLONE_NEWNS
@@ -888,6 +891,9 @@ fn set_rlimit(which: Rlimit, value: u64) -> Result<(), String> {
     };
     // SAFETY: setrlimit with a valid rlimit value.
     let ret = unsafe { libc::setrlimit(resource, &lim) };
-    ctx(&format!("setrlimit({name}, {value})"), sys::check(ret.into()))?;
+    ctx(
+        &format!("setrlimit({name}, {value})"),
+        sys::check(ret.into()),
+    )?;
     Ok(())
 }

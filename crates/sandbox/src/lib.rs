@@ -2,18 +2,22 @@
 //!
 //! # Isolation steps, in order
 //!
-//! 1. glassbox forks the *outer* process, which enters new user, mount, pid, net, ipc, uts and
-//!    cgroup namespaces (`unshare`) and waits.
+//! 1. glassbox makes the sandbox's cgroup and decides how each resource limit is enforced
+//!    ([`limits`]: cgroup v2, cgroup v1, rlimits), then forks the *outer* process, which joins
+//!    that cgroup, enters new user, mount, pid, net, ipc, uts and cgroup namespaces
+//!    (`unshare`) and waits.
 //! 2. glassbox writes the outer process's uid and gid maps: the sandbox user (uid 1000) maps to
 //!    the caller's own uid, or, when glassbox runs as root, to an unprivileged host uid
 //!    ([`HOST_UID_WHEN_ROOT`]) so that nothing in the sandbox acts as the host's root.
 //! 3. The outer process forks pid 1 of the new pid namespace, which builds a private root (the
 //!    sequence bubblewrap uses: a tmpfs, `pivot_root`, binds from the old root, a second
 //!    `pivot_root`): the host's system directories bound read-only, a new `/proc`, a minimal
-//!    `/dev`, tmpfs `/tmp`, `/run`, `/var` and home, the working directory and the program's own
+//!    `/dev`, tmpfs `/tmp`, `/run`, `/var` and home (each `size=` the disk limit), the
+//!    working directory and the program's own
 //!    install prefix bound read-only at their host paths, the planted files; then brings up
 //!    loopback (the only network there is) and sets the hostname.
-//! 4. pid 1 forks the server process, which sets `no_new_privs`, tells glassbox its pid,
+//! 4. pid 1 forks the server process, which sets its rlimits (`RLIMIT_CORE` 0,
+//!    `RLIMIT_FSIZE`, and the fallbacks of [`limits`]) and `no_new_privs`, tells glassbox its pid,
 //!    installs the seccomp filter ([`seccomp`]) with a user-notification listener, hands the
 //!    listener to glassbox (which takes it with `pidfd_getfd`), closes its own copy, and
 //!    executes the command. The listener never stays in the sandbox.
@@ -25,7 +29,8 @@
 //! included. pid 1 and the outer process die with their parents (`PR_SET_PDEATHSIG`), so a
 //! glassbox that is killed takes the whole tree with it. [`Sandbox::kill`] and `Drop` kill
 //! pid 1. Nothing is mounted outside the sandbox's own mount namespace, and no file is left on
-//! the host.
+//! the host. Once every process is gone, the sandbox's cgroup is read (which limits were
+//! reached: [`Sandbox::limits_reached`]) and removed.
 #![deny(missing_docs)]
 
 #[cfg(not(target_os = "linux"))]
@@ -399,8 +404,9 @@ pub struct Sandbox {
     settings: SandboxSettings,
     /// The sandbox's cgroup, removed once its processes are gone.
     cgroup: Option<limits::Cgroup>,
-    /// The writable tmpfs mounts inside, checked for being full when the sandbox finishes.
-    tmpfs: Vec<String>,
+    /// The writable tmpfs mounts inside, by path, each held open (`O_PATH`) so that it can
+    /// be checked for being full when the sandbox finishes, even once its processes are gone.
+    tmpfs: Vec<(String, OwnedFd)>,
     /// The limits it reached (known once finished).
     reached: Vec<String>,
 }
@@ -457,7 +463,14 @@ impl Sandbox {
             killed: false,
             settings,
             cgroup: applied.cgroup,
-            tmpfs: cfg.tmpfs_mounts(),
+            tmpfs: cfg
+                .tmpfs_mounts()
+                .into_iter()
+                .filter_map(|m| {
+                    let path = format!("/proc/{}/root{m}", parts.init_pid);
+                    sys::open_path(&path).ok().map(|fd| (m, fd))
+                })
+                .collect(),
             reached: Vec::new(),
         })
     }
@@ -469,14 +482,10 @@ impl Sandbox {
         &self.reached
     }
 
-    /// Notes every writable tmpfs that is full (seen through pid 1, which must still run).
+    /// Notes every writable tmpfs that is full, and lets go of them.
     fn note_full_tmpfs(&mut self) {
-        if self.killed || self.outer_pid <= 0 {
-            return;
-        }
-        for m in &self.tmpfs {
-            let path = format!("/proc/{}/root{m}", self.init_pid);
-            let Some((size, avail)) = sys::statvfs_space(&path) else {
+        for (m, fd) in std::mem::take(&mut self.tmpfs) {
+            let Some((size, avail)) = sys::fstatvfs_space(fd.as_raw_fd()) else {
                 continue;
             };
             // Full: less than 1% or 1 MiB left, whichever is less.
@@ -604,6 +613,7 @@ impl Sandbox {
             .wait_timeout(Duration::from_secs(10))
             .unwrap_or(ServerExit::Running);
         self.reap();
+
         match e {
             ServerExit::Signaled { signal, .. } if signal == libc::SIGKILL => ServerExit::Running,
             other => other,
@@ -629,6 +639,8 @@ impl Sandbox {
             }
         }
         self.outer_pid = -1;
+        // The tmpfs mounts held open keep their pages (charged to the cgroup) until now.
+        self.tmpfs.clear();
         self.release_cgroup();
     }
 }

@@ -141,7 +141,12 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 
 /// A size for people: `1 GiB`, `512 MiB`, `1.5 GiB`, `4096 bytes`.
 pub fn format_size(bytes: u64) -> String {
-    for (unit, scale) in [("TiB", 1u64 << 40), ("GiB", GIB), ("MiB", MIB), ("KiB", 1 << 10)] {
+    for (unit, scale) in [
+        ("TiB", 1u64 << 40),
+        ("GiB", GIB),
+        ("MiB", MIB),
+        ("KiB", 1 << 10),
+    ] {
         if bytes >= scale {
             let whole = bytes / scale;
             return if whole * scale == bytes {
@@ -233,7 +238,10 @@ impl Host {
                 "cgroup2" if !seen_v2 => {
                     seen_v2 = true;
                     let Some(path) = &v2_path else {
-                        host.notes.push("cgroup v2 is mounted but this process is in none of its cgroups".into());
+                        host.notes.push(
+                            "cgroup v2 is mounted but this process is in none of its cgroups"
+                                .into(),
+                        );
                         continue;
                     };
                     let Some(own) = own_dir(&mountpoint, &mount_root, path) else {
@@ -268,7 +276,11 @@ impl Host {
                         host.notes.push(format!(
                             "cgroup v2 at {} offers {} to a child of this process's cgroup, not {}",
                             mountpoint.display(),
-                            if usable.is_empty() { "no controller glassbox uses".to_string() } else { usable.join(", ") },
+                            if usable.is_empty() {
+                                "no controller glassbox uses".to_string()
+                            } else {
+                                usable.join(", ")
+                            },
                             missing.join(", ")
                         ));
                     }
@@ -326,7 +338,12 @@ impl Host {
             .iter()
             .filter(|h| h.version == 2)
             .find(offers)
-            .or_else(|| self.hierarchies.iter().filter(|h| h.version == 1).find(offers))
+            .or_else(|| {
+                self.hierarchies
+                    .iter()
+                    .filter(|h| h.version == 1)
+                    .find(offers)
+            })
     }
 
     /// How each limit would be enforced here, before anything is tried: `memory`, `pids`,
@@ -356,7 +373,10 @@ fn unescape(s: &str) -> String {
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
-        if b[i] == b'\\' && i + 4 <= b.len() && b[i + 1..i + 4].iter().all(|d| (b'0'..=b'7').contains(d)) {
+        if b[i] == b'\\'
+            && i + 4 <= b.len()
+            && b[i + 1..i + 4].iter().all(|d| (b'0'..=b'7').contains(d))
+        {
             out.push((b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0'));
             i += 4;
         } else {
@@ -529,7 +549,10 @@ pub(crate) fn apply(limits: &Limits) -> Result<Applied, String> {
             record.insert("memory".into(), "not limited".into());
         }
         (Some(m), Some(Ok(v))) => {
-            record.insert("memory".into(), format!("{} via cgroup v{v} memory", format_size(m)));
+            record.insert(
+                "memory".into(),
+                format!("{} via cgroup v{v} memory", format_size(m)),
+            );
         }
         (Some(m), r) => {
             rlimits.push((Rlimit::Data, m));
@@ -563,7 +586,10 @@ pub(crate) fn apply(limits: &Limits) -> Result<Applied, String> {
             record.insert("cpu".into(), "not limited".into());
         }
         (Some(c), Some(Ok(v))) => {
-            record.insert("cpu".into(), format!("{} via cgroup v{v} cpu", format_cpus(c)));
+            record.insert(
+                "cpu".into(),
+                format!("{} via cgroup v{v} cpu", format_cpus(c)),
+            );
         }
         (Some(c), r) => {
             record.insert(
@@ -695,7 +721,10 @@ fn set_limits(dir: &Dir, limits: &Limits) -> Result<(), String> {
 impl Cgroup {
     /// The `cgroup.procs` files the sandbox's outer process writes itself into.
     pub(crate) fn procs_files(&self) -> Vec<PathBuf> {
-        self.dirs.iter().map(|d| d.path.join("cgroup.procs")).collect()
+        self.dirs
+            .iter()
+            .map(|d| d.path.join("cgroup.procs"))
+            .collect()
     }
 
     /// The processes in it now (host pids).
@@ -729,7 +758,10 @@ impl Cgroup {
         }
         if let (Some(d), Some(m)) = (self.dir("memory"), self.limits.memory) {
             let (killed, hit) = if d.version == 1 {
-                let peak: u64 = read(d, "memory.max_usage_in_bytes").trim().parse().unwrap_or(0);
+                let peak: u64 = read(d, "memory.max_usage_in_bytes")
+                    .trim()
+                    .parse()
+                    .unwrap_or(0);
                 (
                     keyed(&read(d, "memory.oom_control"), "oom_kill").unwrap_or(0),
                     peak >= m,
@@ -787,7 +819,9 @@ impl Cgroup {
             if std::fs::write(&state, "FROZEN").is_ok() {
                 let until = Instant::now() + Duration::from_millis(500);
                 while Instant::now() < until
-                    && std::fs::read_to_string(&state).map(|s| s.trim() != "FROZEN").unwrap_or(false)
+                    && std::fs::read_to_string(&state)
+                        .map(|s| s.trim() != "FROZEN")
+                        .unwrap_or(false)
                 {
                     std::thread::sleep(Duration::from_millis(5));
                 }
@@ -891,14 +925,21 @@ mod tests {
         assert_eq!(mem.version, 1);
         assert_eq!(mem.own, Path::new("/sys/fs/cgroup/memory/process_api/abc"));
         assert!(!mem.root);
-        assert_eq!(host.hierarchy("pids").unwrap().own, Path::new("/sys/fs/cgroup/pids"));
+        assert_eq!(
+            host.hierarchy("pids").unwrap().own,
+            Path::new("/sys/fs/cgroup/pids")
+        );
         assert_eq!(host.hierarchy("cpu").unwrap().version, 1);
-        assert!(host.hierarchies.iter().any(|h| h.controllers == ["freezer"]));
+        assert!(host
+            .hierarchies
+            .iter()
+            .any(|h| h.controllers == ["freezer"]));
         assert!(host.hierarchies.iter().all(|h| h.version == 1));
         assert!(
             host.notes
                 .iter()
-                .any(|n| n.contains("no controller glassbox uses") && n.contains("memory, pids, cpu")),
+                .any(|n| n.contains("no controller glassbox uses")
+                    && n.contains("memory, pids, cpu")),
             "{:?}",
             host.notes
         );
@@ -911,7 +952,10 @@ mod tests {
     fn a_v2_root_with_controllers_is_preferred() {
         let mountinfo = "30 25 0:30 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw,nsdelegate\n";
         let read = files(&[
-            ("/sys/fs/cgroup/cgroup.controllers", "cpuset cpu io memory pids\n"),
+            (
+                "/sys/fs/cgroup/cgroup.controllers",
+                "cpuset cpu io memory pids\n",
+            ),
             ("/sys/fs/cgroup/cgroup.subtree_control", ""),
         ]);
         let host = Host::parse(mountinfo, "0::/\n", &read);
@@ -960,7 +1004,11 @@ mod tests {
             Path::new("/sys/fs/cgroup/memory/app")
         );
         assert!(host.hierarchy("pids").is_none());
-        assert!(host.notes[0].contains("outside the mount"), "{:?}", host.notes);
+        assert!(
+            host.notes[0].contains("outside the mount"),
+            "{:?}",
+            host.notes
+        );
     }
 
     #[test]
@@ -986,23 +1034,96 @@ mod tests {
     fn limits_too_small_are_refused() {
         assert!(Limits::default().validate().is_ok());
         for l in [
-            Limits { memory: Some(MIB), ..Limits::default() },
-            Limits { pids: Some(2), ..Limits::default() },
-            Limits { cpus: Some(0.0), ..Limits::default() },
-            Limits { cpus: Some(f64::NAN), ..Limits::default() },
-            Limits { disk: 1000, ..Limits::default() },
+            Limits {
+                memory: Some(MIB),
+                ..Limits::default()
+            },
+            Limits {
+                pids: Some(2),
+                ..Limits::default()
+            },
+            Limits {
+                cpus: Some(0.0),
+                ..Limits::default()
+            },
+            Limits {
+                cpus: Some(f64::NAN),
+                ..Limits::default()
+            },
+            Limits {
+                disk: 1000,
+                ..Limits::default()
+            },
         ] {
             assert!(l.validate().is_err(), "{l:?}");
         }
-        let unlimited = Limits { memory: None, pids: None, cpus: None, ..Limits::default() };
+        let unlimited = Limits {
+            memory: None,
+            pids: None,
+            cpus: None,
+            ..Limits::default()
+        };
         assert!(unlimited.validate().is_ok());
+    }
+
+    /// The real cgroups of this host (root only; skipped, and said so, elsewhere).
+    fn real_cgroup() -> Option<Cgroup> {
+        let applied = apply(&Limits::default()).unwrap();
+        if applied.cgroup.is_none() {
+            eprintln!("skipped: no cgroup can be made here ({:?})", applied.record);
+        }
+        applied.cgroup
+    }
+
+    #[test]
+    fn a_process_left_in_the_cgroup_is_killed_and_the_cgroup_removed() {
+        use std::os::unix::process::ExitStatusExt;
+        let Some(mut cg) = real_cgroup() else { return };
+        let mut child = std::process::Command::new("sleep")
+            .arg("60")
+            .spawn()
+            .unwrap();
+        for f in cg.procs_files() {
+            std::fs::write(&f, child.id().to_string()).unwrap();
+        }
+        assert_eq!(cg.procs(), vec![child.id() as i32]);
+        let dirs: Vec<PathBuf> = cg.dirs.iter().map(|d| d.path.clone()).collect();
+        assert!(dirs.iter().all(|d| d.exists()));
+        let start = Instant::now();
+        cg.remove().unwrap();
+        assert!(start.elapsed() < Duration::from_secs(2));
+        assert_eq!(child.wait().unwrap().signal(), Some(libc::SIGKILL));
+        for d in dirs {
+            assert!(!d.exists(), "{}", d.display());
+        }
+    }
+
+    #[test]
+    fn cgroups_of_a_dead_glassbox_are_swept() {
+        let Some(cg) = real_cgroup() else { return };
+        let parent = cg.dirs[0].path.parent().unwrap().to_path_buf();
+        // A pid that is gone: a child that ran and was reaped.
+        let mut gone = std::process::Command::new("true").spawn().unwrap();
+        let pid = gone.id();
+        gone.wait().unwrap();
+        let stale = parent.join(format!("gb-{pid}-1"));
+        std::fs::create_dir(&stale).unwrap();
+        let again = real_cgroup().unwrap();
+        assert!(!stale.exists(), "{} left", stale.display());
+        drop((cg, again));
     }
 
     #[test]
     fn keyed_files_are_read() {
         assert_eq!(keyed("max 3\n", "max"), Some(3));
-        assert_eq!(keyed("oom_kill_disable 0\nunder_oom 0\noom_kill 2\n", "oom_kill"), Some(2));
-        assert_eq!(keyed("low 0\nhigh 0\nmax 5\noom 1\noom_kill 1\n", "max"), Some(5));
+        assert_eq!(
+            keyed("oom_kill_disable 0\nunder_oom 0\noom_kill 2\n", "oom_kill"),
+            Some(2)
+        );
+        assert_eq!(
+            keyed("low 0\nhigh 0\nmax 5\noom 1\noom_kill 1\n", "max"),
+            Some(5)
+        );
         assert_eq!(keyed("", "max"), None);
     }
 }

@@ -295,13 +295,21 @@ fn fd_control() -> Vec<u8> {
     vec![0u8; space]
 }
 
-/// The size and the available bytes of the file system at `path`.
-pub(crate) fn statvfs_space(path: &str) -> Option<(u64, u64)> {
-    let c = CString::new(path).ok()?;
+/// Opens `path` with `O_PATH` (a handle on a place, not its contents).
+pub(crate) fn open_path(path: &str) -> io::Result<OwnedFd> {
+    let c = CString::new(path).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: c is a valid string; the descriptor returned is new and ours.
+    let fd = check(unsafe { libc::open(c.as_ptr(), libc::O_PATH | libc::O_CLOEXEC) }.into())?;
+    // SAFETY: fd is a fresh descriptor nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// The size and the available bytes of the file system `fd` is on.
+pub(crate) fn fstatvfs_space(fd: RawFd) -> Option<(u64, u64)> {
     // SAFETY: statvfs is plain old data; zero is valid.
     let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: c is a valid string and st a valid out-pointer.
-    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+    // SAFETY: fd is an open descriptor and st a valid out-pointer.
+    if unsafe { libc::fstatvfs(fd, &mut st) } != 0 {
         return None;
     }
     let block = st.f_frsize as u64;

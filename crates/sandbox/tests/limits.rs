@@ -95,14 +95,19 @@ fn the_limits_are_applied_recorded_and_removed() {
                 recorded.ends_with(&format!("via {how} {resource}")),
                 "{resource}: {recorded}"
             ),
-            "RLIMIT_DATA" | "RLIMIT_NPROC" => assert!(recorded.contains(how.as_str()), "{recorded}"),
+            "RLIMIT_DATA" | "RLIMIT_NPROC" => {
+                assert!(recorded.contains(how.as_str()), "{recorded}")
+            }
             _ => assert!(recorded.contains("not enforced"), "{recorded}"),
         }
     }
     assert_eq!(limits["memory"].split(" via").next(), Some("1 GiB"));
     assert!(limits["pids"].starts_with("512 "), "{limits:?}");
     assert!(limits["cpu"].starts_with("1 CPU "), "{limits:?}");
-    assert!(limits["disk"].starts_with("512 MiB per tmpfs"), "{limits:?}");
+    assert!(
+        limits["disk"].starts_with("512 MiB per tmpfs"),
+        "{limits:?}"
+    );
     assert_eq!(limits["core"], "0 via RLIMIT_CORE");
 
     let mut stdout = sb.stdout.take().unwrap();
@@ -119,7 +124,9 @@ fn the_limits_are_applied_recorded_and_removed() {
         assert!(!dirs.is_empty(), "the server is in no glassbox cgroup");
         // Inside, the cgroup namespace is rooted at the sandbox's cgroup.
         assert!(
-            out.lines().filter(|l| l.contains("memory") || l.contains("pids")).all(|l| l.ends_with(":/")),
+            out.lines()
+                .filter(|l| l.contains("memory") || l.contains("pids"))
+                .all(|l| l.ends_with(":/")),
             "{out}"
         );
         for d in &dirs {
@@ -132,15 +139,26 @@ fn the_limits_are_applied_recorded_and_removed() {
         .lines()
         .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
         .collect();
-    assert!(words.contains(&"Max file size 536870912 536870912 bytes".to_string()), "{out}");
-    assert!(words.contains(&"Max core file size 0 0 bytes".to_string()), "{out}");
+    assert!(
+        words.contains(&"Max file size 536870912 536870912 bytes".to_string()),
+        "{out}"
+    );
+    assert!(
+        words.contains(&"Max core file size 0 0 bytes".to_string()),
+        "{out}"
+    );
     assert_eq!(
-        out.lines().filter(|l| l.starts_with("tmpfs") && l.contains(" 524288 ")).count(),
+        out.lines()
+            .filter(|l| l.starts_with("tmpfs") && l.contains(" 524288 "))
+            .count(),
         2,
         "{out}"
     );
     sb.stdin.take().unwrap().write_all(b"go\n").unwrap();
-    assert_eq!(sb.wait_timeout(Duration::from_secs(10)), Some(ServerExit::Exited { code: 0 }));
+    assert_eq!(
+        sb.wait_timeout(Duration::from_secs(10)),
+        Some(ServerExit::Exited { code: 0 })
+    );
     sb.finish();
     assert!(sb.limits_reached().is_empty(), "{:?}", sb.limits_reached());
     for d in &dirs {
@@ -154,18 +172,22 @@ fn a_fork_bomb_stops_at_the_pids_limit() {
         pids: Some(32),
         ..Limits::default()
     };
-    let code = "import os, time\n\
-n = 0\n\
-for i in range(200):\n\
-    try:\n\
-        if os.fork() == 0:\n\
-            time.sleep(30)\n\
-            os._exit(0)\n\
-        n += 1\n\
-    except OSError:\n\
-        pass\n\
-print(n, flush=True)\n\
-os._exit(0)\n";
+    let code = r#"
+import os, time
+n = 0
+for i in range(200):
+    try:
+        if os.fork() == 0:
+            os.close(1)
+            os.close(2)
+            time.sleep(30)
+            os._exit(0)
+        n += 1
+    except OSError:
+        pass
+print(n, flush=True)
+os._exit(0)
+"#;
     let start = Instant::now();
     let (out, exit, reached) = run(&python(code, limits));
     assert_eq!(exit, ServerExit::Exited { code: 0 }, "{out}");
@@ -176,7 +198,9 @@ os._exit(0)\n";
     assert!(start.elapsed() < Duration::from_secs(20));
     if Host::detect().plan()["pids"].starts_with("cgroup") {
         assert!(
-            reached.iter().any(|r| r.starts_with("pids limit (32) reached: ")),
+            reached
+                .iter()
+                .any(|r| r.starts_with("pids limit (32) reached: ")),
             "{reached:?}"
         );
     }
@@ -189,14 +213,19 @@ fn a_memory_bomb_ends_at_the_memory_limit() {
         ..Limits::default()
     };
     // 16 MiB written at a time, each printed once it is held.
-    let code = "import sys\n\
-held = []\n\
-for i in range(64):\n\
-    held.append(b'\\x5a' * (16 << 20))\n\
-    print(i, flush=True)\n";
+    let code = r#"
+held = []
+for i in range(64):
+    held.append(b'\x5a' * (16 << 20))
+    print(i, flush=True)
+"#;
     let (out, exit, reached) = run(&python(code, limits));
     let last: u32 = out.lines().last().and_then(|l| l.parse().ok()).unwrap_or(0);
-    assert!(last < 4, "held {} MiB under a 64 MiB limit", (last + 1) * 16);
+    assert!(
+        last < 4,
+        "held {} MiB under a 64 MiB limit",
+        (last + 1) * 16
+    );
     if Host::detect().plan()["memory"].starts_with("cgroup") {
         assert_eq!(
             exit,
@@ -208,7 +237,8 @@ for i in range(64):\n\
         assert!(
             reached
                 .iter()
-                .any(|r| r.starts_with("memory limit (64 MiB) reached: 1 process killed out of memory")),
+                .any(|r| r
+                    .starts_with("memory limit (64 MiB) reached: 1 process killed out of memory")),
             "{reached:?}"
         );
     } else {
@@ -229,7 +259,8 @@ fn a_disk_filler_fills_its_tmpfs_and_no_more() {
             "sh",
             "-c",
             "dd if=/dev/zero of=/tmp/fill bs=1M count=64 2>/dev/null; stat -c %s /tmp/fill; \
-             dd if=/dev/zero of=$HOME/fill bs=1M count=64 2>/dev/null; stat -c %s $HOME/fill",
+             dd if=/dev/zero of=$HOME/fill bs=1M count=64 2>/dev/null; stat -c %s $HOME/fill; \
+             df /tmp $HOME >&2",
         ],
         limits,
     );
@@ -238,9 +269,15 @@ fn a_disk_filler_fills_its_tmpfs_and_no_more() {
     let sizes: Vec<u64> = out.lines().map(|l| l.trim().parse().unwrap()).collect();
     assert_eq!(sizes.len(), 2, "{out}");
     for s in sizes {
-        assert!(s > 4 * MIB && s <= 8 * MIB, "{s} bytes written into an 8 MiB tmpfs");
+        assert!(
+            s > 4 * MIB && s <= 8 * MIB,
+            "{s} bytes written into an 8 MiB tmpfs"
+        );
     }
-    assert!(reached.contains(&"/tmp is full (8 MiB tmpfs)".to_string()), "{reached:?}");
+    assert!(
+        reached.contains(&"/tmp is full (8 MiB tmpfs)".to_string()),
+        "{reached:?}"
+    );
     assert!(
         reached.contains(&"/home/sam is full (8 MiB tmpfs)".to_string()),
         "{reached:?}"
@@ -258,17 +295,21 @@ fn a_busy_loop_gets_its_cpu_share() {
         ..Limits::default()
     };
     // One second of wall time spinning: with a tenth of a CPU, about 0.1 s of it on a CPU.
-    let code = "import time\n\
-t = time.monotonic()\n\
-while time.monotonic() - t < 1.0:\n\
-    pass\n\
-print(time.process_time(), flush=True)\n";
+    let code = r#"
+import time
+t = time.monotonic()
+while time.monotonic() - t < 1.0:
+    pass
+print(time.process_time(), flush=True)
+"#;
     let (out, exit, reached) = run(&python(code, limits));
     assert_eq!(exit, ServerExit::Exited { code: 0 }, "{out}");
     let cpu: f64 = out.trim().parse().unwrap();
     assert!(cpu < 0.4, "{cpu} s of CPU in 1 s under a 0.1 CPU limit");
     assert!(
-        reached.iter().any(|r| r.starts_with("cpu limit (0.1 CPU) reached: throttled for")),
+        reached
+            .iter()
+            .any(|r| r.starts_with("cpu limit (0.1 CPU) reached: throttled for")),
         "{reached:?}"
     );
 }

@@ -1,0 +1,362 @@
+//! The targets of `glassbox batch`: a list, an MCP client configuration, or a folder of MCP
+//! Registry `server.json` files.
+//!
+//! # The list
+//!
+//! One target a line; blank lines and lines starting with `#` are skipped:
+//!
+//! ```text
+//! # packages, installed and run in the sandbox (arguments for the server after --)
+//! npm:@modelcontextprotocol/server-memory@2026.8.31
+//! npm:@modelcontextprotocol/server-filesystem -- /srv/data
+//! pypi:mcp-server-time==2026.10.19
+//! # a command, run in the folder that holds this list (visible to it read-only)
+//! -- python3 servers/weather/server.py --units metric
+//! ```
+//!
+//! Words are split as a shell would split them, without expanding anything: whitespace
+//! separates, `'...'` is literal, `"..."` keeps spaces (a backslash escapes `"` and `\`
+//! inside), a backslash outside quotes escapes the next character. A line that is none of
+//! these is an error that names the line; nothing runs then.
+//!
+//! # Other inputs
+//!
+//! A file that holds a JSON object is an MCP client configuration (`mcpServers`, `servers`:
+//! see [`crate::config`]) or, when it has `packages` or `remotes`, one `server.json`. A folder
+//! is read for `*.json` files and `*/server.json`, each a `server.json`. Their commands run in
+//! the directory glassbox is started in, as `glassbox audit --config` runs them.
+
+use crate::config::{self, EnvValue, Launch, Vars};
+use crate::install::PackageSpec;
+use crate::Error;
+use std::path::{Path, PathBuf};
+
+/// One target of a batch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Job {
+    /// What the summary calls it: the line as written, or the configuration's name for it.
+    pub label: String,
+    /// How it is started or reached.
+    pub launch: Launch,
+    /// Its environment (from a configuration).
+    pub env: Vec<(String, EnvValue)>,
+    /// The directory it runs in (visible read-only).
+    pub cwd: PathBuf,
+}
+
+/// Reads the targets at `path` (see the module doc); `cwd` is where configurations' commands
+/// run.
+pub fn load(path: &Path, cwd: &Path, vars: &dyn Vars) -> Result<Vec<Job>, Error> {
+    let unreadable = |e: std::io::Error| Error::Usage(format!("cannot read {}: {e}", path.display()));
+    let jobs = if path.is_dir() {
+        let mut files = Vec::new();
+        for entry in std::fs::read_dir(path).map_err(unreadable)? {
+            let p = entry.map_err(unreadable)?.path();
+            if p.is_dir() && p.join("server.json").is_file() {
+                files.push(p.join("server.json"));
+            } else if p.is_file() && p.extension().is_some_and(|e| e == "json") {
+                files.push(p);
+            }
+        }
+        files.sort();
+        if files.is_empty() {
+            return Err(Error::Usage(format!(
+                "{}: no *.json or */server.json files in this folder",
+                path.display()
+            )));
+        }
+        let mut jobs = Vec::new();
+        for f in files {
+            let text = std::fs::read_to_string(&f)
+                .map_err(|e| Error::Usage(format!("cannot read {}: {e}", f.display())))?;
+            let rel = f.strip_prefix(path).unwrap_or(&f).display().to_string();
+            let entries = config::server_json(&text, vars)
+                .map_err(|e| Error::Usage(format!("{}: {e}", f.display())))?;
+            jobs.extend(entries.into_iter().map(|e| Job {
+                label: format!("{rel}: {}", e.name),
+                launch: e.launch,
+                env: e.env,
+                cwd: cwd.to_path_buf(),
+            }));
+        }
+        jobs
+    } else {
+        let text = std::fs::read_to_string(path).map_err(unreadable)?;
+        if text.trim_start().starts_with('{') {
+            let value: serde_json::Value = serde_json::from_str(&text)
+                .map_err(|e| Error::Usage(format!("{}: not valid JSON: {e}", path.display())))?;
+            let registry = ["packages", "remotes"]
+                .iter()
+                .any(|k| value.get(k).is_some());
+            let entries = if registry {
+                config::server_json(&text, vars)
+            } else {
+                config::client_config(&text, vars)
+            }
+            .map_err(|e| Error::Usage(format!("{}: {e}", path.display())))?;
+            entries
+                .into_iter()
+                .map(|e| Job {
+                    label: e.name,
+                    launch: e.launch,
+                    env: e.env,
+                    cwd: cwd.to_path_buf(),
+                })
+                .collect()
+        } else {
+            let dir = path
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            let dir = std::fs::canonicalize(dir).map_err(unreadable)?;
+            parse_list(&text, &dir)
+                .map_err(|e| Error::Usage(format!("{}: {e}", path.display())))?
+        }
+    };
+    if jobs.is_empty() {
+        return Err(Error::Usage(format!("{}: no targets", path.display())));
+    }
+    Ok(jobs)
+}
+
+/// The targets of a list (see the module doc); commands run in `dir`. Every bad line is named.
+pub fn parse_list(text: &str, dir: &Path) -> Result<Vec<Job>, String> {
+    let mut jobs = Vec::new();
+    let mut errors = Vec::new();
+    for (n, raw) in text.lines().enumerate() {
+        let line = raw.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        match parse_line(line) {
+            Ok(launch) => jobs.push(Job {
+                label: line.to_string(),
+                launch,
+                env: Vec::new(),
+                cwd: dir.to_path_buf(),
+            }),
+            Err(e) => errors.push(format!("line {}: {e}", n + 1)),
+        }
+    }
+    if errors.is_empty() {
+        Ok(jobs)
+    } else {
+        Err(errors.join("; "))
+    }
+}
+
+fn parse_line(line: &str) -> Result<Launch, String> {
+    let words = split_words(line)?;
+    let (first, rest) = words.split_first().ok_or("empty line")?;
+    if first == "--" {
+        if rest.is_empty() {
+            return Err("no command after --".into());
+        }
+        return Ok(Launch::Command(rest.to_vec()));
+    }
+    let spec = PackageSpec::parse(first)
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| {
+            format!(
+                "{first:?} is not a target: want npm:NAME[@VERSION], pypi:NAME[==VERSION] or \
+                 -- COMMAND"
+            )
+        })?;
+    let args = match rest.split_first() {
+        None => Vec::new(),
+        Some((dashes, args)) if dashes == "--" => args.to_vec(),
+        Some((w, _)) => {
+            return Err(format!(
+                "{w:?} after the package: the server's arguments go after --"
+            ))
+        }
+    };
+    Ok(Launch::Package { spec, args })
+}
+
+/// Splits a line into words as a shell would, expanding nothing.
+pub fn split_words(line: &str) -> Result<Vec<String>, String> {
+    let mut words = Vec::new();
+    let mut word: Option<String> = None;
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            c if c.is_whitespace() => {
+                if let Some(w) = word.take() {
+                    words.push(w);
+                }
+            }
+            '\'' => {
+                let w = word.get_or_insert_with(String::new);
+                loop {
+                    match chars.next() {
+                        Some('\'') => break,
+                        Some(c) => w.push(c),
+                        None => return Err("a ' is not closed".into()),
+                    }
+                }
+            }
+            '"' => {
+                let w = word.get_or_insert_with(String::new);
+                loop {
+                    match chars.next() {
+                        Some('"') => break,
+                        Some('\\') => match chars.next() {
+                            Some(c @ ('"' | '\\')) => w.push(c),
+                            Some(c) => {
+                                w.push('\\');
+                                w.push(c);
+                            }
+                            None => return Err("a \" is not closed".into()),
+                        },
+                        Some(c) => w.push(c),
+                        None => return Err("a \" is not closed".into()),
+                    }
+                }
+            }
+            '\\' => match chars.next() {
+                Some(c) => word.get_or_insert_with(String::new).push(c),
+                None => return Err("a line ends with \\".into()),
+            },
+            c => word.get_or_insert_with(String::new).push(c),
+        }
+    }
+    words.extend(word);
+    Ok(words)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::install::Registry;
+
+    struct NoVars;
+    impl Vars for NoVars {
+        fn env(&self, _: &str) -> Option<String> {
+            None
+        }
+    }
+
+    #[test]
+    fn words_split_like_a_shell() {
+        assert_eq!(
+            split_words(r#"  a 'b c' "d \"e\" \\ \n" f\ g ''  "#).unwrap(),
+            ["a", "b c", r#"d "e" \ \n"#, "f g", ""]
+        );
+        assert_eq!(split_words("x'y'\"z\"").unwrap(), ["xyz"]);
+        for bad in ["'open", "\"open", "end\\", "\"x\\"] {
+            assert!(split_words(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_list_gives_packages_and_commands() {
+        let text = "# servers\n\
+                    \n\
+                    npm:@scope/server@1.2.3\n\
+                    npm:server-filesystem -- /srv/data 'my files'\n\
+                    \t pypi:mcp-server-time==2026.10.19  \n\
+                    -- python3 servers/w/server.py --units metric\n";
+        let jobs = parse_list(text, Path::new("/lists")).unwrap();
+        assert_eq!(jobs.len(), 4);
+        assert_eq!(jobs[0].label, "npm:@scope/server@1.2.3");
+        assert_eq!(
+            jobs[0].launch,
+            Launch::Package {
+                spec: PackageSpec {
+                    registry: Registry::Npm,
+                    name: "@scope/server".into(),
+                    version: Some("1.2.3".into()),
+                },
+                args: vec![],
+            }
+        );
+        assert!(matches!(&jobs[1].launch,
+            Launch::Package { spec, args } if spec.version.is_none() && args == &["/srv/data", "my files"]));
+        assert_eq!(jobs[2].label, "pypi:mcp-server-time==2026.10.19");
+        assert_eq!(
+            jobs[3].launch,
+            Launch::Command(
+                ["python3", "servers/w/server.py", "--units", "metric"]
+                    .map(String::from)
+                    .to_vec()
+            )
+        );
+        assert!(jobs.iter().all(|j| j.cwd == Path::new("/lists")));
+    }
+
+    #[test]
+    fn every_bad_line_is_named() {
+        let e = parse_list(
+            "npm:ok\nserver.py\n--\nnpm:x extra\npypi:bad name\n-- 'open\nnpm:@nope\n",
+            Path::new("/"),
+        )
+        .unwrap_err();
+        for n in 2..=7 {
+            assert!(e.contains(&format!("line {n}:")), "line {n} not named: {e}");
+        }
+        assert!(!e.contains("line 1:"), "{e}");
+        assert!(e.contains("want npm:NAME"), "{e}");
+        assert!(e.contains("go after --"), "{e}");
+    }
+
+    fn temp(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("gb-batch-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn files_and_folders_are_read_by_kind() {
+        let d = temp("kinds");
+        let list = d.join("targets.txt");
+        std::fs::write(&list, "-- node index.js\n").unwrap();
+        let jobs = load(&list, Path::new("/elsewhere"), &NoVars).unwrap();
+        // A list's commands run where the list is.
+        assert_eq!(jobs[0].cwd, std::fs::canonicalize(&d).unwrap());
+
+        let cfg = d.join("claude_desktop_config.json");
+        std::fs::write(
+            &cfg,
+            r#"{"mcpServers": {"a": {"command": "node", "args": ["a.js"]},
+                               "b": {"command": "npx", "args": ["-y", "@scope/b@2.0.0"]}}}"#,
+        )
+        .unwrap();
+        let jobs = load(&cfg, Path::new("/work"), &NoVars).unwrap();
+        assert_eq!(jobs.len(), 2);
+        assert_eq!(jobs[0].label, "a");
+        assert_eq!(jobs[0].cwd, Path::new("/work"));
+        assert!(matches!(&jobs[1].launch, Launch::Package { spec, .. } if spec.name == "@scope/b"));
+
+        let reg = d.join("registry");
+        std::fs::create_dir_all(reg.join("two")).unwrap();
+        let server = |name: &str, pkg: &str| {
+            format!(
+                r#"{{"name": "{name}", "version": "1.0.0", "packages": [
+                    {{"registryType": "npm", "identifier": "{pkg}", "version": "1.0.0",
+                      "transport": {{"type": "stdio"}}}}]}}"#
+            )
+        };
+        std::fs::write(reg.join("one.json"), server("io.example/one", "one-mcp")).unwrap();
+        std::fs::write(reg.join("two/server.json"), server("io.example/two", "two-mcp")).unwrap();
+        std::fs::write(reg.join("notes.txt"), "not a server").unwrap();
+        let jobs = load(&reg, Path::new("/work"), &NoVars).unwrap();
+        assert_eq!(jobs.len(), 2, "{jobs:?}");
+        assert!(jobs[0].label.starts_with("one.json: "), "{}", jobs[0].label);
+        assert!(jobs[1].label.starts_with("two/server.json: "), "{}", jobs[1].label);
+        assert!(matches!(&jobs[1].launch, Launch::Package { spec, .. } if spec.name == "two-mcp"));
+
+        let empty = d.join("empty");
+        std::fs::create_dir_all(&empty).unwrap();
+        assert!(load(&empty, Path::new("/"), &NoVars).is_err());
+        let comments = d.join("comments.txt");
+        std::fs::write(&comments, "# nothing\n\n").unwrap();
+        let e = load(&comments, Path::new("/"), &NoVars).unwrap_err();
+        assert!(e.to_string().contains("no targets"), "{e}");
+        let broken = d.join("broken.json");
+        std::fs::write(&broken, "{\"mcpServers\": ").unwrap();
+        assert!(load(&broken, Path::new("/"), &NoVars).is_err());
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+}
