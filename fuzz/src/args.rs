@@ -12,7 +12,10 @@ const STRING_BYTES: usize = 1 << 20;
 fn size(v: &Value) -> (usize, usize) {
     match v {
         Value::String(s) => (1, s.len()),
-        Value::Array(a) => a.iter().map(size).fold((1, 0), |x, y| (x.0 + y.0, x.1 + y.1)),
+        Value::Array(a) => a
+            .iter()
+            .map(size)
+            .fold((1, 0), |x, y| (x.0 + y.0, x.1 + y.1)),
         Value::Object(o) => o.iter().fold((1, 0), |acc, (k, v)| {
             let (n, b) = size(v);
             (acc.0 + n, acc.1 + b + k.len())

@@ -44,7 +44,9 @@ fn check_spec(spec: &PackageSpec) {
     );
     let registry = dir.parent().and_then(|p| p.file_name());
     assert_eq!(
-        registry.map(|r| r.to_string_lossy().into_owned()).as_deref(),
+        registry
+            .map(|r| r.to_string_lossy().into_owned())
+            .as_deref(),
         Some(spec.registry.name()),
         "install folder {dir:?}"
     );
@@ -66,7 +68,10 @@ fn check_entries(entries: &[ServerEntry]) {
             Launch::Package { spec, .. } => check_spec(spec),
             Launch::Remote { url, .. } => {
                 if let Ok(t) = HttpTarget::from_url(url, unused()) {
-                    assert!(t.validate().is_ok(), "{url:?} parsed into an invalid target");
+                    assert!(
+                        t.validate().is_ok(),
+                        "{url:?} parsed into an invalid target"
+                    );
                 }
             }
             Launch::Command(argv) => assert!(!argv.is_empty()),
@@ -89,13 +94,19 @@ pub fn parse(data: &[u8]) {
     match which % 3 {
         0 => {
             if let Ok(entries) = config::client_config(text, &Env) {
-                assert!(!entries.is_empty(), "a configuration without servers accepted");
+                assert!(
+                    !entries.is_empty(),
+                    "a configuration without servers accepted"
+                );
                 check_entries(&entries);
             }
         }
         1 => {
             if let Ok(entries) = config::server_json(text, &Env) {
-                assert!(!entries.is_empty(), "a server.json without servers accepted");
+                assert!(
+                    !entries.is_empty(),
+                    "a server.json without servers accepted"
+                );
                 check_entries(&entries);
             }
         }

@@ -39,8 +39,14 @@ impl Harness {
     }
 
     fn bounded(&self) {
-        assert!(self.edge.tcp_sockets() <= self.limits.max_tcp, "TCP sockets");
-        assert!(self.edge.queued() <= self.limits.max_queued, "queued packets");
+        assert!(
+            self.edge.tcp_sockets() <= self.limits.max_tcp,
+            "TCP sockets"
+        );
+        assert!(
+            self.edge.queued() <= self.limits.max_queued,
+            "queued packets"
+        );
     }
 
     /// Takes every packet the edge has for the sandbox; each must be well-formed, checksums
@@ -145,7 +151,10 @@ fn ip_of(p: &[u8]) -> Option<(IpAddress, IpAddress, IpProtocol, &[u8])> {
     match p.first()? >> 4 {
         4 => {
             let ip = Ipv4Packet::new_checked(p).ok()?;
-            assert!(ip.verify_checksum(), "IPv4 header checksum of a written packet");
+            assert!(
+                ip.verify_checksum(),
+                "IPv4 header checksum of a written packet"
+            );
             let (s, d, proto) = (ip.src_addr(), ip.dst_addr(), ip.next_header());
             let range = ip.header_len() as usize..ip.total_len() as usize;
             Some((s.into(), d.into(), proto, &p[range]))
@@ -166,11 +175,17 @@ fn check_written(p: &[u8]) {
     match proto {
         IpProtocol::Tcp => {
             let t = TcpPacket::new_checked(payload).expect("a written TCP segment");
-            assert!(t.verify_checksum(&s, &d), "TCP checksum of a written segment");
+            assert!(
+                t.verify_checksum(&s, &d),
+                "TCP checksum of a written segment"
+            );
         }
         IpProtocol::Udp => {
             let u = UdpPacket::new_checked(payload).expect("a written UDP datagram");
-            assert!(u.verify_checksum(&s, &d), "UDP checksum of a written datagram");
+            assert!(
+                u.verify_checksum(&s, &d),
+                "UDP checksum of a written datagram"
+            );
         }
         _ => {}
     }
@@ -228,25 +243,28 @@ fn ends(c: &mut Cursor<'_>) -> (SocketAddr, SocketAddr) {
 }
 
 /// What holds for a finished run.
-fn check_finished(h: &Harness, flows: &[Flow], c: &EdgeCounters) {
-    assert_eq!(c.packets, h.inputs, "packets counted");
+fn check_finished(limits: &Limits, inputs: u64, written: u64, flows: &[Flow], c: &EdgeCounters) {
+    assert_eq!(c.packets, inputs, "packets counted");
     let in_flows: u64 = flows.iter().map(|f| f.packets_out).sum();
     assert_eq!(
         c.packets,
         c.malformed + c.housekeeping + c.over_limit + in_flows,
         "every packet counted once: {c:?}"
     );
-    assert_eq!(c.packets_in, h.written, "packets written");
-    assert!(flows.len() <= h.limits.max_flows, "{} flows", flows.len());
+    assert_eq!(c.packets_in, written, "packets written");
+    assert!(flows.len() <= limits.max_flows, "{} flows", flows.len());
     let mut total = 0;
     for (i, f) in flows.iter().enumerate() {
         assert_eq!(f.id, i as u64 + 1, "flow ids in order");
         assert!(f.t_ns <= f.end_ns, "{f:?}");
-        assert!(f.sample.0.len() <= h.limits.sample_per_flow, "sample of {f:?}");
+        assert!(
+            f.sample.0.len() <= limits.sample_per_flow,
+            "sample of {f:?}"
+        );
         total += f.sample.0.len();
         serde_json::to_string(f).expect("a flow serializes");
     }
-    assert!(total <= h.limits.sample_total, "{total} sample bytes");
+    assert!(total <= limits.sample_total, "{total} sample bytes");
     serde_json::to_string(c).expect("the counters serialize");
 }
 
@@ -319,6 +337,7 @@ pub fn run(data: &[u8]) {
     if mode == NetworkMode::Denied {
         assert_eq!(h.written, 0, "denied mode answered");
     }
+    let (inputs, written) = (h.inputs, h.written);
     let (flows, counters) = h.edge.finish(h.now);
-    check_finished(&h, &flows, &counters);
+    check_finished(&limits, inputs, written, &flows, &counters);
 }

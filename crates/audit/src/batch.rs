@@ -47,7 +47,8 @@ pub struct Job {
 /// Reads the targets at `path` (see the module doc); `cwd` is where configurations' commands
 /// run.
 pub fn load(path: &Path, cwd: &Path, vars: &dyn Vars) -> Result<Vec<Job>, Error> {
-    let unreadable = |e: std::io::Error| Error::Usage(format!("cannot read {}: {e}", path.display()));
+    let unreadable =
+        |e: std::io::Error| Error::Usage(format!("cannot read {}: {e}", path.display()));
     let jobs = if path.is_dir() {
         let mut files = Vec::new();
         for entry in std::fs::read_dir(path).map_err(unreadable)? {
@@ -109,8 +110,7 @@ pub fn load(path: &Path, cwd: &Path, vars: &dyn Vars) -> Result<Vec<Job>, Error>
                 .filter(|p| !p.as_os_str().is_empty())
                 .unwrap_or(Path::new("."));
             let dir = std::fs::canonicalize(dir).map_err(unreadable)?;
-            parse_list(&text, &dir)
-                .map_err(|e| Error::Usage(format!("{}: {e}", path.display())))?
+            parse_list(&text, &dir).map_err(|e| Error::Usage(format!("{}: {e}", path.display())))?
         }
     };
     if jobs.is_empty() {
@@ -339,12 +339,20 @@ mod tests {
             )
         };
         std::fs::write(reg.join("one.json"), server("io.example/one", "one-mcp")).unwrap();
-        std::fs::write(reg.join("two/server.json"), server("io.example/two", "two-mcp")).unwrap();
+        std::fs::write(
+            reg.join("two/server.json"),
+            server("io.example/two", "two-mcp"),
+        )
+        .unwrap();
         std::fs::write(reg.join("notes.txt"), "not a server").unwrap();
         let jobs = load(&reg, Path::new("/work"), &NoVars).unwrap();
         assert_eq!(jobs.len(), 2, "{jobs:?}");
         assert!(jobs[0].label.starts_with("one.json: "), "{}", jobs[0].label);
-        assert!(jobs[1].label.starts_with("two/server.json: "), "{}", jobs[1].label);
+        assert!(
+            jobs[1].label.starts_with("two/server.json: "),
+            "{}",
+            jobs[1].label
+        );
         assert!(matches!(&jobs[1].launch, Launch::Package { spec, .. } if spec.name == "two-mcp"));
 
         let empty = d.join("empty");

@@ -384,7 +384,7 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
             format!("-{}", mode.name())
         };
         let first_event_id = all_events.len() as u64 + 1;
-        let run = one_run(
+        let mut run = one_run(
             &target,
             &server_cwd,
             opts,
@@ -417,6 +417,10 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
                 Ok(())
             },
         )?;
+        // What the server presented, hashed, for comparisons across audits.
+        let presented = glassbox_checks::drift::hashes(&run.transcript);
+        run.session.tool_hashes = presented.tools;
+        run.session.instructions_hash = presented.instructions;
         if let Some(e) = run.recording.write_error {
             return Err(Error::Evidence {
                 path: dir.join("events.jsonl"),

@@ -813,8 +813,13 @@ pub fn published(
     let mut out = report.clone();
     for c in &mut out.checks {
         let mut withheld = 0usize;
-        c.findings.retain(|f| match status(&f.check, &f.summary) {
-            Some(true) => true,
+        c.findings.retain_mut(|f| match status(&f.check, &f.summary) {
+            Some(true) => {
+                // Published: an accusation a person accepted is no longer awaiting review
+                // (the verdict then says flagged, and no renderer calls it withheld).
+                f.accusation = false;
+                true
+            }
             Some(false) => false,
             None => {
                 withheld += 1;
@@ -1104,7 +1109,7 @@ mod tests {
             let mut s = vec![b'x'; len];
             for (i, b) in s.iter_mut().enumerate() {
                 let r = rng.rotate_left(i as u32 * 5);
-                if r % 7 == 0 {
+                if r.is_multiple_of(7) {
                     *b = alphabet[(r >> 8) as usize % alphabet.len()];
                 }
             }

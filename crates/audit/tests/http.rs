@@ -47,15 +47,30 @@ fn a_streamable_http_server_in_the_sandbox_is_audited_in_both_runs() {
     let m = &a.evidence.manifest;
     assert!(m.session.completed, "{:?}", m.session);
     assert!(!a.report.tools.is_empty());
-    assert!(a.report.tools.iter().all(|t| t.called), "{:?}", a.report.tools);
+    assert!(
+        a.report.tools.iter().all(|t| t.called),
+        "{:?}",
+        a.report.tools
+    );
     assert!(m.session.protocol_version.is_some());
     // The denied run spoke to it too (its loopback is not the edge's business).
-    let denied = m.network.runs.iter().find(|r| r.session.is_some()).expect("denied run");
+    let denied = m
+        .network
+        .runs
+        .iter()
+        .find(|r| r.session.is_some())
+        .expect("denied run");
     assert!(denied.session.as_ref().unwrap().completed, "{denied:?}");
     // The HTTP bodies are in the transcript, the server's stdout in its log.
-    assert!(a.evidence.transcript.iter().any(|t| t.raw.to_lossy().contains("tools/list")));
+    assert!(a
+        .evidence
+        .transcript
+        .iter()
+        .any(|t| t.raw.to_lossy().contains("tools/list")));
     let dir = Path::new(&a.report.evidence_dir);
-    assert!(std::fs::read_to_string(dir.join("stdout.log")).unwrap().contains("PORT 8931"));
+    assert!(std::fs::read_to_string(dir.join("stdout.log"))
+        .unwrap()
+        .contains("PORT 8931"));
 }
 
 #[test]
@@ -65,7 +80,11 @@ fn the_legacy_sse_transport_works_too() {
         HttpServer::parse("http://localhost:8932/sse", true).unwrap(),
         "legacy",
     );
-    assert!(a.evidence.manifest.session.completed, "{:?}", a.evidence.manifest.session);
+    assert!(
+        a.evidence.manifest.session.completed,
+        "{:?}",
+        a.evidence.manifest.session
+    );
     assert!(!a.report.tools.is_empty());
 }
 
@@ -78,12 +97,20 @@ fn a_server_that_never_listens_is_inconclusive_with_the_reason() {
         |o| o.session.request_timeout = std::time::Duration::from_secs(3),
     );
     let reason = a.report.inconclusive_reason.unwrap_or_default();
-    assert!(reason.contains("did not listen on 127.0.0.1:8934 within 3s"), "{reason}");
+    assert!(
+        reason.contains("did not listen on 127.0.0.1:8934 within 3s"),
+        "{reason}"
+    );
 }
 
 #[test]
 fn only_the_sandbox_loopback_is_accepted() {
-    for bad in ["https://127.0.0.1:1/mcp", "http://203.0.113.5:80/", "http://127.0.0.1/", "8080"] {
+    for bad in [
+        "https://127.0.0.1:1/mcp",
+        "http://203.0.113.5:80/",
+        "http://127.0.0.1/",
+        "8080",
+    ] {
         assert!(HttpServer::parse(bad, false).is_err(), "{bad}");
     }
     assert_eq!(

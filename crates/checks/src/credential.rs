@@ -176,7 +176,9 @@ impl Context {
         if !under(home) {
             return false;
         }
-        let first = p[home.len()..].split(|&b| b == b'/').find(|c| !c.is_empty());
+        let first = p[home.len()..]
+            .split(|&b| b == b'/')
+            .find(|c| !c.is_empty());
         self.well_known.may_start(first)
     }
 
@@ -568,25 +570,51 @@ mod tests {
                 paths.push(format!("{home}/{concrete}/deeper/file"));
             }
             for p in [
-                "", "/", "/.env", "/.env.local", "/.envrc", "/a/.env", "/project/.env",
-                "/.cache/x", "/.config", "/.config/app/x", "/.configx/gh", "/.ssh",
-                "/.sshx/id", "/.aws/credentials", "/x/.ssh/id_rsa",
+                "",
+                "/",
+                "/.env",
+                "/.env.local",
+                "/.envrc",
+                "/a/.env",
+                "/project/.env",
+                "/.cache/x",
+                "/.config",
+                "/.config/app/x",
+                "/.configx/gh",
+                "/.ssh",
+                "/.sshx/id",
+                "/.aws/credentials",
+                "/x/.ssh/id_rsa",
             ] {
                 paths.push(format!("{home}{p}"));
             }
         }
         for p in [
-            "/", "/srv/keys/id_rsa", "/srv/keys/other", "/srv/keys", "/srv/keysx", "/srv",
-            "/etc/.env", "/usr/lib/x.so", "/home", "/home/userx/.ssh/id_rsa",
+            "/",
+            "/srv/keys/id_rsa",
+            "/srv/keys/other",
+            "/srv/keys",
+            "/srv/keysx",
+            "/srv",
+            "/etc/.env",
+            "/usr/lib/x.so",
+            "/home",
+            "/home/userx/.ssh/id_rsa",
         ] {
             paths.push(p.to_string());
         }
         let manifests = [
-            ("/home/user", vec!["/home/user/.ssh/id_rsa", "/srv/keys/id_rsa"]),
+            (
+                "/home/user",
+                vec!["/home/user/.ssh/id_rsa", "/srv/keys/id_rsa"],
+            ),
             ("/home/user/", vec!["/home/user/.aws/credentials"]),
             ("/", vec!["/home/user/.ssh/id_rsa"]),
             ("", vec![]),
-            ("/home/user", vec!["/.ssh/id_rsa", "/home/user/project/.env"]),
+            (
+                "/home/user",
+                vec!["/.ssh/id_rsa", "/home/user/project/.env"],
+            ),
         ];
         let mut checked = 0;
         for (home, planted) in &manifests {

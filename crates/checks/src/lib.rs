@@ -91,8 +91,8 @@ pub mod drift;
 mod egress;
 mod evasion;
 mod exfil;
-mod input;
 pub mod flags;
+mod input;
 mod lock;
 mod net;
 pub mod paths;
@@ -644,9 +644,11 @@ mod tests {
         let ev = Ev::new().channels(&["mcp-transcript"]).build();
         let results = evaluate_all(&ev, &Proofs::all_proven());
         for r in &results {
-            // Every check that needs the syscall record; the transcript one was observed.
-            if r.id == "description-exfil-pattern" {
-                assert_eq!(r.outcome, Outcome::Pass);
+            // Every check that needs another channel; those of the transcript alone were
+            // observed.
+            let channels = find(&r.id).unwrap().info.channels;
+            if channels.iter().all(|c| *c == Channel::McpTranscript) {
+                assert_eq!(r.outcome, Outcome::Pass, "{}", r.id);
                 continue;
             }
             assert_eq!(r.outcome, Outcome::NotObserved);

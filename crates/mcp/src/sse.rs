@@ -14,6 +14,9 @@
 /// Longest non-`data` line kept (an `event`, `id` or `retry` field, or a comment).
 pub(crate) const MAX_FIELD: usize = 4096;
 
+/// The UTF-8 byte order mark a stream may start with.
+const BOM: &[u8] = b"\xef\xbb\xbf";
+
 /// One dispatched event.
 #[derive(Debug, PartialEq)]
 pub(crate) struct Event {
@@ -37,6 +40,8 @@ pub(crate) struct Parser {
     after_cr: bool,
     /// Whether the first bytes (and a possible BOM) were looked at.
     started: bool,
+    /// Bytes of a BOM seen at the start so far (held back while `!started`).
+    bom: usize,
     data: Vec<u8>,
     /// At least one `data` field in the current event.
     has_data: bool,
@@ -56,6 +61,7 @@ impl Parser {
             line_over: false,
             after_cr: false,
             started: false,
+            bom: 0,
             data: Vec::new(),
             has_data: false,
             truncated: false,
@@ -67,12 +73,25 @@ impl Parser {
 
     /// Parses `chunk`; appends every event it completes to `out`.
     pub(crate) fn feed(&mut self, mut chunk: &[u8], out: &mut Vec<Event>) {
-        if !self.started && !chunk.is_empty() {
-            self.started = true;
-            if let Some(rest) = chunk.strip_prefix("\u{feff}".as_bytes()) {
+        // A BOM may arrive split over several chunks: its first bytes are held back until
+        // it is whole (skipped) or proves not to be one (parsed).
+        while !self.started {
+            let Some((&b, rest)) = chunk.split_first() else {
+                return;
+            };
+            if b == BOM[self.bom] {
+                self.bom += 1;
                 chunk = rest;
+                self.started = self.bom == BOM.len();
+            } else {
+                self.started = true;
+                self.parse(&BOM[..self.bom], out);
             }
         }
+        self.parse(chunk, out);
+    }
+
+    fn parse(&mut self, chunk: &[u8], out: &mut Vec<Event>) {
         for &b in chunk {
             match b {
                 b'\n' if self.after_cr => self.after_cr = false,
@@ -216,6 +235,27 @@ mod tests {
         );
         assert_eq!(p.last_id.as_deref(), Some("7"));
         assert_eq!(p.retry_ms, Some(1500));
+    }
+
+    /// Found by the `mcp_sse` fuzz target: a BOM split over two reads was parsed as part of
+    /// the first field name, and the first event was lost.
+    #[test]
+    fn a_bom_split_over_chunks_is_skipped_like_a_whole_one() {
+        let stream = b"\xef\xbb\xbfdata: x\n\n";
+        let (whole, _) = parse_in(&[stream], 1024);
+        assert_eq!(whole, [ev("message", "x")]);
+        for cut in 1..4 {
+            let (a, b) = stream.split_at(cut);
+            assert_eq!(parse_in(&[a, b], 1024).0, whole, "cut at {cut}");
+        }
+        let bytewise: Vec<&[u8]> = stream.chunks(1).collect();
+        assert_eq!(parse_in(&bytewise, 1024).0, whole);
+        // The start of a BOM that is not one is the stream's first bytes, however it arrives.
+        let almost = b"\xef\xbbdata: y\n\ndata: z\n\n";
+        let (whole, _) = parse_in(&[almost], 1024);
+        assert_eq!(whole, [ev("message", "z")]);
+        assert_eq!(parse_in(&[&almost[..1], &almost[1..]], 1024).0, whole);
+        assert_eq!(parse_in(&[b"", b"data: w\n\n"], 1024).0, [ev("message", "w")]);
     }
 
     #[test]

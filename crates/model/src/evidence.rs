@@ -40,7 +40,7 @@ impl std::str::FromStr for Phase {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
         Ok(match s {
-"install" => Phase::Install,
+            "install" => Phase::Install,
             "startup" => Phase::Startup,
             "initialize" => Phase::Initialize,
             "list" => Phase::List,
@@ -1035,6 +1035,16 @@ pub struct SessionSummary {
     pub prompts: Vec<String>,
     /// Non-JSON lines the server wrote on stdout (recorded and skipped).
     pub non_json_lines: u64,
+    /// Tool name → SHA-256 (hex) of the tool's canonical definition (name, description,
+    /// inputSchema, annotations as canonical JSON), from the run's first complete `tools/list`
+    /// (computed from the transcript by `glassbox_checks::drift::hashes`): for comparing audits
+    /// of the same server. Empty in bundles made before it existed.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub tool_hashes: std::collections::BTreeMap<String, String>,
+    /// SHA-256 (hex) of the canonical JSON of the server's `instructions` in its first answer
+    /// to `initialize` or `server/discover`, when it gave any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions_hash: Option<String>,
 }
 
 /// The result of calling one tool.

@@ -445,7 +445,14 @@ impl Sandbox {
             .as_ref()
             .map(limits::Cgroup::procs_files)
             .unwrap_or_default();
-        let parts = child::spawn(cfg, host_uid, host_gid, &join, &applied.rlimits, before_exec)?;
+        let parts = child::spawn(
+            cfg,
+            host_uid,
+            host_gid,
+            &join,
+            &applied.rlimits,
+            before_exec,
+        )?;
         let mut settings = cfg.settings(host_uid);
         settings.limits = applied.record;
         Ok(Sandbox {
@@ -498,6 +505,15 @@ impl Sandbox {
         }
     }
 
+    /// Lifts the CPU limit before the kill: hundreds of dying processes (a fork bomb) that
+    /// are throttled while they hold locks the whole host needs (a shared library's mapping
+    /// lock, taken to unmap it) stall every other process until they are done.
+    fn unthrottle(&self) {
+        if let Some(cg) = &self.cgroup {
+            cg.unthrottle();
+        }
+    }
+
     /// Once every process is gone: what the cgroup counted, then the cgroup removed.
     fn release_cgroup(&mut self) {
         if let Some(mut cg) = self.cgroup.take() {
@@ -533,7 +549,8 @@ impl Sandbox {
     /// to a server that listens on the sandbox's own loopback (MCP over HTTP).
     pub fn dialer(&self) -> Result<Dialer, Error> {
         let path = format!("/proc/{}/ns/net", self.init_pid);
-        let netns = std::fs::File::open(&path).map_err(io_err("open the sandbox's network namespace"))?;
+        let netns =
+            std::fs::File::open(&path).map_err(io_err("open the sandbox's network namespace"))?;
         Ok(Dialer {
             netns: OwnedFd::from(netns),
         })
@@ -551,6 +568,7 @@ impl Sandbox {
     pub fn kill(&mut self) {
         if !self.killed {
             self.killed = true;
+            self.unthrottle();
             // SAFETY: plain kill(2) of processes we created and have not reaped yet.
             unsafe {
                 libc::kill(self.init_pid, libc::SIGKILL);
@@ -602,6 +620,7 @@ impl Sandbox {
         if let Some(e) = self.wait_timeout(Duration::ZERO) {
             if !self.killed {
                 self.killed = true;
+                self.unthrottle();
                 // SAFETY: kill(2) of pid 1 of our sandbox; the outer process goes with it.
                 unsafe { libc::kill(self.init_pid, libc::SIGKILL) };
             }
