@@ -813,19 +813,20 @@ pub fn published(
     let mut out = report.clone();
     for c in &mut out.checks {
         let mut withheld = 0usize;
-        c.findings.retain_mut(|f| match status(&f.check, &f.summary) {
-            Some(true) => {
-                // Published: an accusation a person accepted is no longer awaiting review
-                // (the verdict then says flagged, and no renderer calls it withheld).
-                f.accusation = false;
-                true
-            }
-            Some(false) => false,
-            None => {
-                withheld += 1;
-                false
-            }
-        });
+        c.findings
+            .retain_mut(|f| match status(&f.check, &f.summary) {
+                Some(true) => {
+                    // Published: an accusation a person accepted is no longer awaiting review
+                    // (the verdict then says flagged, and no renderer calls it withheld).
+                    f.accusation = false;
+                    true
+                }
+                Some(false) => false,
+                None => {
+                    withheld += 1;
+                    false
+                }
+            });
         if withheld > 0 {
             c.findings.push(glassbox_model::Finding {
                 check: c.id.clone(),

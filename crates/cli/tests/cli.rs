@@ -221,7 +221,9 @@ fn a_client_config_is_audited_entry_by_entry_and_its_real_secrets_never_reach_th
         let p = entry.unwrap().path();
         let bytes = std::fs::read(&p).unwrap();
         assert!(
-            !bytes.windows(REAL_KEY.len()).any(|w| w == REAL_KEY.as_bytes()),
+            !bytes
+                .windows(REAL_KEY.len())
+                .any(|w| w == REAL_KEY.as_bytes()),
             "the real key is in {}",
             p.display()
         );
@@ -230,8 +232,7 @@ fn a_client_config_is_audited_entry_by_entry_and_its_real_secrets_never_reach_th
 }
 
 #[test]
-fn a_remote_server_is_audited_over_http_for_what_it_says_and_nothing_is_claimed_of_what_it_does()
-{
+fn a_remote_server_is_audited_over_http_for_what_it_says_and_nothing_is_claimed_of_what_it_does() {
     let dir = tmp("remote");
     std::fs::create_dir_all(&dir).unwrap();
     // The MCP crate's HTTP test server, on this machine's loopback, standing in for a remote.
@@ -281,10 +282,17 @@ fn a_remote_server_is_audited_over_http_for_what_it_says_and_nothing_is_claimed_
     let report: serde_json::Value =
         serde_json::from_slice(&std::fs::read(bundle.join("report.json")).unwrap()).unwrap();
     let tools = report["tools"].as_array().unwrap();
-    assert!(!tools.is_empty() && tools.iter().all(|t| t["called"] == true), "{report}");
+    assert!(
+        !tools.is_empty() && tools.iter().all(|t| t["called"] == true),
+        "{report}"
+    );
     // What it does is not observed: never reported clean.
     assert_eq!(report["verdict"], "inconclusive", "{report}");
-    for id in ["credential-probe", "unexplained-egress", "canary-exfiltration"] {
+    for id in [
+        "credential-probe",
+        "unexplained-egress",
+        "canary-exfiltration",
+    ] {
         let c = report["checks"]
             .as_array()
             .unwrap()

@@ -255,7 +255,10 @@ mod tests {
         let (whole, _) = parse_in(&[almost], 1024);
         assert_eq!(whole, [ev("message", "z")]);
         assert_eq!(parse_in(&[&almost[..1], &almost[1..]], 1024).0, whole);
-        assert_eq!(parse_in(&[b"", b"data: w\n\n"], 1024).0, [ev("message", "w")]);
+        assert_eq!(
+            parse_in(&[b"", b"data: w\n\n"], 1024).0,
+            [ev("message", "w")]
+        );
     }
 
     #[test]
