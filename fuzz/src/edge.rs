@@ -16,6 +16,8 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 /// Operations run from one input.
 const MAX_OPS: usize = 48;
+/// Data segments sent on one connection at most (larger segments when the payload needs).
+const MAX_SEGMENTS: usize = 64;
 /// The sandbox's first sequence number on every connection.
 const ISN: i32 = 1000;
 const MS: u64 = 1_000_000;
@@ -71,7 +73,9 @@ impl Harness {
         let ack = Some(theirs + 1);
         self.input(&tcp(src, dst, TcpControl::None, ISN + 1, ack, &[]));
         let mut seq = ISN + 1;
-        for chunk in payload.chunks(mss.max(1)) {
+        // Small segments, but not so many that one input takes long.
+        let mss = mss.max(payload.len().div_ceil(MAX_SEGMENTS)).max(1);
+        for chunk in payload.chunks(mss) {
             self.input(&tcp(src, dst, TcpControl::Psh, seq, ack, chunk));
             seq += chunk.len() as i32;
             self.drain();

@@ -42,7 +42,9 @@
 //! Broken schemas never panic and never allocate without bound: nesting and `$ref` chains are
 //! cut at a fixed depth (cyclic references included), arrays hold at most 16 items whatever
 //! `minItems` says, strings at most 10,000 characters, and the whole value at most 10,000
-//! values and about 1 MiB of strings (after that, optional parts are left out). Where nothing
+//! values and about 1 MiB of strings, counting what is copied from the schema (`const`,
+//! `default`, examples, `enum` entries, property names) like what is made up (after that,
+//! optional parts are left out). Where nothing
 //! valid can be made the generator falls back to `{}` (the arguments) or `""` (a required
 //! property).
 //!
@@ -425,6 +427,23 @@ impl<'a> Gen<'a> {
         self.nodes >= MAX_NODES || self.bytes >= MAX_BYTES
     }
 
+    /// A value taken from the schema as it is (`const`, `default`, an example, an `enum`
+    /// entry), counted against the budget like generated ones: copies of one large value must
+    /// not multiply past it.
+    fn copy(&mut self, v: &Value) -> Value {
+        let (nodes, bytes) = weight(v);
+        // `value` counted the value itself already.
+        self.nodes = self.nodes.saturating_add(nodes - 1);
+        self.bytes = self.bytes.saturating_add(bytes);
+        v.clone()
+    }
+
+    /// A property name from the schema, counted against the budget.
+    fn key(&mut self, name: &str) -> String {
+        self.bytes = self.bytes.saturating_add(name.len());
+        name.to_string()
+    }
+
     fn value(&mut self, schema: &Value, ctx: &Ctx, depth: usize) -> Option<Value> {
         if depth > MAX_DEPTH || self.exhausted() {
             return None;
@@ -476,7 +495,7 @@ impl<'a> Gen<'a> {
         }
 
         if let Some(c) = obj.get("const") {
-            return Some(c.clone());
+            return Some(self.copy(c));
         }
         let enumerated = match obj.get("enum") {
             Some(Value::Array(values)) if !values.is_empty() => Some(values),
@@ -505,7 +524,7 @@ impl<'a> Gen<'a> {
             };
             for candidate in obj.get("default").into_iter().chain(examples) {
                 if fits(candidate, obj) && is_safe_value(candidate) {
-                    return Some(candidate.clone());
+                    return Some(self.copy(candidate));
                 }
             }
         }
@@ -515,8 +534,8 @@ impl<'a> Gen<'a> {
                 .filter(|v| !v.is_null() && is_safe_value(v))
                 .collect();
             return Some(match safe.len() {
-                0 => values[0].clone(),
-                n => safe[ctx.variant % n].clone(),
+                0 => self.copy(&values[0]),
+                n => self.copy(safe[ctx.variant % n]),
             });
         }
         types.iter().find_map(|t| self.typed(t, obj, ctx, depth))
@@ -587,10 +606,10 @@ impl<'a> Gen<'a> {
                 };
                 match self.value(sub, &pctx, depth + 1) {
                     Some(v) => {
-                        out.insert(name.clone(), v);
+                        out.insert(self.key(name), v);
                     }
                     None if is_required => {
-                        out.insert(name.clone(), Value::String(String::new()));
+                        out.insert(self.key(name), Value::String(String::new()));
                     }
                     None => {}
                 }
@@ -609,7 +628,7 @@ impl<'a> Gen<'a> {
             let v = self
                 .value(schema, &pctx, depth + 1)
                 .unwrap_or_else(|| Value::String(String::new()));
-            out.insert((*name).to_string(), v);
+            out.insert(self.key(name), v);
         }
         // An object described only by `additionalProperties` (a map): one entry shows it.
         let min = get_usize(obj, "minProperties").unwrap_or(0).min(MAX_ITEMS);
@@ -740,6 +759,22 @@ impl<'a> Gen<'a> {
             }
         }
         schema
+    }
+}
+
+/// Values in `v` (itself included) and bytes of its strings and object keys.
+fn weight(v: &Value) -> (usize, usize) {
+    match v {
+        Value::String(s) => (1, s.len()),
+        Value::Array(a) => a.iter().fold((1, 0), |(n, b), x| {
+            let (xn, xb) = weight(x);
+            (n + xn, b + xb)
+        }),
+        Value::Object(o) => o.iter().fold((1, 0), |(n, b), (k, x)| {
+            let (xn, xb) = weight(x);
+            (n + xn, b + k.len() + xb)
+        }),
+        _ => (1, 0),
     }
 }
 

@@ -330,6 +330,39 @@ fn cyclic_and_deep_schemas_are_bounded() {
     assert!(text.len() < 2 << 20, "{} bytes", text.len());
 }
 
+/// Found by the `args` fuzz target: values copied from the schema (`const`, `enum`,
+/// `default`, property names) were not counted against the budget, so a 4 KiB schema made
+/// 16 MiB of arguments (and a 1 MiB one could exhaust memory).
+#[test]
+fn copies_from_the_schema_count_against_the_budget() {
+    let big = "x".repeat(4000);
+    let nest = |leaf: Value| {
+        json!({"type": "object", "required": ["a"], "properties": {"a": {
+            "type": "array", "minItems": 16, "items": {
+                "type": "array", "minItems": 16, "items": {
+                    "type": "array", "minItems": 16, "items": leaf}}}}})
+    };
+    let long_name = "n".repeat(4000);
+    for schema in [
+        nest(json!({"const": big})),
+        nest(json!({"enum": [big]})),
+        nest(json!({"type": "string", "default": big})),
+        nest(
+            json!({"type": "object", "required": [long_name], "properties": {long_name.clone(): {"type": "boolean"}}}),
+        ),
+    ] {
+        let v = generate_arguments(&schema);
+        let text = serde_json::to_string(&v).unwrap();
+        assert!(text.len() < MAX_BYTES + 64 * 1024, "{} bytes", text.len());
+        // Within the budget, copies are still made: the value is what the schema asks for.
+        let first = &v["a"][0][0][0];
+        assert!(
+            first == &json!(big) || first.get(&long_name) == Some(&json!(false)),
+            "{first}"
+        );
+    }
+}
+
 #[test]
 fn safe_strings() {
     for s in [
