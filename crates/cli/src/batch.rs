@@ -60,7 +60,7 @@ impl LimitArgs {
 /// `glassbox batch`.
 #[derive(clap::Args, Debug)]
 pub(crate) struct BatchArgs {
-    /// The targets: a list, one a line (`npm:NAME[@VERSION] [-- ARGS]`,
+    /// The targets: a list, one a line (`npm:NAME[@VERSION] [-- ARGS]`, `npm:./PATH.tgz`,
     /// `pypi:NAME[==VERSION] [-- ARGS]`, or `-- COMMAND [ARGS]`, run in the list's folder;
     /// `#` comments), an MCP client configuration, or a folder of server.json files.
     #[arg(value_name = "FILE")]

@@ -74,8 +74,9 @@ enum Command {
         /// $GLASSBOX_STATE_DIR/store.sqlite, else ~/.local/state/glassbox/store.sqlite).
         #[arg(long, value_name = "FILE")]
         store: Option<PathBuf>,
-        /// A package to install (in the sandbox, traced) and audit: npm:NAME[@VERSION] or
-        /// pypi:NAME[==VERSION]. Arguments after `--` are then the server's arguments.
+        /// A package to install (in the sandbox, traced) and audit: npm:NAME[@VERSION],
+        /// pypi:NAME[==VERSION], or a local npm tarball npm:./PATH.tgz (as `npm pack` makes it).
+        /// Arguments after `--` are then the server's arguments.
         #[arg(value_name = "TARGET")]
         target: Option<String>,
         /// Seconds the install of a package may take.
@@ -749,7 +750,8 @@ fn run(cli: Cli) -> Result<i32> {
                 Some(t) => Some(glassbox_audit::install::PackageSpec::parse(t)?.ok_or_else(
                     || {
                         anyhow::anyhow!(
-                            "{t:?} is not a package (npm:NAME[@VERSION] or pypi:NAME[==VERSION]); \
+                            "{t:?} is not a package (npm:NAME[@VERSION], pypi:NAME[==VERSION] or \
+                             npm:./PATH.tgz); \
                              a command goes after --"
                         )
                     },
