@@ -8,6 +8,11 @@
 //! (a bar on a terminal, a line per finished target otherwise), the summary table to stdout;
 //! the exit status is the worst of the targets' (as `glassbox audit`'s: 0 clean, 1 flagged or
 //! withheld, 2 error, 3 inconclusive).
+//!
+//! `--shard K/N` audits only the targets of shard K of N (0-based: Kubernetes'
+//! `$JOB_COMPLETION_INDEX` as it is): each target belongs to exactly one shard, decided by a hash
+//! of the target alone (not its place in the list, nor the other targets), so N processes on N
+//! machines given the same list and store share the work without talking to each other.
 
 use crate::{Network, Recorder};
 use anyhow::{Context, Result};
@@ -16,7 +21,9 @@ use glassbox_audit::config::{Launch, Vars};
 use glassbox_audit::{selftest, AuditOptions, Progress};
 use glassbox_model::{printable, CheckVersion, Phase, Verdict};
 use glassbox_sandbox::limits::{self, Limits};
+use glassbox_store::StoreLocation;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -72,9 +79,15 @@ pub(crate) struct BatchArgs {
     /// current checks.
     #[arg(long)]
     force: bool,
-    /// The store (default as for `audit`).
-    #[arg(long, value_name = "FILE")]
-    store: Option<PathBuf>,
+    /// The store (default as for `audit`): a SQLite file, or a PostgreSQL URL
+    /// (postgres://USER:PASSWORD@HOST/DB) that batches on other machines write too.
+    #[arg(long, value_name = "FILE|URL")]
+    store: Option<StoreLocation>,
+    /// Audit only shard K of N (0 <= K < N; K 0-based, as Kubernetes' $JOB_COMPLETION_INDEX):
+    /// the targets whose hash falls in it. Every target is in exactly one shard, whatever the
+    /// order of the list.
+    #[arg(long, value_name = "K/N", value_parser = Shard::parse)]
+    shard: Option<Shard>,
     /// Where the evidence bundles go, one folder per target (default
     /// ./glassbox-evidence/batch-<unix time>-<pid>/).
     #[arg(long, value_name = "DIR")]
@@ -109,6 +122,81 @@ pub(crate) struct BatchArgs {
     quiet: bool,
     #[command(flatten)]
     limits: LimitArgs,
+}
+
+/// One share of a batch: `index` of `count`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Shard {
+    index: u64,
+    count: u64,
+}
+
+impl Shard {
+    /// `K/N`, with 0 <= K < N.
+    fn parse(text: &str) -> Result<Shard, String> {
+        let bad = |why: &str| {
+            format!(
+                "{text:?}: {why}: --shard takes K/N, shard K of N with 0 <= K < N (K counts \
+                 from 0, as $JOB_COMPLETION_INDEX)"
+            )
+        };
+        let (k, n) = text
+            .split_once('/')
+            .ok_or_else(|| bad("no `/` between K and N"))?;
+        let number = |s: &str, what: &str| {
+            s.trim()
+                .parse::<u64>()
+                .map_err(|_| bad(&format!("{what} is not a whole number")))
+        };
+        let (index, count) = (number(k, "K")?, number(n, "N")?);
+        if count == 0 {
+            return Err(bad("N must be at least 1"));
+        }
+        if index >= count {
+            return Err(bad(&format!(
+                "K must be less than N (the shards of {count} are 0 to {})",
+                count - 1
+            )));
+        }
+        Ok(Shard { index, count })
+    }
+
+    /// Whether `job` is in this shard.
+    fn holds(&self, job: &Job) -> bool {
+        shard_of(job, self.count) == self.index
+    }
+}
+
+impl std::fmt::Display for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+/// What identifies a target for sharding: what it runs, not how the line was spaced nor
+/// where it is in the list. Fields are NUL-separated.
+fn canonical(job: &Job) -> String {
+    let join = |head: String, args: &[String]| {
+        std::iter::once(head)
+            .chain(args.iter().cloned())
+            .collect::<Vec<_>>()
+            .join("\0")
+    };
+    match &job.launch {
+        Launch::Package { spec, args } => join(format!("package\0{}", spec.display()), args),
+        Launch::Command(argv) => join("command".into(), argv),
+        Launch::Remote { url, transport } => format!("remote\0{transport}\0{url}"),
+        Launch::Unsupported(_) => format!("unsupported\0{}", job.label),
+    }
+}
+
+/// The shard (of `count`) `job` belongs to: the first 8 bytes of the SHA-256 of its
+/// [`canonical`] text, big-endian, modulo `count`.
+fn shard_of(job: &Job, count: u64) -> u64 {
+    let hash = Sha256::digest(canonical(job).as_bytes());
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&hash[..8]);
+    u64::from_be_bytes(first) % count
 }
 
 /// How one target ended.
@@ -165,6 +253,8 @@ fn verdict_name(v: Verdict) -> &'static str {
 
 /// One line of the summary.
 struct Row {
+    /// Its place in the list (1-based), whichever shard runs it.
+    number: usize,
     label: String,
     version: Option<String>,
     outcome: Outcome,
@@ -175,7 +265,7 @@ struct Row {
 /// What every worker shares.
 struct Shared<'a> {
     base: &'a AuditOptions,
-    store: &'a Path,
+    store: &'a StoreLocation,
     evidence: &'a Path,
     force: bool,
     checks: Vec<CheckVersion>,
@@ -316,6 +406,7 @@ fn already_audited(
 fn one(job: &Job, index: usize, sh: &Shared<'_>) -> Row {
     let label = printable(&job.label);
     let mut row = Row {
+        number: index + 1,
         label: job.label.clone(),
         version: None,
         outcome: Outcome::Failed(String::new()),
@@ -338,7 +429,7 @@ fn one(job: &Job, index: usize, sh: &Shared<'_>) -> Row {
             row.version = Some(version.clone());
             if !sh.force {
                 let target = format!("{}:{}", spec.registry.name(), spec.name);
-                let found = glassbox_store::Store::open(sh.store)
+                let found = glassbox_store::Store::open_location(sh.store)
                     .map_err(anyhow::Error::from)
                     .and_then(|s| already_audited(&s, &target, &version, &sh.checks));
                 match found {
@@ -398,7 +489,7 @@ fn one(job: &Job, index: usize, sh: &Shared<'_>) -> Row {
             if let Some(p) = &a.evidence.manifest.target.package {
                 row.version = Some(p.version.clone());
             }
-            let recorded = glassbox_store::Store::open(sh.store)
+            let recorded = glassbox_store::Store::open_location(sh.store)
                 .and_then(|mut s| s.record(&a.report, &a.evidence.manifest, None, &a.evidence_dir));
             match recorded {
                 Ok(id) => Outcome::Audited {
@@ -419,18 +510,31 @@ fn one(job: &Job, index: usize, sh: &Shared<'_>) -> Row {
 /// Runs the batch; returns the exit status.
 pub(crate) fn run(args: BatchArgs, cwd: PathBuf, vars: &dyn Vars) -> Result<i32> {
     let limits = args.limits.limits()?;
-    let jobs = glassbox_audit::batch::load(&args.file, &cwd, vars)?;
+    let all = glassbox_audit::batch::load(&args.file, &cwd, vars)?;
+    let total = all.len();
+    // This shard's targets, each with its place in the whole list.
+    let jobs: Vec<(usize, Job)> = all
+        .into_iter()
+        .enumerate()
+        .filter(|(_, job)| args.shard.is_none_or(|s| s.holds(job)))
+        .collect();
     let workers = args
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-        .clamp(1, jobs.len());
+        .clamp(1, jobs.len().max(1));
     let store = match args.store {
         Some(p) => p,
-        None => glassbox_store::Store::default_path()?,
+        None => glassbox_store::StoreLocation::from_env()?,
     };
     // A store that cannot be opened fails the batch before anything runs.
-    glassbox_store::Store::open(&store)
+    glassbox_store::Store::open_location(&store)
         .with_context(|| format!("cannot open the store {}", store.display()))?;
+    let scope = args.shard.map(|s| (s, total));
+    if jobs.is_empty() {
+        // A shard can hold nothing of a short list: it is done.
+        print!("{}", summary(&[], Duration::ZERO, workers, scope));
+        return Ok(0);
+    }
     let evidence = match args.evidence {
         Some(d) => d,
         None => {
@@ -492,12 +596,12 @@ pub(crate) fn run(args: BatchArgs, cwd: PathBuf, vars: &dyn Vars) -> Result<i32>
         bar,
         running: Mutex::new(BTreeMap::new()),
         quiet: args.quiet,
-        width: jobs.len().to_string().len(),
+        width: total.to_string().len(),
     };
     if !args.quiet {
         eprintln!(
-            "glassbox: {} targets, {workers} at a time; evidence in {}",
-            jobs.len(),
+            "glassbox: {}, {workers} at a time; evidence in {}",
+            targets(jobs.len(), scope),
             evidence.display()
         );
     }
@@ -513,9 +617,11 @@ pub(crate) fn run(args: BatchArgs, cwd: PathBuf, vars: &dyn Vars) -> Result<i32>
                     *n += 1;
                     i
                 };
-                let Some(job) = jobs.get(index) else { break };
-                let row = one(job, index, &shared);
-                shared.done(index, &row);
+                let Some((number, job)) = jobs.get(index) else {
+                    break;
+                };
+                let row = one(job, *number, &shared);
+                shared.done(*number, &row);
                 rows.lock().unwrap_or_else(|e| e.into_inner())[index] = Some(row);
             });
         }
@@ -528,7 +634,7 @@ pub(crate) fn run(args: BatchArgs, cwd: PathBuf, vars: &dyn Vars) -> Result<i32>
         .into_iter()
         .flatten()
         .collect();
-    print!("{}", summary(&rows, elapsed, workers));
+    print!("{}", summary(&rows, elapsed, workers, scope));
     Ok(rows
         .iter()
         .map(|r| r.outcome.exit_code())
@@ -541,14 +647,27 @@ fn plural(n: usize, what: &str) -> String {
     format!("{n} {what}{}", if n == 1 { "" } else { "s" })
 }
 
-/// The summary table and the totals.
-fn summary(rows: &[Row], elapsed: Duration, workers: usize) -> String {
+/// `3 targets`, or with `--shard`: `shard 0/2: 3 of 6 targets`.
+fn targets(n: usize, scope: Option<(Shard, usize)>) -> String {
+    match scope {
+        None => plural(n, "target"),
+        Some((shard, total)) => format!("shard {shard}: {n} of {}", plural(total, "target")),
+    }
+}
+
+/// The summary table and the totals (of the shard, with `scope`: which and of how many
+/// targets).
+fn summary(
+    rows: &[Row],
+    elapsed: Duration,
+    workers: usize,
+    scope: Option<(Shard, usize)>,
+) -> String {
     let cells: Vec<[String; 6]> = rows
         .iter()
-        .enumerate()
-        .map(|(i, r)| {
+        .map(|r| {
             [
-                (i + 1).to_string(),
+                r.number.to_string(),
                 short(&printable(&r.label), 60),
                 r.version
                     .as_deref()
@@ -604,7 +723,7 @@ fn summary(rows: &[Row], elapsed: Duration, workers: usize) -> String {
     out.push_str(&format!(
         "{} in {:.1}s, {workers} at a time: {} clean, {} flagged, {} withheld, {} \
          inconclusive, {} already audited, {} not audited, {}; {:.2} audits per minute\n",
-        plural(rows.len(), "target"),
+        targets(rows.len(), scope),
         elapsed.as_secs_f64(),
         of(Verdict::Clean),
         of(Verdict::Flagged),
@@ -639,6 +758,7 @@ mod tests {
     fn the_summary_has_a_row_per_target_and_totals() {
         let rows = vec![
             Row {
+                number: 1,
                 label: "npm:a@1.0.0".into(),
                 version: Some("1.0.0".into()),
                 outcome: Outcome::Audited {
@@ -648,6 +768,7 @@ mod tests {
                 took: Some(Duration::from_millis(12_300)),
             },
             Row {
+                number: 2,
                 label: "-- python3 bomb/server.py".into(),
                 version: None,
                 outcome: Outcome::Audited {
@@ -657,6 +778,7 @@ mod tests {
                 took: Some(Duration::from_secs(16)),
             },
             Row {
+                number: 3,
                 label: "npm:b".into(),
                 version: Some("2.0.0".into()),
                 outcome: Outcome::Skipped {
@@ -666,13 +788,14 @@ mod tests {
                 took: None,
             },
             Row {
+                number: 4,
                 label: "pypi:gone".into(),
                 version: None,
                 outcome: Outcome::Failed("cannot resolve pypi:gone\nto a version".into()),
                 took: None,
             },
         ];
-        let text = summary(&rows, Duration::from_secs(30), 2);
+        let text = summary(&rows, Duration::from_secs(30), 2, None);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 6, "{text}");
         assert!(lines[0].starts_with("#  target"), "{text}");
@@ -698,5 +821,130 @@ mod tests {
         );
         let worst = rows.iter().map(|r| r.outcome.exit_code()).max();
         assert_eq!(worst, Some(3));
+    }
+
+    fn job(line: &str) -> Job {
+        let mut jobs = glassbox_audit::batch::parse_list(line, Path::new("/list")).unwrap();
+        jobs.pop().unwrap()
+    }
+
+    #[test]
+    fn shards_are_parsed_and_bad_ones_refused() {
+        assert_eq!(Shard::parse("0/1"), Ok(Shard { index: 0, count: 1 }));
+        assert_eq!(Shard::parse("3/4"), Ok(Shard { index: 3, count: 4 }));
+        assert_eq!(Shard::parse("3/4").unwrap().to_string(), "3/4");
+        for (bad, why) in [
+            ("4/4", "K must be less than N (the shards of 4 are 0 to 3)"),
+            ("1/0", "N must be at least 1"),
+            ("0/0", "N must be at least 1"),
+            ("-1/4", "K is not a whole number"),
+            ("1", "no `/` between K and N"),
+            ("a/b", "K is not a whole number"),
+            ("1/x", "N is not a whole number"),
+            ("", "no `/`"),
+        ] {
+            let err = Shard::parse(bad).unwrap_err();
+            assert!(
+                err.contains(why) && err.contains("--shard takes K/N"),
+                "{bad}: {err}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_target_is_in_exactly_one_shard_whatever_the_list() {
+        let lines: Vec<String> = (0..600)
+            .map(|i| match i % 3 {
+                0 => format!("npm:server-{i}@1.{i}.0"),
+                1 => format!("pypi:tool-{i}==2.0 -- --port {i}"),
+                _ => format!("-- python3 servers/s{i}.py"),
+            })
+            .collect();
+        let jobs: Vec<Job> = lines.iter().map(|l| job(l)).collect();
+        for count in [1u64, 2, 3, 7] {
+            let shards: Vec<Shard> = (0..count).map(|index| Shard { index, count }).collect();
+            let mut sizes = vec![0usize; count as usize];
+            for j in &jobs {
+                let holders: Vec<u64> = shards
+                    .iter()
+                    .filter(|s| s.holds(j))
+                    .map(|s| s.index)
+                    .collect();
+                assert_eq!(holders.len(), 1, "{}: {holders:?}", j.label);
+                sizes[holders[0] as usize] += 1;
+            }
+            // Roughly balanced: each shard within 30% of its fair share.
+            let fair = jobs.len() as f64 / count as f64;
+            assert!(
+                sizes.iter().all(|&n| (n as f64 - fair).abs() <= 0.3 * fair),
+                "{count} shards: {sizes:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_targets_shard_depends_on_it_alone() {
+        // Stable across releases and machines: these values are part of how a batch is split.
+        assert_eq!(shard_of(&job("npm:@scope/server@1.2.3"), 1), 0);
+        let fixed: Vec<u64> = [
+            "npm:@scope/server@1.2.3",
+            "pypi:mcp-server-fetch",
+            "-- python3 server.py",
+        ]
+        .iter()
+        .map(|l| shard_of(&job(l), 1000))
+        .collect();
+        // = int.from_bytes(sha256(b"package\0npm:@scope/server@1.2.3").digest()[:8]) % 1000...
+        assert_eq!(fixed, [365, 354, 275], "the split changed");
+        // Not how the line is spaced, nor where the list is, nor what else is in it.
+        let a = job("--   python3   server.py  --port 1");
+        let b = job("-- python3 server.py --port 1");
+        assert_eq!(canonical(&a), canonical(&b));
+        let elsewhere = glassbox_audit::batch::parse_list(
+            "npm:x@1.0.0\n-- python3 server.py --port 1\n",
+            Path::new("/other"),
+        )
+        .unwrap();
+        assert_eq!(shard_of(&elsewhere[1], 16), shard_of(&b, 16));
+        // What it runs counts.
+        assert_ne!(
+            canonical(&a),
+            canonical(&job("-- python3 server.py --port 2"))
+        );
+        assert_ne!(
+            canonical(&job("npm:x@1.0.0")),
+            canonical(&job("npm:x@1.0.1"))
+        );
+    }
+
+    #[test]
+    fn a_shards_summary_says_which_and_of_how_many() {
+        let rows = vec![Row {
+            number: 5,
+            label: "npm:a@1.0.0".into(),
+            version: Some("1.0.0".into()),
+            outcome: Outcome::Skipped {
+                id: 7,
+                verdict: Verdict::Clean,
+            },
+            took: None,
+        }];
+        let scope = Some((Shard { index: 1, count: 3 }, 9));
+        let text = summary(&rows, Duration::from_secs(1), 1, scope);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[1].starts_with("5  npm:a@1.0.0"), "{text}");
+        assert!(
+            lines[2].starts_with("shard 1/3: 1 of 9 targets in 1.0s"),
+            "{text}"
+        );
+        let empty = summary(&[], Duration::ZERO, 1, scope);
+        assert!(
+            empty
+                .lines()
+                .nth(1)
+                .unwrap()
+                .starts_with("shard 1/3: 0 of 9 targets in 0.0s"),
+            "{empty}"
+        );
     }
 }

@@ -70,10 +70,11 @@ enum Command {
         /// HOST or HOST:PORT (repeatable).
         #[arg(long = "allow-host", value_name = "HOST[:PORT]")]
         allow_host: Vec<String>,
-        /// The store the audit is recorded in (default: $GLASSBOX_STORE, else
+        /// The store the audit is recorded in: a SQLite file, or a PostgreSQL URL
+        /// (postgres://USER:PASSWORD@HOST/DB, no TLS) (default: $GLASSBOX_STORE, else
         /// $GLASSBOX_STATE_DIR/store.sqlite, else ~/.local/state/glassbox/store.sqlite).
-        #[arg(long, value_name = "FILE")]
-        store: Option<PathBuf>,
+        #[arg(long, value_name = "FILE|URL")]
+        store: Option<glassbox_store::StoreLocation>,
         /// A package to install (in the sandbox, traced) and audit: npm:NAME[@VERSION],
         /// pypi:NAME[==VERSION], or a local npm tarball npm:./PATH.tgz (as `npm pack` makes it).
         /// Arguments after `--` are then the server's arguments.
@@ -152,9 +153,9 @@ enum Command {
     /// Accusations withheld until a person reviews them: list, show, accept (publish) or
     /// reject (publish the audit without it; its evidence becomes a regression case).
     Review {
-        /// The store (default as for `audit`).
-        #[arg(long, value_name = "FILE", global = true)]
-        store: Option<PathBuf>,
+        /// The store: a file or a PostgreSQL URL (default as for `audit`).
+        #[arg(long, value_name = "FILE|URL", global = true)]
+        store: Option<glassbox_store::StoreLocation>,
         #[command(subcommand)]
         action: ReviewAction,
     },
@@ -166,9 +167,9 @@ enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value_t = ReportFormat::Terminal)]
         format: ReportFormat,
-        /// The store (default as for `audit`).
-        #[arg(long, value_name = "FILE")]
-        store: Option<PathBuf>,
+        /// The store: a file or a PostgreSQL URL (default as for `audit`).
+        #[arg(long, value_name = "FILE|URL")]
+        store: Option<glassbox_store::StoreLocation>,
         /// Show withheld findings too (for the reviewer; not for publishing).
         #[arg(long)]
         include_withheld: bool,
@@ -179,9 +180,9 @@ enum Command {
         /// The folder to write the site into (created if missing; its pages are replaced).
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
-        /// The store (default as for `audit`).
-        #[arg(long, value_name = "FILE")]
-        store: Option<PathBuf>,
+        /// The store: a file or a PostgreSQL URL (default as for `audit`).
+        #[arg(long, value_name = "FILE|URL")]
+        store: Option<glassbox_store::StoreLocation>,
         /// The controls, for the coverage ledger (default: the source tree's fixtures/).
         #[arg(long, value_name = "DIR")]
         fixtures: Option<PathBuf>,
@@ -197,9 +198,9 @@ enum Command {
         /// The exact version (default: every version recorded, newest audit first).
         #[arg(long, value_name = "VERSION")]
         version: Option<String>,
-        /// The store (default as for `audit`).
-        #[arg(long, value_name = "FILE")]
-        store: Option<PathBuf>,
+        /// The store: a file or a PostgreSQL URL (default as for `audit`).
+        #[arg(long, value_name = "FILE|URL")]
+        store: Option<glassbox_store::StoreLocation>,
         /// JSON lines instead of a table.
         #[arg(long)]
         json: bool,
@@ -234,6 +235,10 @@ enum Command {
         #[arg(last = true, required = true, value_name = "COMMAND")]
         cmd: Vec<OsString>,
     },
+    /// The microVM's guest agent: pid 1 of glassbox's microVM (crates/vm); refuses to run
+    /// anywhere else.
+    #[command(name = "vm-agent", hide = true)]
+    VmAgent,
 }
 
 /// `review` subcommands.
@@ -423,7 +428,7 @@ fn audit_one(
     json: &Option<PathBuf>,
     sarif: &Option<PathBuf>,
     quiet: bool,
-    store: &Path,
+    store: &glassbox_store::StoreLocation,
 ) -> Result<i32> {
     let audit = if quiet {
         run(&glassbox_audit::Quiet)
@@ -442,7 +447,7 @@ fn publish(
     json: &Option<PathBuf>,
     sarif: &Option<PathBuf>,
     quiet: bool,
-    store: &Path,
+    store: &glassbox_store::StoreLocation,
 ) -> Result<i32> {
     let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let text = glassbox_report::terminal(&audit.evidence, &audit.report, color);
@@ -473,7 +478,7 @@ fn publish(
     }
     // Every audit goes to the store; the bundle is on disk whatever happens here.
     let path = store;
-    let id = glassbox_store::Store::open(path)
+    let id = glassbox_store::Store::open_location(path)
         .and_then(|mut s| {
             s.record(
                 &audit.report,
@@ -493,7 +498,7 @@ fn publish(
         eprintln!("glassbox: recorded as audit {id} in {}", path.display());
     }
     // Tool definitions against the previous audit of the same exact version.
-    if let Ok(s) = glassbox_store::Store::open(path) {
+    if let Ok(s) = glassbox_store::Store::open_location(path) {
         let target = glassbox_store::target_of(&audit.evidence.manifest);
         let version = audit
             .evidence
@@ -802,7 +807,7 @@ fn run(cli: Cli) -> Result<i32> {
             opts.session.session_timeout = Duration::from_secs(session_timeout.max(1));
             let store = match store {
                 Some(p) => p,
-                None => glassbox_store::Store::default_path()?,
+                None => glassbox_store::StoreLocation::from_env()?,
             };
             let Some(entries) = declared else {
                 return audit_one(
@@ -895,9 +900,9 @@ fn run(cli: Cli) -> Result<i32> {
         Command::Review { store, action } => {
             let path = match store {
                 Some(p) => p,
-                None => glassbox_store::Store::default_path()?,
+                None => glassbox_store::StoreLocation::from_env()?,
             };
-            let mut s = glassbox_store::Store::open(&path)
+            let mut s = glassbox_store::Store::open_location(&path)
                 .with_context(|| format!("cannot open the store {}", path.display()))?;
             review(&mut s, action)
         }
@@ -960,9 +965,9 @@ fn run(cli: Cli) -> Result<i32> {
         } => {
             let path = match store {
                 Some(p) => p,
-                None => glassbox_store::Store::default_path()?,
+                None => glassbox_store::StoreLocation::from_env()?,
             };
-            let s = glassbox_store::Store::open(&path)
+            let s = glassbox_store::Store::open_location(&path)
                 .with_context(|| format!("cannot open the store {}", path.display()))?;
             let row = s
                 .audit(id)?
@@ -1006,9 +1011,9 @@ fn run(cli: Cli) -> Result<i32> {
         } => {
             let path = match store {
                 Some(p) => p,
-                None => glassbox_store::Store::default_path()?,
+                None => glassbox_store::StoreLocation::from_env()?,
             };
-            let s = glassbox_store::Store::open(&path)
+            let s = glassbox_store::Store::open_location(&path)
                 .with_context(|| format!("cannot open the store {}", path.display()))?;
             history(&s, &target, version.as_deref(), json)
         }
@@ -1064,6 +1069,7 @@ fn run(cli: Cli) -> Result<i32> {
             }
             Ok(0)
         }
+        Command::VmAgent => Ok(glassbox_vm::agent::main()),
         Command::Trace {
             out,
             read_only,
@@ -1265,7 +1271,9 @@ fn published(
         row.findings
             .iter()
             .find(|f| f.check_id == check && f.summary == summary)
-            .map_or(Some(true), |f| match f.status {
+            // A finding the store does not know (the stored report and its rows disagree) is
+            // withheld: nothing is published that no one could review.
+            .and_then(|f| match f.status {
                 glassbox_store::FindingStatus::Published => Some(true),
                 glassbox_store::FindingStatus::Rejected => Some(false),
                 glassbox_store::FindingStatus::Withheld => None,
@@ -1320,15 +1328,15 @@ fn report_sarif(
 /// the exit status is then 1.
 fn site(
     out: &std::path::Path,
-    store: Option<PathBuf>,
+    store: Option<glassbox_store::StoreLocation>,
     fixtures: Option<PathBuf>,
     regressions: Option<PathBuf>,
 ) -> Result<i32> {
     let path = match store {
         Some(p) => p,
-        None => glassbox_store::Store::default_path()?,
+        None => glassbox_store::StoreLocation::from_env()?,
     };
-    let s = glassbox_store::Store::open(&path)
+    let s = glassbox_store::Store::open_location(&path)
         .with_context(|| format!("cannot open the store {}", path.display()))?;
     let coverage: Vec<glassbox_report::site::CoverageRow> = glassbox_audit::coverage::ledger(
         &fixtures.unwrap_or_else(selftest::default_fixtures),

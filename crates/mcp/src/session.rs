@@ -1,7 +1,7 @@
 //! The session: negotiation, the order of requests, matching answers, recording every line.
 
 use crate::http::{self, HttpKind, Outgoing};
-use crate::transport::{Incoming, Line};
+use crate::transport::{Incoming, Line, EVENT_QUEUE};
 use crate::{
     args, SessionConfig, SessionHooks, LATEST_LEGACY_PROTOCOL_VERSION, LEGACY_PROTOCOL_VERSIONS,
     MODERN_PROTOCOL_VERSIONS,
@@ -988,10 +988,30 @@ impl<'a> Session<'a> {
                         Link::Stdio(_) => false,
                     };
                     if idle || Instant::now() >= deadline {
+                        self.record_received(&mut note);
                         return;
                     }
                 }
             }
+        }
+    }
+
+    /// Records the lines already received when the final drain ends: [`Session::next`] puts
+    /// its deadline first, so without this what the reader had already read (in `queued`, or
+    /// in batches waiting in the channel) would be silently missing from the transcript
+    /// whenever the grace ran out first: with a short grace, or a loaded machine. Bounded
+    /// without waiting: at most the [`EVENT_QUEUE`] batches the channel holds are taken, so a
+    /// server still flooding stdout cannot keep the session here (a fuzz finding, mcp_stdio).
+    fn record_received(&mut self, note: &mut String) {
+        for _ in 0..EVENT_QUEUE {
+            match self.events.try_recv() {
+                Ok(Incoming::Lines(lines)) => self.queued.extend(lines),
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+        while let Some(line) = self.queued.pop_front() {
+            self.handle_line(line, &[], note);
         }
     }
 
@@ -1417,6 +1437,60 @@ pub(crate) fn fmt_duration(d: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Fuzz finding (mcp_stdio, crash-455dd58c): lines the reader had already read were lost
+    /// from the transcript when the final drain's grace ran out before they were taken.
+    #[test]
+    fn lines_already_read_are_recorded_when_the_grace_runs_out() {
+        #[derive(Default)]
+        struct Hooks(std::cell::RefCell<Vec<TranscriptEntry>>);
+        impl SessionHooks for Hooks {
+            fn set_phase(&self, _: Phase) {}
+            fn transcript(&self, entry: TranscriptEntry) {
+                self.0.borrow_mut().push(entry);
+            }
+            fn now_ns(&self) -> u64 {
+                0
+            }
+        }
+        // One batch (every line ends with LF and fits the reader's buffer): the last two lines
+        // are queued when the session ends, after the answer to its last request (id 3).
+        let stdout = concat!(
+            r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","#,
+            r#""capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}"#,
+            "\n",
+            r#"{"jsonrpc":"2.0","id":2,"result":{"tools":[]}}"#,
+            "\n",
+            r#"{"jsonrpc":"2.0","id":3,"result":{"tools":[]}}"#,
+            "\n",
+            "not json\n",
+            r#"{"jsonrpc":"2.0","method":"notifications/message","params":{}}"#,
+            "\n",
+        );
+        let cfg = SessionConfig {
+            protocol_version: "2025-11-25".into(),
+            shutdown_grace: Duration::ZERO,
+            ..SessionConfig::default()
+        };
+        let hooks = Hooks::default();
+        let summary = crate::run_session(
+            std::io::sink(),
+            std::io::Cursor::new(stdout.as_bytes().to_vec()),
+            &cfg,
+            &hooks,
+        );
+        assert!(summary.completed, "{:?}", summary.failure);
+        let from_server: Vec<String> = hooks
+            .0
+            .into_inner()
+            .into_iter()
+            .filter(|e| e.dir == Direction::ServerToClient)
+            .map(|e| String::from_utf8_lossy(&e.raw.0).into_owned())
+            .collect();
+        let expected: Vec<&str> = stdout.lines().collect();
+        assert_eq!(from_server, expected);
+        assert_eq!(summary.non_json_lines, 1);
+    }
 
     #[test]
     fn classifies_messages() {

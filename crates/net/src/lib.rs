@@ -353,5 +353,66 @@ impl Edge {
     }
 }
 
+/// Fuzzing entry points (`fuzz/fuzz_targets/dns.rs`, `tls.rs`), not part of the API: the
+/// edge's DNS and ClientHello readers on raw bytes, without the IP, UDP and TCP around them
+/// (which `net_edge` goes through, at a cost in depth).
+#[doc(hidden)]
+pub mod fuzz {
+    use glassbox_model::{Bytes, DnsQuery};
+    use std::net::IpAddr;
+
+    /// The edge's resolver: its questions read, its synthetic answers.
+    #[derive(Debug)]
+    pub struct Resolver(crate::dns::Resolver);
+
+    impl Resolver {
+        /// A resolver handing out at most `max_names` addresses.
+        pub fn new(max_names: usize) -> Resolver {
+            Resolver(crate::dns::Resolver::new(max_names))
+        }
+
+        /// A DNS message from the sandbox, answered when `answer` is set: the question (with
+        /// the answers given), a note on anything odd, the reply.
+        #[allow(clippy::type_complexity)]
+        pub fn handle(
+            &mut self,
+            msg: &[u8],
+            answer: bool,
+        ) -> (Option<DnsQuery>, Option<String>, Option<Vec<u8>>) {
+            let h = self.0.handle(msg, answer);
+            (h.query, h.note, h.reply)
+        }
+
+        /// The name a synthetic address was handed out for.
+        pub fn name_of(&self, ip: IpAddr) -> Option<Bytes> {
+            self.0.name_of(ip)
+        }
+    }
+
+    /// The question of a DNS message, not answered (DNS over TCP).
+    pub fn dns_question(msg: &[u8]) -> Result<DnsQuery, String> {
+        crate::dns::question(msg)
+    }
+
+    /// The first DNS message of a TCP stream, once it is complete.
+    pub fn dns_tcp_message(stream: &[u8]) -> Option<&[u8]> {
+        crate::dns::tcp_message(stream)
+    }
+
+    /// The ClientHello at the start of `stream`: `None` while incomplete, the server name
+    /// it asked for when whole, why not when it cannot be read.
+    #[allow(clippy::type_complexity)]
+    pub fn client_hello(stream: &[u8]) -> Option<Result<Option<Vec<u8>>, &'static str>> {
+        match crate::tls::client_hello(stream) {
+            crate::tls::Hello::Incomplete => None,
+            crate::tls::Hello::Complete { sni } => Some(Ok(sni)),
+            crate::tls::Hello::Invalid(why) => Some(Err(why)),
+        }
+    }
+
+    /// The longest ClientHello the edge waits for.
+    pub const MAX_HELLO: usize = crate::tls::MAX_HELLO;
+}
+
 #[cfg(test)]
 mod tests;

@@ -1,24 +1,36 @@
-//! The store of glassbox: audits, their evidence bundles, verdicts and reviews, in SQLite.
+//! The store of glassbox: audits, their evidence bundles, verdicts and reviews, in SQLite (one
+//! machine) or PostgreSQL (many machines writing one store: `postgres://` locations).
 //!
 //! It records what an audit produced (an [`AuditReport`] and its bundle's [`Manifest`]) and
 //! answers questions about it; it knows nothing of how checks work. Accusing findings are
 //! stored `withheld` until a person reviews them ([`Store::review`]).
+//!
+//! Both databases hold the same schema ([`MIGRATIONS`], written for SQLite; PostgreSQL gets
+//! it with 64-bit integers and database-generated ids) and run the same statements: the
+//! store's logic is written once, over the small common ground of its `sql` module.
 #![deny(missing_docs)]
 
+mod location;
+mod sql;
+#[cfg(feature = "testing")]
+pub mod testing;
+
+pub use location::{redact, StoreLocation};
+
 use glassbox_model::{AuditReport, Manifest, Outcome, Verdict};
-use rusqlite::types::Type;
-use rusqlite::{params, Connection, OptionalExtension, Params, Row, TransactionBehavior};
-use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use std::ffi::{OsStr, OsString};
+use sql::{params, Db, Row, Sql};
+use std::cell::RefCell;
+use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 use std::{fmt, fs, io};
 
-/// The schema, one migration a version: `MIGRATIONS[n]` takes a database from
-/// `PRAGMA user_version` `n` to `n + 1`. Append only; never edit a released migration.
+/// The schema, one migration a version: `MIGRATIONS[n]` takes a database from schema version
+/// `n` to `n + 1` (SQLite: `PRAGMA user_version`; PostgreSQL: the table `glassbox_schema`).
+/// Written in SQLite's dialect; PostgreSQL runs it as `sql::postgres_ddl` rewrites it. Append
+/// only; never edit a released migration.
 pub const MIGRATIONS: &[&str] = &[
     // v1
     "CREATE TABLE audits (
@@ -68,15 +80,21 @@ pub const MIGRATIONS: &[&str] = &[
     CREATE INDEX reviews_finding ON reviews(finding_id);",
 ];
 
-/// How long a writer waits for another process's write lock before giving up.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
-
 /// What went wrong.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// SQLite failed.
     #[error("store: {0}")]
     Sqlite(#[from] rusqlite::Error),
+    /// PostgreSQL failed (connecting, or a statement). Never carries a password.
+    #[error("store: PostgreSQL: {}", chain(.0))]
+    Postgres(postgres::Error),
+    /// The PostgreSQL URL asks for TLS, which this build does not speak.
+    #[error(
+        "store: sslmode={0} needs TLS, which glassbox does not speak to PostgreSQL: use \
+         sslmode=disable (or prefer), over a private network or a TLS tunnel"
+    )]
+    Tls(String),
     /// A file could not be read or created.
     #[error("{}: {source}", path.display())]
     Io {
@@ -88,16 +106,23 @@ pub enum Error {
     /// JSON could not be written or read back.
     #[error("store: JSON: {0}")]
     Json(#[from] serde_json::Error),
+    /// A column holds something the store never writes there.
+    #[error("store: column {column}: {why}")]
+    Column {
+        /// Its index in the query.
+        column: usize,
+        /// What is wrong with it.
+        why: String,
+    },
     /// The database was made by a newer glassbox.
     #[error(
-        "{}: schema version {found} is newer than this glassbox knows ({known}): \
-         upgrade glassbox (the store is never downgraded)",
-        path.display()
+        "{store}: schema version {found} is newer than this glassbox knows ({known}): \
+         upgrade glassbox (the store is never downgraded)"
     )]
     TooNew {
-        /// The database.
-        path: PathBuf,
-        /// Its `user_version`.
+        /// The database (printed without its password).
+        store: StoreLocation,
+        /// Its schema version (SQLite: `user_version`; PostgreSQL: `glassbox_schema`).
         found: i64,
         /// The newest version this binary knows.
         known: usize,
@@ -150,6 +175,30 @@ pub enum Error {
     /// Neither `GLASSBOX_STORE`, `GLASSBOX_STATE_DIR` nor `HOME` is set.
     #[error("no store path: set GLASSBOX_STORE, GLASSBOX_STATE_DIR or HOME")]
     NoStorePath,
+    /// A SQLite path was asked for, but the store is a PostgreSQL database.
+    #[error("the store {0} is a PostgreSQL database, not a file")]
+    NotAFileStore(StoreLocation),
+}
+
+/// An error's message followed by those of its sources that it does not already include.
+fn chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let more = s.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = s.source();
+    }
+    text
+}
+
+impl From<postgres::Error> for Error {
+    fn from(e: postgres::Error) -> Error {
+        Error::Postgres(e)
+    }
 }
 
 /// Whether a finding is shown.
@@ -279,37 +328,107 @@ pub fn target_of(manifest: &Manifest) -> String {
     }
 }
 
-/// An open store. Several processes may open the same file: SQLite serialises writers.
-#[derive(Debug)]
+/// An open store. Several processes may open the same one: SQLite serialises writers to a
+/// file; PostgreSQL takes many machines' writers at once (each [`Store::record`] is one
+/// transaction, ids come from the database).
 pub struct Store {
-    conn: Connection,
+    db: RefCell<Db>,
+    location: StoreLocation,
+}
+
+impl fmt::Debug for Store {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Store")
+            .field("location", &self.location)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Store {
-    /// Opens (creating it and its parent directories if needed) the store at `path` and
-    /// brings its schema up to date. A store made by a newer glassbox is refused.
+    /// Opens (creating it and its parent directories if needed) the SQLite store at `path`
+    /// and brings its schema up to date. A store made by a newer glassbox is refused.
     pub fn open(path: &Path) -> Result<Store, Error> {
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            fs::create_dir_all(parent).map_err(|source| Error::Io {
-                path: parent.into(),
-                source,
-            })?;
-        }
-        let mut conn = Connection::open(path)?;
-        conn.busy_timeout(BUSY_TIMEOUT)?;
-        // WAL: readers never block the writer; FULL: a commit is on disk when it returns.
-        conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get::<_, String>(0))?;
-        conn.pragma_update(None, "synchronous", "FULL")?;
-        conn.pragma_update(None, "foreign_keys", true)?;
-        migrate(&mut conn, path)?;
-        Ok(Store { conn })
+        Store::open_location(&StoreLocation::Sqlite(path.into()))
     }
 
-    /// Where the store is by default: `$GLASSBOX_STORE` if set, else
+    /// Opens the store at `location` (a SQLite file, created if needed, or a PostgreSQL
+    /// database, which must exist) and brings its schema up to date. A store made by a newer
+    /// glassbox is refused. PostgreSQL is spoken without TLS: a URL with an `sslmode` other
+    /// than `disable` or `prefer` is refused ([`Error::Tls`]).
+    pub fn open_location(location: &StoreLocation) -> Result<Store, Error> {
+        let store = Store {
+            db: RefCell::new(Db::open(location)?),
+            location: location.clone(),
+        };
+        store.migrate()?;
+        Ok(store)
+    }
+
+    /// Where the store is.
+    pub fn location(&self) -> &StoreLocation {
+        &self.location
+    }
+
+    /// Where the store is by default ([`StoreLocation::from_env`]).
+    pub fn default_location() -> Result<StoreLocation, Error> {
+        StoreLocation::from_env()
+    }
+
+    /// Where the SQLite store is by default: `$GLASSBOX_STORE` if set, else
     /// `$GLASSBOX_STATE_DIR/store.sqlite` if set, else `~/.local/state/glassbox/store.sqlite`.
-    /// Empty variables count as unset.
+    /// Empty variables count as unset. A PostgreSQL URL in `$GLASSBOX_STORE` is an error
+    /// ([`Error::NotAFileStore`]): use [`Store::default_location`].
     pub fn default_path() -> Result<PathBuf, Error> {
-        default_path_from(|name| std::env::var_os(name))
+        match StoreLocation::from_env()? {
+            StoreLocation::Sqlite(path) => Ok(path),
+            other => Err(Error::NotAFileStore(other)),
+        }
+    }
+
+    /// The schema version of the store (`MIGRATIONS.len()` once opened).
+    pub fn schema_version(&self) -> Result<i64, Error> {
+        self.tx(false, |sql| sql.current_version())
+    }
+
+    /// Applies the migrations the database lacks, each in its own transaction. The version is
+    /// read again inside the (locked) transaction, so concurrent openers migrate once; a store
+    /// that is up to date (the common case: every batch worker opens it) takes no lock.
+    fn migrate(&self) -> Result<(), Error> {
+        let mut db = self.db.borrow_mut();
+        if db.transaction(false, |sql| sql.current_version())? == MIGRATIONS.len() as i64 {
+            return Ok(());
+        }
+        loop {
+            let done = db.transaction(true, |sql| {
+                let found = sql.schema_version()?;
+                let version = match usize::try_from(found) {
+                    Ok(v) if v == MIGRATIONS.len() => return Ok(true),
+                    Ok(v) if v < MIGRATIONS.len() => v,
+                    _ => {
+                        return Err(Error::TooNew {
+                            store: self.location.clone(),
+                            found,
+                            known: MIGRATIONS.len(),
+                        })
+                    }
+                };
+                sql.migrate(MIGRATIONS[version])?;
+                sql.set_schema_version(version as i64 + 1)?;
+                Ok(false)
+            })?;
+            if done {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Runs `f` in one transaction ([`Db::transaction`]).
+    fn tx<T>(
+        &self,
+        write: bool,
+        f: impl FnOnce(&mut Sql<'_, '_>) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        self.db.borrow_mut().transaction(write, f)
     }
 
     /// Records one audit, with its check results and findings, in one transaction, and
@@ -333,119 +452,134 @@ impl Store {
             .ok_or_else(|| Error::NonUtf8Path(evidence_dir.into()))?;
         let hash = bundle_hash(evidence_dir)?;
         let report_json = serde_json::to_string(report)?;
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let existing = tx
-            .query_row(
-                "SELECT id FROM audits WHERE run_id = ?1",
-                [&report.run_id],
-                |r| r.get(0),
-            )
-            .optional()?;
-        if let Some(audit) = existing {
-            return Err(Error::Duplicate {
-                run_id: report.run_id.clone(),
-                audit,
-            });
-        }
-        tx.execute(
-            "INSERT INTO audits (run_id, target, target_version, started_at, finished_at,
-                glassbox_version, verdict, inconclusive_reason, evidence_dir, evidence_sha256,
-                report_json)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-            params![
-                report.run_id,
-                target_of(manifest),
-                target_version.or(manifest.target.package.as_ref().map(|p| p.version.as_str())),
-                manifest.started_at,
-                manifest.finished_at,
-                manifest.glassbox_version,
-                text(&report.verdict),
-                report.inconclusive_reason,
-                dir,
-                hash,
-                report_json,
-            ],
-        )?;
-        let audit = tx.last_insert_rowid();
-        {
-            let mut check = tx.prepare_cached(
-                "INSERT INTO check_results (audit_id, check_id, version, outcome, reason)
-                 VALUES (?1, ?2, ?3, ?4, ?5)",
+        let target = target_of(manifest);
+        let version =
+            target_version.or(manifest.target.package.as_ref().map(|p| p.version.as_str()));
+        let verdict = text(&report.verdict);
+        self.tx(true, |sql| {
+            // A run recorded already (by this process or another, even one committing right
+            // now) inserts nothing: the database decides, not an earlier look.
+            let inserted = sql.row(
+                "INSERT INTO audits (run_id, target, target_version, started_at, finished_at,
+                    glassbox_version, verdict, inconclusive_reason, evidence_dir,
+                    evidence_sha256, report_json)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+                 ON CONFLICT (run_id) DO NOTHING
+                 RETURNING id",
+                params![
+                    &report.run_id,
+                    &target,
+                    version,
+                    &manifest.started_at,
+                    &manifest.finished_at,
+                    &manifest.glassbox_version,
+                    &verdict,
+                    &report.inconclusive_reason,
+                    dir,
+                    &hash,
+                    &report_json,
+                ],
             )?;
-            let mut finding = tx.prepare_cached(
-                "INSERT INTO findings (audit_id, check_id, check_version, summary, accusation,
-                    evidence_json, flows_json, status)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            )?;
+            let Some(inserted) = inserted else {
+                let audit = sql
+                    .row(
+                        "SELECT id FROM audits WHERE run_id = ?1",
+                        params![&report.run_id],
+                    )?
+                    .map(|r| r.int(0))
+                    .transpose()?
+                    .unwrap_or(0);
+                return Err(Error::Duplicate {
+                    run_id: report.run_id.clone(),
+                    audit,
+                });
+            };
+            let audit = inserted.int(0)?;
             for c in &report.checks {
-                check.execute(params![audit, c.id, c.version, text(&c.outcome), c.reason])?;
+                sql.execute(
+                    "INSERT INTO check_results (audit_id, check_id, version, outcome, reason)
+                     VALUES (?1, ?2, ?3, ?4, ?5)",
+                    params![audit, &c.id, c.version, &text(&c.outcome), &c.reason],
+                )?;
                 for f in &c.findings {
                     let status = if f.accusation {
                         FindingStatus::Withheld
                     } else {
                         FindingStatus::Published
                     };
-                    finding.execute(params![
-                        audit,
-                        f.check,
-                        f.version,
-                        f.summary,
-                        f.accusation,
-                        serde_json::to_string(&f.evidence)?,
-                        serde_json::to_string(&f.flows)?,
-                        text(&status),
-                    ])?;
+                    sql.execute(
+                        "INSERT INTO findings (audit_id, check_id, check_version, summary,
+                            accusation, evidence_json, flows_json, status)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                        params![
+                            audit,
+                            &f.check,
+                            f.version,
+                            &f.summary,
+                            f.accusation,
+                            &serde_json::to_string(&f.evidence)?,
+                            &serde_json::to_string(&f.flows)?,
+                            &text(&status),
+                        ],
+                    )?;
                 }
             }
-        }
-        tx.commit()?;
-        Ok(audit)
+            Ok(audit)
+        })
     }
 
     /// Every audit, most recently recorded first.
     pub fn audits(&self) -> Result<Vec<AuditRow>, Error> {
-        self.audits_where("ORDER BY id DESC", [])
+        self.tx(false, |sql| {
+            audits_where(sql, "ORDER BY id DESC", params![])
+        })
     }
 
     /// One audit.
     pub fn audit(&self, id: i64) -> Result<Option<AuditRow>, Error> {
-        Ok(self.audits_where("WHERE id = ?1", [id])?.pop())
+        self.tx(false, |sql| {
+            Ok(audits_where(sql, "WHERE id = ?1", params![id])?.pop())
+        })
     }
 
     /// The audit's full report, as recorded.
     pub fn report(&self, id: i64) -> Result<Option<AuditReport>, Error> {
-        let json: Option<String> = self
-            .conn
-            .query_row("SELECT report_json FROM audits WHERE id = ?1", [id], |r| {
-                r.get(0)
-            })
-            .optional()?;
+        let json = self.tx(false, |sql| {
+            sql.row("SELECT report_json FROM audits WHERE id = ?1", params![id])?
+                .map(|r| r.text(0))
+                .transpose()
+        })?;
         Ok(json.map(|j| serde_json::from_str(&j)).transpose()?)
     }
 
     /// The audits of `target` at exactly `version` (`None`: those whose version is
     /// unknown), most recently recorded first.
     pub fn history(&self, target: &str, version: Option<&str>) -> Result<Vec<AuditRow>, Error> {
-        self.audits_where(
-            "WHERE target = ?1 AND target_version IS ?2 ORDER BY id DESC",
-            params![target, version],
-        )
+        self.tx(false, |sql| {
+            audits_where(
+                sql,
+                "WHERE target = ?1 AND target_version IS NOT DISTINCT FROM ?2 ORDER BY id DESC",
+                params![target, version],
+            )
+        })
     }
 
     /// One finding.
     pub fn finding(&self, id: i64) -> Result<Option<FindingRow>, Error> {
-        Ok(findings_where(&self.conn, "WHERE id = ?1", [id])?.pop())
+        self.tx(false, |sql| {
+            Ok(findings_where(sql, "WHERE id = ?1", params![id])?.pop())
+        })
     }
 
     /// The findings awaiting review, oldest first.
     pub fn withheld(&self) -> Result<Vec<FindingRow>, Error> {
-        findings_where(&self.conn, "WHERE status = 'withheld' ORDER BY id", [])
+        self.tx(false, |sql| {
+            findings_where(sql, "WHERE status = 'withheld' ORDER BY id", params![])
+        })
     }
 
     /// Reviews a withheld finding: `accept` publishes it, `reject` marks it rejected.
-    /// A finding is reviewed once.
+    /// A finding is reviewed once (two reviewers at once: the second waits, then is refused).
     pub fn review(
         &mut self,
         finding_id: i64,
@@ -453,185 +587,157 @@ impl Store {
         reviewer: &str,
         note_or_reason: &str,
     ) -> Result<(), Error> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let status = tx
-            .query_row(
-                "SELECT status FROM findings WHERE id = ?1",
-                [finding_id],
-                |r| column::<FindingStatus>(r, 0),
-            )
-            .optional()?
-            .ok_or(Error::NoSuchFinding(finding_id))?;
-        if let Some(earlier) = reviews(&tx, finding_id)?.into_iter().next() {
-            return Err(Error::AlreadyReviewed {
-                finding: finding_id,
-                decision: earlier.decision,
-                reviewer: earlier.reviewer,
-                at: earlier.at,
-            });
-        }
-        if status != FindingStatus::Withheld {
-            return Err(Error::NotWithheld {
-                finding: finding_id,
-                status,
-            });
-        }
-        let new_status = match decision {
-            Decision::Accept => FindingStatus::Published,
-            Decision::Reject => FindingStatus::Rejected,
-        };
-        tx.execute(
-            "INSERT INTO reviews (finding_id, decision, reviewer, note_or_reason, at)
-             VALUES (?1, ?2, ?3, ?4, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
-            params![finding_id, text(&decision), reviewer, note_or_reason],
-        )?;
-        tx.execute(
-            "UPDATE findings SET status = ?2 WHERE id = ?1",
-            params![finding_id, text(&new_status)],
-        )?;
-        tx.commit()?;
-        Ok(())
+        self.tx(true, |sql| {
+            let lock = sql.for_update();
+            let status: FindingStatus = sql
+                .row(
+                    &format!("SELECT status FROM findings WHERE id = ?1{lock}"),
+                    params![finding_id],
+                )?
+                .ok_or(Error::NoSuchFinding(finding_id))?
+                .name(0)?;
+            if let Some(earlier) = reviews(sql, finding_id)?.into_iter().next() {
+                return Err(Error::AlreadyReviewed {
+                    finding: finding_id,
+                    decision: earlier.decision,
+                    reviewer: earlier.reviewer,
+                    at: earlier.at,
+                });
+            }
+            if status != FindingStatus::Withheld {
+                return Err(Error::NotWithheld {
+                    finding: finding_id,
+                    status,
+                });
+            }
+            let new_status = match decision {
+                Decision::Accept => FindingStatus::Published,
+                Decision::Reject => FindingStatus::Rejected,
+            };
+            let now = sql.now();
+            sql.execute(
+                &format!(
+                    "INSERT INTO reviews (finding_id, decision, reviewer, note_or_reason, at)
+                     VALUES (?1, ?2, ?3, ?4, {now})"
+                ),
+                params![finding_id, &text(&decision), reviewer, note_or_reason],
+            )?;
+            sql.execute(
+                "UPDATE findings SET status = ?2 WHERE id = ?1",
+                params![finding_id, &text(&new_status)],
+            )?;
+            Ok(())
+        })
     }
 
     /// The reviews of a finding, oldest first.
     pub fn reviews_of(&self, finding_id: i64) -> Result<Vec<ReviewRow>, Error> {
-        reviews(&self.conn, finding_id)
+        self.tx(false, |sql| reviews(sql, finding_id))
     }
+}
 
-    /// The audits `clause` selects, each with its check results and findings.
-    fn audits_where(&self, clause: &str, params: impl Params) -> Result<Vec<AuditRow>, Error> {
-        let sql = format!(
+/// The audits `clause` selects, each with its check results and findings.
+fn audits_where(
+    sql: &mut Sql<'_, '_>,
+    clause: &str,
+    params: &[sql::Param<'_>],
+) -> Result<Vec<AuditRow>, Error> {
+    let rows = sql.rows(
+        &format!(
             "SELECT id, run_id, target, target_version, started_at, finished_at,
                 glassbox_version, verdict, inconclusive_reason, evidence_dir, evidence_sha256
              FROM audits {clause}"
-        );
-        let mut audits = self
-            .conn
-            .prepare_cached(&sql)?
-            .query_map(params, |r| {
-                Ok(AuditRow {
-                    id: r.get(0)?,
-                    run_id: r.get(1)?,
-                    target: r.get(2)?,
-                    target_version: r.get(3)?,
-                    started_at: r.get(4)?,
-                    finished_at: r.get(5)?,
-                    glassbox_version: r.get(6)?,
-                    verdict: column(r, 7)?,
-                    inconclusive_reason: r.get(8)?,
-                    evidence_dir: PathBuf::from(r.get::<_, String>(9)?),
-                    evidence_sha256: r.get(10)?,
-                    checks: Vec::new(),
-                    findings: Vec::new(),
+        ),
+        params,
+    )?;
+    let mut audits = Vec::with_capacity(rows.len());
+    for r in rows {
+        let id = r.int(0)?;
+        let checks = sql
+            .rows(
+                "SELECT check_id, version, outcome, reason FROM check_results
+                 WHERE audit_id = ?1 ORDER BY rowid",
+                params![id],
+            )?
+            .iter()
+            .map(|c| {
+                Ok(CheckRow {
+                    check_id: c.text(0)?,
+                    version: c.u32(1)?,
+                    outcome: c.name(2)?,
+                    reason: c.opt_text(3)?,
                 })
-            })?
-            .collect::<Result<Vec<_>, _>>()?;
-        let mut checks = self.conn.prepare_cached(
-            "SELECT check_id, version, outcome, reason FROM check_results
-             WHERE audit_id = ?1 ORDER BY rowid",
-        )?;
-        for a in &mut audits {
-            a.checks = checks
-                .query_map([a.id], |r| {
-                    Ok(CheckRow {
-                        check_id: r.get(0)?,
-                        version: r.get(1)?,
-                        outcome: column(r, 2)?,
-                        reason: r.get(3)?,
-                    })
-                })?
-                .collect::<Result<_, _>>()?;
-            a.findings = findings_where(&self.conn, "WHERE audit_id = ?1 ORDER BY id", [a.id])?;
-        }
-        Ok(audits)
+            })
+            .collect::<Result<_, Error>>()?;
+        audits.push(AuditRow {
+            id,
+            run_id: r.text(1)?,
+            target: r.text(2)?,
+            target_version: r.opt_text(3)?,
+            started_at: r.text(4)?,
+            finished_at: r.opt_text(5)?,
+            glassbox_version: r.text(6)?,
+            verdict: r.name(7)?,
+            inconclusive_reason: r.opt_text(8)?,
+            evidence_dir: PathBuf::from(r.text(9)?),
+            evidence_sha256: r.text(10)?,
+            checks,
+            findings: findings_where(sql, "WHERE audit_id = ?1 ORDER BY id", params![id])?,
+        });
     }
-}
-
-/// Applies the migrations the database lacks, each in its own transaction. The version is
-/// read inside the (write-locked) transaction, so concurrent openers migrate once.
-fn migrate(conn: &mut Connection, path: &Path) -> Result<(), Error> {
-    loop {
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let found: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
-        let version = match usize::try_from(found) {
-            Ok(v) if v == MIGRATIONS.len() => return Ok(()),
-            Ok(v) if v < MIGRATIONS.len() => v,
-            _ => {
-                return Err(Error::TooNew {
-                    path: path.into(),
-                    found,
-                    known: MIGRATIONS.len(),
-                })
-            }
-        };
-        tx.execute_batch(MIGRATIONS[version])?;
-        tx.pragma_update(None, "user_version", version as i64 + 1)?;
-        tx.commit()?;
-    }
-}
-
-fn default_path_from(var: impl Fn(&str) -> Option<OsString>) -> Result<PathBuf, Error> {
-    let var = |name| var(name).filter(|v| !v.is_empty()).map(PathBuf::from);
-    if let Some(store) = var("GLASSBOX_STORE") {
-        Ok(store)
-    } else if let Some(dir) = var("GLASSBOX_STATE_DIR") {
-        Ok(dir.join("store.sqlite"))
-    } else if let Some(home) = var("HOME") {
-        Ok(home.join(".local/state/glassbox/store.sqlite"))
-    } else {
-        Err(Error::NoStorePath)
-    }
+    Ok(audits)
 }
 
 fn findings_where(
-    conn: &Connection,
+    sql: &mut Sql<'_, '_>,
     clause: &str,
-    params: impl Params,
+    params: &[sql::Param<'_>],
 ) -> Result<Vec<FindingRow>, Error> {
-    let sql = format!(
-        "SELECT id, audit_id, check_id, check_version, summary, accusation, evidence_json,
-            flows_json, status
-         FROM findings {clause}"
-    );
-    let rows = conn
-        .prepare_cached(&sql)?
-        .query_map(params, |r| {
-            Ok(FindingRow {
-                id: r.get(0)?,
-                audit_id: r.get(1)?,
-                check_id: r.get(2)?,
-                check_version: r.get(3)?,
-                summary: r.get(4)?,
-                accusation: r.get(5)?,
-                evidence: json(r, 6)?,
-                flows: json(r, 7)?,
-                status: column(r, 8)?,
-            })
-        })?
-        .collect::<Result<_, _>>()?;
-    Ok(rows)
+    sql.rows(
+        &format!(
+            "SELECT id, audit_id, check_id, check_version, summary, accusation, evidence_json,
+                flows_json, status
+             FROM findings {clause}"
+        ),
+        params,
+    )?
+    .iter()
+    .map(finding_row)
+    .collect()
 }
 
-fn reviews(conn: &Connection, finding_id: i64) -> Result<Vec<ReviewRow>, Error> {
-    let rows = conn
-        .prepare_cached(
-            "SELECT id, finding_id, decision, reviewer, note_or_reason, at FROM reviews
-             WHERE finding_id = ?1 ORDER BY id",
-        )?
-        .query_map([finding_id], |r| {
-            Ok(ReviewRow {
-                id: r.get(0)?,
-                finding_id: r.get(1)?,
-                decision: column(r, 2)?,
-                reviewer: r.get(3)?,
-                text: r.get(4)?,
-                at: r.get(5)?,
-            })
-        })?
-        .collect::<Result<_, _>>()?;
-    Ok(rows)
+fn finding_row(r: &Row) -> Result<FindingRow, Error> {
+    Ok(FindingRow {
+        id: r.int(0)?,
+        audit_id: r.int(1)?,
+        check_id: r.text(2)?,
+        check_version: r.u32(3)?,
+        summary: r.text(4)?,
+        accusation: r.bool(5)?,
+        evidence: r.json(6)?,
+        flows: r.json(7)?,
+        status: r.name(8)?,
+    })
+}
+
+fn reviews(sql: &mut Sql<'_, '_>, finding_id: i64) -> Result<Vec<ReviewRow>, Error> {
+    sql.rows(
+        "SELECT id, finding_id, decision, reviewer, note_or_reason, at FROM reviews
+         WHERE finding_id = ?1 ORDER BY id",
+        params![finding_id],
+    )?
+    .iter()
+    .map(|r| {
+        Ok(ReviewRow {
+            id: r.int(0)?,
+            finding_id: r.int(1)?,
+            decision: r.name(2)?,
+            reviewer: r.text(3)?,
+            text: r.text(4)?,
+            at: r.text(5)?,
+        })
+    })
+    .collect()
 }
 
 /// A unit enum's name as its JSON wire format spells it (`not-observed`, `withheld`, ...),
@@ -641,20 +747,6 @@ fn text<T: Serialize>(value: &T) -> String {
         Ok(serde_json::Value::String(s)) => s,
         other => panic!("a unit enum serializes as a string, not {other:?}"),
     }
-}
-
-/// A unit enum read back from its [`text`].
-fn column<T: DeserializeOwned>(row: &Row<'_>, idx: usize) -> rusqlite::Result<T> {
-    let s: String = row.get(idx)?;
-    serde_json::from_value(serde_json::Value::String(s))
-        .map_err(|e| rusqlite::Error::FromSqlConversionFailure(idx, Type::Text, Box::new(e)))
-}
-
-/// A JSON column.
-fn json<T: DeserializeOwned>(row: &Row<'_>, idx: usize) -> rusqlite::Result<T> {
-    let s: String = row.get(idx)?;
-    serde_json::from_str(&s)
-        .map_err(|e| rusqlite::Error::FromSqlConversionFailure(idx, Type::Text, Box::new(e)))
 }
 
 /// The content hash of an evidence bundle, as lowercase hex: SHA-256 over every regular file
@@ -706,35 +798,4 @@ fn walk(root: &Path, rel: &[u8], files: &mut Vec<Vec<u8>>) -> Result<(), Error> 
         }
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn default_path_order() {
-        fn env<'a>(vars: &'a [(&str, &str)]) -> impl Fn(&str) -> Option<OsString> + 'a {
-            move |name| vars.iter().find(|(k, _)| *k == name).map(|(_, v)| v.into())
-        }
-        let all = [
-            ("GLASSBOX_STORE", "/s/db"),
-            ("GLASSBOX_STATE_DIR", "/state"),
-            ("HOME", "/home/u"),
-        ];
-        assert_eq!(default_path_from(env(&all)).unwrap(), Path::new("/s/db"));
-        assert_eq!(
-            default_path_from(env(&all[1..])).unwrap(),
-            Path::new("/state/store.sqlite")
-        );
-        let empty = [("GLASSBOX_STORE", ""), ("HOME", "/home/u")];
-        assert_eq!(
-            default_path_from(env(&empty)).unwrap(),
-            Path::new("/home/u/.local/state/glassbox/store.sqlite")
-        );
-        assert!(matches!(
-            default_path_from(env(&[])),
-            Err(Error::NoStorePath)
-        ));
-    }
 }

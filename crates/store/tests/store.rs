@@ -1,119 +1,52 @@
-//! The store against real SQLite files in temporary directories.
+//! The store against real SQLite files in temporary directories: the tests every backend
+//! runs (tests/common), and SQLite's own.
 
-use glassbox_model::{
-    AuditReport, CheckResult, CheckVersion, Finding, Manifest, Outcome, Severity, Target, Verdict,
-};
-use glassbox_store::{bundle_hash, Decision, Error, FindingStatus, Store, MIGRATIONS};
+#[macro_use]
+mod common;
+
+use common::{bundle, run, Backend, Tmp};
+use glassbox_store::{bundle_hash, Error, Store, StoreLocation, MIGRATIONS};
 use rusqlite::Connection;
-use std::io::{BufRead, BufReader, Write};
-use std::os::unix::process::ExitStatusExt;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
-use std::time::Duration;
-use std::{env, fs, io, thread};
+use std::fs;
+use std::path::Path;
 
-/// A scratch directory, removed when the test ends.
-struct Tmp(PathBuf);
+/// SQLite files in a scratch directory.
+struct Sqlite(Tmp);
 
-impl Tmp {
-    fn new(name: &str) -> Tmp {
-        let dir = env::temp_dir().join(format!("glassbox-store-{name}-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).unwrap();
-        Tmp(dir)
+fn sqlite() -> Sqlite {
+    Sqlite(Tmp::new("sqlite"))
+}
+
+fn path(store: &StoreLocation) -> &Path {
+    store.sqlite_path().expect("a SQLite store")
+}
+
+impl Backend for Sqlite {
+    fn fresh(&self, name: &str) -> StoreLocation {
+        StoreLocation::Sqlite(self.0 .0.join(format!("{name}.sqlite")))
+    }
+
+    fn version(&self, store: &StoreLocation) -> i64 {
+        user_version(path(store))
+    }
+
+    fn set_version(&self, store: &StoreLocation, version: i64) {
+        Connection::open(path(store))
+            .unwrap()
+            .pragma_update(None, "user_version", version)
+            .unwrap();
+    }
+
+    fn check_integrity(&self, store: &StoreLocation) {
+        let check: String = Connection::open(path(store))
+            .unwrap()
+            .pragma_query_value(None, "integrity_check", |r| r.get(0))
+            .unwrap();
+        assert_eq!(check, "ok");
     }
 }
 
-impl Drop for Tmp {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
-    }
-}
-
-/// A small evidence bundle.
-fn bundle(dir: &Path) -> PathBuf {
-    let b = dir.join("bundle");
-    fs::create_dir_all(b.join("net")).unwrap();
-    fs::write(b.join("manifest.json"), "{}").unwrap();
-    fs::write(b.join("events.jsonl"), "{\"id\":1}\n{\"id\":2}\n").unwrap();
-    fs::write(b.join("net/flows.jsonl"), "{\"id\":7}\n").unwrap();
-    b
-}
-
-/// A run of `command` with a passing check, an accusation and a published finding.
-fn run(run_id: &str, command: &str) -> (AuditReport, Manifest) {
-    let finding = |check: &str, summary: &str, accusation: bool, flows: Vec<u64>| Finding {
-        check: check.into(),
-        version: 2,
-        summary: summary.into(),
-        evidence: vec![1, 2],
-        phase: None,
-        accusation,
-        flows,
-    };
-    let check = |id: &str, outcome, findings| CheckResult {
-        id: id.into(),
-        version: 2,
-        claim: format!("{id} holds"),
-        severity: Severity::High,
-        outcome,
-        reason: (outcome == Outcome::NotObserved).then(|| "no channel".into()),
-        findings,
-        notes: Vec::new(),
-    };
-    let checks = vec![
-        check("fs-writes", Outcome::NotObserved, vec![]),
-        check(
-            "credential-theft",
-            Outcome::Flag,
-            vec![finding(
-                "credential-theft",
-                "read ~/.ssh/id_rsa",
-                true,
-                vec![],
-            )],
-        ),
-        check(
-            "net-egress",
-            Outcome::Flag,
-            vec![finding(
-                "net-egress",
-                "connected to 1.2.3.4",
-                false,
-                vec![7],
-            )],
-        ),
-    ];
-    let manifest = Manifest {
-        glassbox_version: "0.1.0".into(),
-        run_id: run_id.into(),
-        started_at: "2025-01-02T03:04:05Z".into(),
-        finished_at: Some("2025-01-02T03:04:09Z".into()),
-        target: Target {
-            command: command.split(' ').map(String::from).collect(),
-            ..Target::default()
-        },
-        checks: checks
-            .iter()
-            .map(|c| CheckVersion {
-                id: c.id.clone(),
-                version: c.version,
-            })
-            .collect(),
-        ..Manifest::default()
-    };
-    let report = AuditReport {
-        glassbox_version: "0.1.0".into(),
-        run_id: run_id.into(),
-        evidence_dir: "bundle".into(),
-        verdict: Verdict::Withheld,
-        inconclusive_reason: None,
-        checks,
-        tools: Vec::new(),
-    };
-    (report, manifest)
-}
+store_tests!(sqlite());
 
 fn user_version(db: &Path) -> i64 {
     Connection::open(db)
@@ -123,7 +56,7 @@ fn user_version(db: &Path) -> i64 {
 }
 
 #[test]
-fn migrates_an_empty_file_and_reopens_an_existing_store() {
+fn migrates_an_empty_file_in_wal_mode_and_makes_missing_folders() {
     let tmp = Tmp::new("migrate");
     let db = tmp.0.join("empty.sqlite");
     fs::File::create(&db).unwrap();
@@ -140,85 +73,31 @@ fn migrates_an_empty_file_and_reopens_an_existing_store() {
         .unwrap();
     assert_eq!(mode, "wal");
 
-    // Re-opening migrates nothing and keeps the data.
-    let store = Store::open(&db).unwrap();
-    assert_eq!(store.audits().unwrap().len(), 1);
-    assert_eq!(user_version(&db), MIGRATIONS.len() as i64);
-
     // Missing parent directories are created.
     let nested = tmp.0.join("a/b/store.sqlite");
     Store::open(&nested).unwrap();
     assert_eq!(user_version(&nested), MIGRATIONS.len() as i64);
+    // `open` and `open_location` of a path are the same store.
+    let store = Store::open_location(&StoreLocation::from(db.as_path())).unwrap();
+    assert_eq!(store.audits().unwrap().len(), 1);
 }
 
 #[test]
-fn records_and_reads_back() {
-    let tmp = Tmp::new("record");
-    let mut store = Store::open(&tmp.0.join("s.sqlite")).unwrap();
-    let dir = bundle(&tmp.0);
-    let (report, manifest) = run("r1", "uvx mcp-server-fetch");
-    let id = store
-        .record(&report, &manifest, Some("1.2.3"), &dir)
-        .unwrap();
-
-    let a = store.audit(id).unwrap().expect("recorded");
+fn the_message_of_a_newer_store_names_the_file() {
+    let b = sqlite();
+    let loc = b.fresh("named");
+    Store::open_location(&loc).unwrap();
+    b.set_version(&loc, 99);
+    let msg = Store::open_location(&loc).unwrap_err().to_string();
     assert_eq!(
-        (a.run_id.as_str(), a.target.as_str()),
-        ("r1", "uvx mcp-server-fetch")
+        msg,
+        format!(
+            "{}: schema version 99 is newer than this glassbox knows ({}): upgrade glassbox \
+             (the store is never downgraded)",
+            path(&loc).display(),
+            MIGRATIONS.len()
+        )
     );
-    assert_eq!(a.target_version.as_deref(), Some("1.2.3"));
-    assert_eq!(a.verdict, Verdict::Withheld);
-    assert_eq!(a.started_at, "2025-01-02T03:04:05Z");
-    assert_eq!(a.finished_at.as_deref(), Some("2025-01-02T03:04:09Z"));
-    assert_eq!(a.evidence_dir, dir);
-    assert_eq!(a.evidence_sha256, bundle_hash(&dir).unwrap());
-    let outcomes: Vec<_> = a
-        .checks
-        .iter()
-        .map(|c| (c.check_id.as_str(), c.outcome, c.reason.as_deref()))
-        .collect();
-    assert_eq!(
-        outcomes,
-        [
-            ("fs-writes", Outcome::NotObserved, Some("no channel")),
-            ("credential-theft", Outcome::Flag, None),
-            ("net-egress", Outcome::Flag, None),
-        ]
-    );
-    let [theft, egress] = &a.findings[..] else {
-        panic!("two findings: {:?}", a.findings)
-    };
-    assert_eq!(
-        (theft.accusation, theft.status),
-        (true, FindingStatus::Withheld)
-    );
-    assert_eq!(
-        (egress.accusation, egress.status),
-        (false, FindingStatus::Published)
-    );
-    assert_eq!(egress.evidence, [1, 2]);
-    assert_eq!(egress.flows, [7]);
-    assert_eq!(store.report(id).unwrap().as_ref(), Some(&report));
-    assert!(store.audit(id + 100).unwrap().is_none());
-
-    // Newest first.
-    let (report2, manifest2) = run("r2", "uvx mcp-server-fetch");
-    let id2 = store.record(&report2, &manifest2, None, &dir).unwrap();
-    let ids: Vec<i64> = store.audits().unwrap().iter().map(|a| a.id).collect();
-    assert_eq!(ids, [id2, id]);
-
-    // The same run twice is refused, naming it, and changes nothing.
-    let err = store.record(&report, &manifest, None, &dir).unwrap_err();
-    assert!(matches!(err, Error::Duplicate { audit, .. } if audit == id));
-    assert!(err.to_string().contains("run r1"), "{err}");
-    assert_eq!(store.audits().unwrap().len(), 2);
-
-    // A report and a manifest of different runs are refused.
-    let (_, other) = run("r3", "x");
-    assert!(matches!(
-        store.record(&report2, &other, None, &dir),
-        Err(Error::RunMismatch { .. })
-    ));
 }
 
 #[test]
@@ -237,211 +116,4 @@ fn bundle_hash_covers_names_and_contents() {
     assert_ne!(h, bundle_hash(&db).unwrap(), "names count");
     std::os::unix::fs::symlink("/etc/passwd", da.join("link")).unwrap();
     assert!(matches!(bundle_hash(&da), Err(Error::NotAFile(_))));
-}
-
-#[test]
-fn history_of_one_version_over_time() {
-    let tmp = Tmp::new("history");
-    let mut store = Store::open(&tmp.0.join("s.sqlite")).unwrap();
-    let dir = bundle(&tmp.0);
-    let mut record = |run_id: &str, command: &str, version: Option<&str>| {
-        let (r, m) = run(run_id, command);
-        store.record(&r, &m, version, &dir).unwrap()
-    };
-    let first = record("r1", "npx @x/server", Some("1.0.0"));
-    record("r2", "npx @x/server", Some("2.0.0"));
-    record("r3", "npx @y/server", Some("1.0.0"));
-    let second = record("r4", "npx @x/server", Some("1.0.0"));
-    let unversioned = record("r5", "npx @x/server", None);
-
-    let ids = |rows: Vec<glassbox_store::AuditRow>| rows.iter().map(|a| a.id).collect::<Vec<_>>();
-    assert_eq!(
-        ids(store.history("npx @x/server", Some("1.0.0")).unwrap()),
-        [second, first]
-    );
-    assert_eq!(
-        ids(store.history("npx @x/server", None).unwrap()),
-        [unversioned]
-    );
-    assert!(store.history("npx @z/server", None).unwrap().is_empty());
-}
-
-#[test]
-fn reviews_publish_or_reject_withheld_findings_once() {
-    let tmp = Tmp::new("review");
-    let mut store = Store::open(&tmp.0.join("s.sqlite")).unwrap();
-    let dir = bundle(&tmp.0);
-    for run_id in ["r1", "r2"] {
-        let (r, m) = run(run_id, "npx server");
-        store.record(&r, &m, Some("1.0.0"), &dir).unwrap();
-    }
-    let withheld = store.withheld().unwrap();
-    assert_eq!(withheld.len(), 2);
-    assert!(withheld.iter().all(|f| f.accusation));
-    let (accepted, rejected) = (withheld[0].id, withheld[1].id);
-
-    store
-        .review(accepted, Decision::Accept, "ana", "reproduced by hand")
-        .unwrap();
-    store
-        .review(rejected, Decision::Reject, "bo", "the server's own cache")
-        .unwrap();
-    assert!(store.withheld().unwrap().is_empty());
-    let status = |id| {
-        let audits = store.audits().unwrap();
-        let mut findings = audits.iter().flat_map(|a| &a.findings);
-        findings.find(|f| f.id == id).unwrap().status
-    };
-    assert_eq!(status(accepted), FindingStatus::Published);
-    assert_eq!(status(rejected), FindingStatus::Rejected);
-
-    let reviews = store.reviews_of(rejected).unwrap();
-    let [review] = &reviews[..] else {
-        panic!("one review: {reviews:?}")
-    };
-    assert_eq!(
-        (
-            review.decision,
-            review.reviewer.as_str(),
-            review.text.as_str()
-        ),
-        (Decision::Reject, "bo", "the server's own cache")
-    );
-    // RFC 3339, UTC: 2025-01-02T03:04:05.678Z
-    assert!(
-        review.at.len() == 24 && review.at.as_bytes()[10] == b'T' && review.at.ends_with('Z'),
-        "{}",
-        review.at
-    );
-
-    // A second review is refused, saying who decided.
-    let err = store
-        .review(accepted, Decision::Reject, "cy", "changed my mind")
-        .unwrap_err();
-    assert!(matches!(err, Error::AlreadyReviewed { .. }), "{err}");
-    assert!(err.to_string().contains("accept by ana"), "{err}");
-    // So is a review of a finding that was never withheld, or does not exist.
-    let published = store.audits().unwrap()[0]
-        .findings
-        .iter()
-        .find(|f| !f.accusation)
-        .unwrap()
-        .id;
-    assert!(matches!(
-        store.review(published, Decision::Accept, "ana", ""),
-        Err(Error::NotWithheld {
-            status: FindingStatus::Published,
-            ..
-        })
-    ));
-    assert!(matches!(
-        store.review(9999, Decision::Accept, "ana", ""),
-        Err(Error::NoSuchFinding(9999))
-    ));
-    assert!(store.reviews_of(published).unwrap().is_empty());
-}
-
-#[test]
-fn a_newer_store_is_refused() {
-    let tmp = Tmp::new("newer");
-    let db = tmp.0.join("s.sqlite");
-    Store::open(&db).unwrap();
-    let newer = MIGRATIONS.len() as i64 + 1;
-    Connection::open(&db)
-        .unwrap()
-        .pragma_update(None, "user_version", newer)
-        .unwrap();
-    let err = Store::open(&db).unwrap_err();
-    assert!(matches!(err, Error::TooNew { found, .. } if found == newer));
-    let msg = err.to_string();
-    assert!(
-        msg.contains(&format!("schema version {newer} is newer")) && msg.contains("upgrade"),
-        "{msg}"
-    );
-    assert_eq!(user_version(&db), newer, "never downgraded");
-}
-
-/// Set in the child of [`kill_9_keeps_every_committed_audit`]: the store it writes to.
-const WRITER: &str = "GLASSBOX_STORE_TEST_WRITER";
-const COMMITTED: &str = "committed ";
-
-/// Records audits as fast as it can, printing each run id once its transaction committed.
-fn writer(db: &Path) -> ! {
-    let mut store = Store::open(db).unwrap();
-    let dir = db.with_file_name("bundle");
-    let mut out = io::stdout().lock();
-    for n in 0u64.. {
-        let (r, m) = run(&format!("run-{n}"), "npx server");
-        store.record(&r, &m, Some("1.0.0"), &dir).unwrap();
-        writeln!(out, "{COMMITTED}{}", r.run_id).unwrap();
-        out.flush().unwrap();
-    }
-    unreachable!("the parent kills the writer")
-}
-
-#[test]
-fn kill_9_keeps_every_committed_audit() {
-    if let Some(db) = env::var_os(WRITER) {
-        writer(Path::new(&db));
-    }
-    let tmp = Tmp::new("kill9");
-    let db = tmp.0.join("s.sqlite");
-    bundle(&tmp.0);
-    // This test again, in a child, as the writer.
-    let mut child = Command::new(env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "kill_9_keeps_every_committed_audit",
-            "--nocapture",
-            "--quiet",
-            "--test-threads=1",
-        ])
-        .env(WRITER, &db)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    let reader = thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let line = line.unwrap();
-            if let Some((_, run_id)) = line.split_once(COMMITTED) {
-                let _ = tx.send(run_id.to_string());
-            }
-        }
-    });
-    let mut committed = Vec::new();
-    while committed.len() < 50 {
-        match rx.recv_timeout(Duration::from_secs(120)) {
-            Ok(run_id) => committed.push(run_id),
-            Err(e) => {
-                let _ = child.kill();
-                panic!("the writer stopped after {} audits: {e}", committed.len());
-            }
-        }
-    }
-    // `Child::kill` is SIGKILL: mid-transaction, most likely.
-    child.kill().unwrap();
-    assert_eq!(child.wait().unwrap().signal(), Some(9), "SIGKILL");
-    reader.join().unwrap();
-    committed.extend(rx.try_iter());
-
-    let store = Store::open(&db).unwrap();
-    let check: String = Connection::open(&db)
-        .unwrap()
-        .pragma_query_value(None, "integrity_check", |r| r.get(0))
-        .unwrap();
-    assert_eq!(check, "ok");
-    let audits = store.audits().unwrap();
-    for run_id in &committed {
-        assert!(
-            audits.iter().any(|a| &a.run_id == run_id),
-            "{run_id} was committed but is missing"
-        );
-    }
-    // At most the one commit the writer had no time to report; every audit whole.
-    assert!(audits.len() <= committed.len() + 1);
-    assert!(audits
-        .iter()
-        .all(|a| a.checks.len() == 3 && a.findings.len() == 2));
 }
