@@ -4,6 +4,7 @@
 //! 3 inconclusive.
 
 mod batch;
+mod microvm;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
@@ -231,6 +232,10 @@ enum Command {
         /// How to record the open and stat families.
         #[arg(long, value_enum, default_value_t = Recorder::Auto)]
         recorder: Recorder,
+        /// Where the sandbox runs: on this kernel (namespaces), or inside a QEMU microVM with
+        /// the recorder in the guest.
+        #[arg(long, value_enum, default_value_t = Isolation::Namespace)]
+        isolation: Isolation,
         /// The command and its arguments.
         #[arg(last = true, required = true, value_name = "COMMAND")]
         cmd: Vec<OsString>,
@@ -334,6 +339,15 @@ enum Recorder {
     Notify,
     /// eBPF for the open and stat families (fails where not allowed).
     Ebpf,
+}
+
+/// `trace --isolation`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum Isolation {
+    /// The namespace sandbox on the host's kernel.
+    Namespace,
+    /// The namespace sandbox and its recorder inside a QEMU microVM (its own kernel).
+    Microvm,
 }
 
 impl From<Recorder> for RecorderChoice {
@@ -1075,6 +1089,7 @@ fn run(cli: Cli) -> Result<i32> {
             read_only,
             env,
             recorder,
+            isolation,
             cmd,
         } => {
             let env = env
@@ -1091,6 +1106,24 @@ fn run(cli: Cli) -> Result<i32> {
                 ))),
                 None => Box::new(Readable(std::io::stderr())),
             };
+            if isolation == Isolation::Microvm {
+                let read_only = absolute(read_only)?;
+                let recorder = clap::ValueEnum::to_possible_value(&recorder)
+                    .map(|v| v.get_name().to_string())
+                    .unwrap_or_else(|| "auto".into());
+                let req = microvm::TraceRequest {
+                    cmd: &cmd,
+                    cwd: &cwd,
+                    read_only: &read_only,
+                    env: &env,
+                    recorder: &recorder,
+                };
+                let (code, events) = microvm::trace(&req, sink)?;
+                if let Some(p) = &out {
+                    eprintln!("glassbox: {events} events written to {}", p.display());
+                }
+                return Ok(code);
+            }
             let traced = glassbox_audit::trace(
                 &cmd,
                 &cwd,

@@ -43,6 +43,14 @@ pub mod ports {
     pub const ALL: [&str; 5] = [CONTROL, STDIN, STDOUT, STDERR, EVENTS];
 }
 
+/// Where the agent's own executable (the initramfs's `/init`) is in the guest's root, read-only:
+/// a guest command can run the same build again (`glassbox trace` inside the guest).
+pub const SELF_IN_GUEST: &str = "/run/glassbox/glassbox";
+
+/// A writable directory (mode 1777) in the guest's memory that no share can cover: `TMPDIR`
+/// for a guest command whose working directory is shared over the guest's `/tmp`.
+pub const TMP_IN_GUEST: &str = "/run/glassbox/tmp";
+
 /// How long the agent waits for its ports to appear after loading the modules.
 const PORT_WAIT: Duration = Duration::from_secs(20);
 
@@ -446,6 +454,21 @@ fn switch_root(req: &Request) -> io::Result<()> {
             std::os::unix::fs::PermissionsExt::from_mode(0o1777),
         );
     }
+    // The agent itself, bound read-only into the new root before the switch (the initramfs
+    // is unreachable afterwards).
+    let me = inside(SELF_IN_GUEST.as_bytes());
+    let me_path = Path::new(OsStr::from_bytes(&me));
+    if let Some(parent) = me_path.parent() {
+        fs::create_dir_all(parent)?;
+    }
+    File::create(me_path).map_err(err(format!("create {SELF_IN_GUEST}")))?;
+    bind_read_only("/init", &me)?;
+    let tmp = inside(TMP_IN_GUEST.as_bytes());
+    fs::create_dir_all(OsStr::from_bytes(&tmp))?;
+    fs::set_permissions(
+        OsStr::from_bytes(&tmp),
+        std::os::unix::fs::PermissionsExt::from_mode(0o1777),
+    )?;
     move_mount("/dev", "/newroot/dev")?;
     move_mount("/proc", "/newroot/proc")?;
     move_mount("/sys", "/newroot/sys")?;
@@ -465,6 +488,14 @@ fn switch_root(req: &Request) -> io::Result<()> {
         libc::MS_NOSUID | libc::MS_NODEV,
         "mode=1777",
     );
+    // cgroup v2, for a sandbox in the guest that limits its processes.
+    let _ = mount(
+        "cgroup2",
+        b"/sys/fs/cgroup",
+        "cgroup2",
+        libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+        "",
+    );
     let _ = fs::create_dir_all("/dev/pts");
     let _ = mount(
         "devpts",
@@ -474,6 +505,18 @@ fn switch_root(req: &Request) -> io::Result<()> {
         "ptmxmode=0666",
     );
     Ok(())
+}
+
+/// `mount --bind -o ro FROM TO`.
+fn bind_read_only(from: &str, to: &[u8]) -> io::Result<()> {
+    mount(from, to, "none", libc::MS_BIND, "")?;
+    mount(
+        "none",
+        to,
+        "none",
+        libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY,
+        "",
+    )
 }
 
 /// `ip link set NAME up`.

@@ -298,6 +298,11 @@ pub const GUEST_MODULES: &[(&str, &str)] = &[
     ("CONFIG_9P_FS", "9p"),
 ];
 
+/// What glassbox's namespace sandbox needs in the guest besides the built-in namespaces,
+/// seccomp, fanotify, eBPF and cgroups: the TUN device of its network edge
+/// ([`crate::VmConfig::sandbox`]).
+pub const SANDBOX_MODULES: &[(&str, &str)] = &[("CONFIG_TUN", "tun")];
+
 /// The network card's driver, for a guest with a network ([`crate::VmConfig::network`]).
 pub const NET_MODULES: &[(&str, &str)] = &[("CONFIG_VIRTIO_NET", "virtio_net")];
 

@@ -174,6 +174,9 @@ pub struct VmConfig {
     /// Ethernet frames glassbox reads and writes, one datagram each, on [`Vm::net`]
     /// (`-netdev dgram` on a socket pair). Default: no card at all.
     pub network: bool,
+    /// The guest runs glassbox's namespace sandbox (`glassbox trace` in the guest): load the
+    /// modules it needs ([`kernel::SANDBOX_MODULES`]: TUN). Default: no.
+    pub sandbox: bool,
 }
 
 impl VmConfig {
@@ -199,6 +202,7 @@ impl VmConfig {
             console_log: std::env::var_os("GLASSBOX_VM_CONSOLE").map(PathBuf::from),
             extra_qemu_args: Vec::new(),
             network: false,
+            sandbox: false,
         }
     }
 }
@@ -371,6 +375,9 @@ pub fn prepare(config: &VmConfig) -> Result<Prepared> {
     let mut wanted = kernel::GUEST_MODULES.to_vec();
     if config.network {
         wanted.extend_from_slice(kernel::NET_MODULES);
+    }
+    if config.sandbox {
+        wanted.extend_from_slice(kernel::SANDBOX_MODULES);
     }
     let modules = kernel::module_files(&kernel, &wanted)?;
     let initramfs = initramfs::build(&kernel, &config.agent, &modules, &config.state_dir)?;
