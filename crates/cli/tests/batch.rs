@@ -2,29 +2,10 @@
 //! the store deciding what is audited again, and a list that is wrong refused before anything
 //! runs. (The hostile servers through a batch: tests/hostile.rs.)
 
-use glassbox_model::{AuditReport, Manifest, PackageRef};
-use std::path::{Path, PathBuf};
+mod common;
+use common::{record_as_package, text, work};
+use std::path::Path;
 use std::process::{Command, Output};
-
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
-}
-
-/// A work folder with copies of the fixture `lib` and of `cases`.
-fn work(name: &str, cases: &[&str]) -> PathBuf {
-    let w = std::env::temp_dir().join(format!("glassbox-batch-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&w);
-    for dir in ["lib"].iter().chain(cases) {
-        let to = w.join("servers").join(dir);
-        std::fs::create_dir_all(&to).unwrap();
-        for e in std::fs::read_dir(fixtures().join(dir)).unwrap().flatten() {
-            if e.file_type().unwrap().is_file() {
-                std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
-            }
-        }
-    }
-    w
-}
 
 /// `glassbox batch FILE ARGS` in `w/servers`, with its state (and store) in `w/state`.
 fn batch(w: &Path, file: &Path, args: &[&str]) -> Output {
@@ -47,15 +28,6 @@ fn batch(w: &Path, file: &Path, args: &[&str]) -> Output {
         .arg(file)
         .output()
         .unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 /// The summary's row of target number `n` (1-based).
@@ -82,7 +54,6 @@ fn a_wrong_list_is_refused_before_anything_runs() {
     );
     assert!(!w.join("evidence").exists());
     assert!(!w.join("state/store.sqlite").exists());
-    std::fs::remove_dir_all(&w).unwrap();
 }
 
 #[test]
@@ -124,37 +95,6 @@ fn a_client_configuration_is_a_batch() {
     assert!(w.join(format!("evidence/{n}-echo/report.json")).is_file());
     let store = glassbox_store::Store::open(&w.join("state/store.sqlite")).unwrap();
     assert_eq!(store.audits().unwrap().len(), 1);
-    std::fs::remove_dir_all(&w).unwrap();
-}
-
-/// Records the audit `id`'s bundle again as an audit of `npm:<name>` at `version`, as if a
-/// package had been audited; with `stale_check`, one check's version is not the current one.
-fn record_as_package(
-    store: &mut glassbox_store::Store,
-    id: i64,
-    name: &str,
-    version: &str,
-    stale_check: bool,
-) -> i64 {
-    let row = store.audit(id).unwrap().unwrap();
-    let read = |f: &str| std::fs::read(row.evidence_dir.join(f)).unwrap();
-    let mut manifest: Manifest = serde_json::from_slice(&read("manifest.json")).unwrap();
-    let mut report: AuditReport = serde_json::from_slice(&read("report.json")).unwrap();
-    let run_id = format!("as-package-{version}");
-    manifest.run_id = run_id.clone();
-    report.run_id = run_id;
-    manifest.target.package = Some(PackageRef {
-        registry: "npm".into(),
-        name: name.into(),
-        requested: version.into(),
-        version: version.into(),
-    });
-    if stale_check {
-        report.checks[0].version += 100;
-    }
-    store
-        .record(&report, &manifest, None, &row.evidence_dir)
-        .unwrap()
 }
 
 #[test]
@@ -223,5 +163,4 @@ fn a_version_audited_with_the_current_checks_is_not_audited_again() {
         "{}",
         text(&forced)
     );
-    std::fs::remove_dir_all(&w).unwrap();
 }

@@ -2,15 +2,12 @@
 //! store (a real server, started here: `glassbox_store::testing`), and the Kubernetes Indexed
 //! Job that runs them (deploy/k8s).
 
-use glassbox_model::{AuditReport, Manifest, PackageRef};
+mod common;
+use common::{record_as_package, repo, text, work};
 use glassbox_store::{Store, StoreLocation};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 fn tmpdir() -> &'static Path {
     Path::new(env!("CARGO_TARGET_TMPDIR"))
@@ -25,41 +22,6 @@ const CASES: &[&str] = &[
     "runs-uname-helper",
     "reads-bashrc-without-writing",
 ];
-
-/// A work folder, removed when the test ends (passed or not).
-struct Work(PathBuf);
-
-impl std::ops::Deref for Work {
-    type Target = Path;
-    fn deref(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for Work {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// A work folder with copies of the fixture `lib` and of `cases`.
-fn work(name: &str, cases: &[&str]) -> Work {
-    let w = tmpdir().join(format!("glassbox-shard-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&w);
-    for dir in ["lib"].iter().chain(cases) {
-        let to = w.join("servers").join(dir);
-        std::fs::create_dir_all(&to).unwrap();
-        for e in std::fs::read_dir(repo().join("fixtures").join(dir))
-            .unwrap()
-            .flatten()
-        {
-            if e.file_type().unwrap().is_file() {
-                std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
-            }
-        }
-    }
-    Work(w)
-}
 
 /// `glassbox batch LIST --shard SHARD` in `w/servers`, started (not waited for). The store
 /// comes from `--store` for shard 0 and from `$GLASSBOX_STORE` for the others, as in the
@@ -83,15 +45,6 @@ fn start(w: &Path, list: &Path, store: &str, shard: &str) -> Child {
         c.env("GLASSBOX_STORE", store);
     }
     c.spawn().unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 /// The summary's rows: target number → the row.
@@ -160,27 +113,6 @@ fn audit_id(row: &str) -> i64 {
         .rsplit_once("audit ")
         .unwrap_or_else(|| panic!("no audit in {row:?}"));
     rest.split_whitespace().next().unwrap().parse().unwrap()
-}
-
-/// Records audit `id`'s bundle again as an audit of `npm:<name>@1.0.0` made with the current
-/// checks, as if that package had been audited.
-fn record_as_package(store: &mut Store, id: i64, name: &str) {
-    let row = store.audit(id).unwrap().unwrap();
-    let read = |f: &str| std::fs::read(row.evidence_dir.join(f)).unwrap();
-    let mut manifest: Manifest = serde_json::from_slice(&read("manifest.json")).unwrap();
-    let mut report: AuditReport = serde_json::from_slice(&read("report.json")).unwrap();
-    let run_id = format!("as-{name}");
-    manifest.run_id = run_id.clone();
-    report.run_id = run_id;
-    manifest.target.package = Some(PackageRef {
-        registry: "npm".into(),
-        name: name.into(),
-        requested: "1.0.0".into(),
-        version: "1.0.0".into(),
-    });
-    store
-        .record(&report, &manifest, None, &row.evidence_dir)
-        .unwrap();
 }
 
 #[test]
@@ -276,7 +208,7 @@ fn two_shards_at_once_share_a_postgres_store() {
         .map(|n| format!("glassbox-no-such-package-shard-{n}"))
         .collect();
     for (n, name) in names.iter().enumerate() {
-        record_as_package(&mut store, audit_id(&all[&(n + 1)]), name);
+        record_as_package(&mut store, audit_id(&all[&(n + 1)]), name, "1.0.0", false);
     }
     let before = std::fs::read_dir(w.join("evidence")).unwrap().count();
     let packages = w.join("servers/packages.txt");
