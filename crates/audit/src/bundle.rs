@@ -116,7 +116,7 @@ impl Transcript {
 
 /// Copies the server's stderr into `to`, at most [`STDERR_LIMIT`] bytes (then drains and
 /// notes how much was cut). Returns the last few KiB, for error messages.
-pub(crate) fn copy_bounded(from: Option<File>, mut to: File) -> String {
+pub(crate) fn copy_bounded(from: Option<impl Read>, mut to: File) -> String {
     let Some(mut from) = from else {
         return String::new();
     };

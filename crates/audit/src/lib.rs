@@ -22,6 +22,7 @@ pub mod config;
 pub mod coverage;
 pub mod install;
 mod lazykey;
+pub mod microvm;
 mod network;
 pub mod recheck;
 mod run;
@@ -67,9 +68,22 @@ pub enum Error {
     /// A package could not be resolved or installed.
     #[error("{0}")]
     Install(String),
+    /// The microVM (`--isolation microvm`) could not run the server.
+    #[error("{0}")]
+    Vm(String),
     /// Anything else.
     #[error("internal error: {0}")]
     Internal(String),
+}
+
+/// Where the server runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Isolation {
+    /// The namespace sandbox on this host.
+    #[default]
+    Namespace,
+    /// The namespace sandbox inside a fresh QEMU microVM per run ([`microvm`]).
+    MicroVm,
 }
 
 /// How to run an audit.
@@ -109,6 +123,8 @@ pub struct AuditOptions {
     pub http: Option<HttpServer>,
     /// Memory, processes, CPU and disk of each sandbox (the install's and every run's).
     pub limits: glassbox_sandbox::Limits,
+    /// Where the server runs.
+    pub isolation: Isolation,
 }
 
 /// Which runs an audit makes: each mode is a full run of the server.
@@ -154,6 +170,7 @@ impl AuditOptions {
             server_env: Vec::new(),
             http: None,
             limits: glassbox_sandbox::Limits::default(),
+            isolation: Isolation::Namespace,
         }
     }
 }
@@ -280,6 +297,20 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
         opts.session.input_marker = Some(run::input_marker()?);
     }
     let opts = &opts;
+    if opts.isolation == Isolation::MicroVm {
+        let unsupported = if opts.package.is_some() {
+            Some("package targets")
+        } else if opts.http.is_some() {
+            Some("--http and --sse servers")
+        } else {
+            None
+        };
+        if let Some(what) = unsupported {
+            return Err(Error::Usage(format!(
+                "{what} are not supported with --isolation microvm yet (command targets are)"
+            )));
+        }
+    }
     // A command must resolve before anything is written; a package resolves after its
     // install.
     let mut target = match &opts.package {
@@ -311,7 +342,11 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
 
     let events = run::SharedSink::new(bundle.events_writer()?);
     let clock = Arc::new(glassbox_trace::Clock::new());
-    let mut secrets = run::Secrets::fresh()?;
+    // A guest's secrets are made here, whole: the host's checks must know their values.
+    let mut secrets = match opts.isolation {
+        Isolation::Namespace => run::Secrets::fresh()?,
+        Isolation::MicroVm => run::Secrets::fresh_eager()?,
+    };
     let mut all_events = Vec::new();
     let mut flows = Vec::new();
     let mut limits_reached: Vec<String> = Vec::new();
@@ -453,6 +488,12 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
             allow: Vec::new(),
         });
         manifest.timings.extend(run.timings);
+        if let Some(vm) = run.vm {
+            match &mut manifest.vm {
+                Some(m) => m.boot_ms.extend(vm.boot_ms),
+                None => manifest.vm = Some(vm),
+            }
+        }
         manifest.recorder.lost += run.recording.stats.lost;
         if let Some(f) = &run.recording.stats.failure {
             let what = format!("{} run: {f}", mode.name());
@@ -878,6 +919,7 @@ fn new_manifest(
             canary_sockets: Vec::new(),
         },
         install: None,
+        vm: None,
     }
 }
 
@@ -1016,6 +1058,8 @@ struct RunResult {
     end_ns: u64,
     /// The limits the sandbox reached.
     limits_reached: Vec<String>,
+    /// The microVM the run was in, if any.
+    vm: Option<glassbox_model::VmRecord>,
 }
 
 /// Where one run writes: events to the audit's shared sink, the transcript to
@@ -1043,29 +1087,42 @@ fn one_run(
         suffix,
         events,
     } = files;
-    let mut running = run::start(target, cwd, events, true, opts.recorder, plan)?;
-    started(&running.settings, &running.mechanism)?;
-    let (isolation, canary_sockets) = running
-        .edge
-        .as_ref()
-        .map(|e| (e.isolation.clone(), e.canary_sockets.clone()))
-        .unwrap_or_default();
+    let mut running = match opts.isolation {
+        Isolation::Namespace => Server::Namespace(Box::new(run::start(
+            target,
+            cwd,
+            events,
+            true,
+            opts.recorder,
+            plan,
+        )?)),
+        Isolation::MicroVm => Server::MicroVm(Box::new(microvm::start(
+            &microvm::VmPlan {
+                command: &opts.command,
+                cwd,
+                // The guest resolves the command again on its own PATH: only what the user
+                // made visible is shared, not the host's interpreter paths.
+                extra_ro: &opts.extra_ro,
+                env: &target.env,
+                exit_grace: opts.exit_grace,
+                linger: opts.linger,
+            },
+            events,
+            true,
+            opts.recorder,
+            plan,
+        )?)),
+    };
+    started(running.settings(), running.mechanism())?;
+    let (isolation, canary_sockets) = running.edge_checks();
 
     // The server's stderr, copied as it comes (bounded).
-    let stderr = running.sandbox.stderr.take();
+    let (stdin, stdout, stderr) = running.take_stdio();
     let stderr_file = bundle.stderr_writer(suffix)?;
     let stderr_copy = std::thread::spawn(move || bundle::copy_bounded(stderr, stderr_file));
 
-    let stdin = running
-        .sandbox
-        .stdin
-        .take()
-        .ok_or_else(|| Error::Internal("no stdin".into()))?;
-    let stdout = running
-        .sandbox
-        .stdout
-        .take()
-        .ok_or_else(|| Error::Internal("no stdout".into()))?;
+    let stdin = stdin.ok_or_else(|| Error::Internal("no stdin".into()))?;
+    let stdout = stdout.ok_or_else(|| Error::Internal("no stdout".into()))?;
     let hooks = Hooks {
         clock: clock.clone(),
         transcript: Mutex::new(bundle.transcript(suffix)?),
@@ -1083,7 +1140,12 @@ fn one_run(
             // The server's stdout is only its log; MCP goes over HTTP on its own loopback.
             let log = bundle.stdout_writer(suffix)?;
             let out = std::thread::spawn(move || bundle::copy_bounded(Some(stdout), log));
-            let s = http_session(http, &running.sandbox, opts, &hooks)?;
+            let Server::Namespace(r) = &running else {
+                return Err(Error::Usage(
+                    "--http is not supported with --isolation microvm yet".into(),
+                ));
+            };
+            let s = http_session(http, &r.sandbox, opts, &hooks)?;
             drop(stdin);
             drop(out);
             s
@@ -1096,12 +1158,12 @@ fn one_run(
     } = hooks;
     // A well-behaved server exits now; one that closed its stdout during the session has
     // exited, or is about to: how it ended is why the session failed.
-    let exited = running.sandbox.wait_timeout(opts.exit_grace);
+    let exited = running.wait_timeout(opts.exit_grace);
     // Daemons the server left are recorded a little longer (a double-forked child that acts
     // once its parent is gone), then die with the sandbox.
     if exited.is_some() {
         let until = std::time::Instant::now() + opts.linger;
-        while running.sandbox.others_alive() && std::time::Instant::now() < until {
+        while running.others_alive() && std::time::Instant::now() < until {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
@@ -1140,7 +1202,7 @@ fn one_run(
         }
     }
     // A limit the sandbox reached is part of why the session failed.
-    let limits_reached = running.sandbox.limits_reached().to_vec();
+    let limits_reached = running.limits_reached().to_vec();
     if let (false, Some(f)) = (
         session.completed || limits_reached.is_empty(),
         &mut session.failure,
@@ -1157,14 +1219,121 @@ fn one_run(
         server_exit,
         recording,
         timings,
-        settings: running.settings.clone(),
-        mechanism: running.mechanism.clone(),
+        settings: running.settings().clone(),
+        mechanism: running.mechanism().to_string(),
         isolation,
         canary_sockets,
-        ground_truth: running.ground_truth.clone(),
+        ground_truth: running.ground_truth(),
         start_ns,
         end_ns,
+        vm: match &running {
+            Server::MicroVm(v) => Some(v.record.clone()),
+            Server::Namespace(_) => None,
+        },
     })
+}
+
+/// The server's run on either backend (see [`Isolation`]).
+enum Server {
+    Namespace(Box<run::Running>),
+    MicroVm(Box<microvm::VmRun>),
+}
+
+/// The server's standard input, output and error, on either backend.
+type Stdio = (
+    Option<Box<dyn std::io::Write + Send>>,
+    Option<Box<dyn Read + Send>>,
+    Option<Box<dyn Read + Send>>,
+);
+
+impl Server {
+    fn settings(&self) -> &glassbox_model::SandboxSettings {
+        match self {
+            Server::Namespace(r) => &r.settings,
+            Server::MicroVm(v) => &v.settings,
+        }
+    }
+
+    fn mechanism(&self) -> &str {
+        match self {
+            Server::Namespace(r) => &r.mechanism,
+            Server::MicroVm(v) => &v.mechanism,
+        }
+    }
+
+    fn ground_truth(&self) -> Option<String> {
+        match self {
+            Server::Namespace(r) => r.ground_truth.clone(),
+            Server::MicroVm(v) => v.ground_truth.clone(),
+        }
+    }
+
+    /// The edge's isolation checks and the canary sockets.
+    fn edge_checks(&self) -> (Vec<String>, Vec<String>) {
+        match self {
+            Server::Namespace(r) => r
+                .edge
+                .as_ref()
+                .map(|e| (e.isolation.clone(), e.canary_sockets.clone()))
+                .unwrap_or_default(),
+            Server::MicroVm(v) => (v.isolation.clone(), v.canary_sockets.clone()),
+        }
+    }
+
+    fn take_stdio(&mut self) -> Stdio {
+        fn boxed<T: 'static>(
+            t: Option<T>,
+            f: impl FnOnce(T) -> Box<dyn Read + Send>,
+        ) -> Option<Box<dyn Read + Send>> {
+            t.map(f)
+        }
+        match self {
+            Server::Namespace(r) => (
+                r.sandbox
+                    .stdin
+                    .take()
+                    .map(|w| Box::new(w) as Box<dyn std::io::Write + Send>),
+                boxed(r.sandbox.stdout.take(), |f| Box::new(f)),
+                boxed(r.sandbox.stderr.take(), |f| Box::new(f)),
+            ),
+            Server::MicroVm(v) => (
+                v.stdin
+                    .take()
+                    .map(|w| Box::new(w) as Box<dyn std::io::Write + Send>),
+                boxed(v.stdout.take(), |f| Box::new(f)),
+                boxed(v.stderr.take(), |f| Box::new(f)),
+            ),
+        }
+    }
+
+    fn wait_timeout(&mut self, timeout: Duration) -> Option<ServerExit> {
+        match self {
+            Server::Namespace(r) => r.sandbox.wait_timeout(timeout),
+            Server::MicroVm(v) => v.wait_timeout(timeout),
+        }
+    }
+
+    /// Whether processes the server left are still running (the guest lingers by itself).
+    fn others_alive(&self) -> bool {
+        match self {
+            Server::Namespace(r) => r.sandbox.others_alive(),
+            Server::MicroVm(_) => false,
+        }
+    }
+
+    fn limits_reached(&self) -> &[String] {
+        match self {
+            Server::Namespace(r) => r.sandbox.limits_reached(),
+            Server::MicroVm(v) => v.limits_reached(),
+        }
+    }
+
+    fn finish(&mut self) -> (ServerExit, run::Recording) {
+        match self {
+            Server::Namespace(r) => r.finish(),
+            Server::MicroVm(v) => v.finish(),
+        }
+    }
 }
 
 /// A server that listens on a port of the sandbox's loopback instead of speaking stdio.

@@ -46,6 +46,14 @@ impl SharedSink {
         SharedSink(Arc::new(std::sync::Mutex::new(JsonLines(Box::new(w)))))
     }
 
+    /// One line written as is (a record that is not an event), then flushed.
+    pub(crate) fn line(&self, line: &[u8]) -> std::io::Result<()> {
+        let mut s = self.sink();
+        s.0.write_all(line)?;
+        s.0.write_all(b"\n")?;
+        s.0.flush()
+    }
+
     fn sink(&self) -> std::sync::MutexGuard<'_, JsonLines<Box<dyn Write + Send>>> {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -184,10 +192,20 @@ const RSA_KEY: &str = ".ssh/id_rsa";
 
 impl Secrets {
     pub(crate) fn fresh() -> Result<Secrets, Error> {
+        Secrets::make(LazyKey::available())
+    }
+
+    /// Fresh secrets with every file made now (the RSA key too): for a sandbox that runs
+    /// elsewhere (a microVM), where glassbox cannot hold the key's first open.
+    pub(crate) fn fresh_eager() -> Result<Secrets, Error> {
+        Secrets::make(false)
+    }
+
+    fn make(lazy: bool) -> Result<Secrets, Error> {
         let user = honeytokens::user_name().map_err(Error::Honeytokens)?;
         let hostname = "devbox".to_string();
         let home = format!("/home/{user}");
-        let lazy_rsa = LazyKey::available().then(|| LazyKey {
+        let lazy_rsa = lazy.then(|| LazyKey {
             user: user.clone(),
             hostname: hostname.clone(),
             made: Default::default(),

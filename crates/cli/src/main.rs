@@ -59,6 +59,10 @@ enum Command {
         /// How to record the open and stat families.
         #[arg(long, value_enum, default_value_t = Recorder::Auto)]
         recorder: Recorder,
+        /// Where the server runs: on this kernel (namespaces), or in a fresh QEMU microVM per
+        /// run with the sandbox and recorder in the guest (command targets only, for now).
+        #[arg(long, value_enum, default_value_t = Isolation::Namespace)]
+        isolation: Isolation,
         /// Do not run the selftest when this build has none recorded (unproven checks are
         /// then reported `unverified`).
         #[arg(long)]
@@ -244,6 +248,10 @@ enum Command {
     /// anywhere else.
     #[command(name = "vm-agent", hide = true)]
     VmAgent,
+    /// The guest's side of `audit --isolation microvm`: runs the server the host asks for in
+    /// the guest's sandbox (crates/audit/src/microvm.rs).
+    #[command(name = "audit-guest", hide = true)]
+    AuditGuest,
 }
 
 /// `review` subcommands.
@@ -341,7 +349,7 @@ enum Recorder {
     Ebpf,
 }
 
-/// `trace --isolation`.
+/// `trace --isolation`, `audit --isolation`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 enum Isolation {
     /// The namespace sandbox on the host's kernel.
@@ -721,6 +729,7 @@ fn run(cli: Cli) -> Result<i32> {
             session_timeout,
             quiet,
             recorder,
+            isolation,
             no_selftest,
             network,
             allow_host,
@@ -764,6 +773,14 @@ fn run(cli: Cli) -> Result<i32> {
                     "--config and --server-json name their servers: no command goes after --"
                 );
             }
+            if isolation == Isolation::Microvm
+                && (declared.is_some() || target.is_some() || http.is_some())
+            {
+                anyhow::bail!(
+                    "packages, --config, --server-json, --http and --sse are not supported with \
+                     --isolation microvm yet: audit a command (-- COMMAND)"
+                );
+            }
             let package = match &target {
                 _ if declared.is_some() => None,
                 Some(t) => Some(glassbox_audit::install::PackageSpec::parse(t)?.ok_or_else(
@@ -798,6 +815,9 @@ fn run(cli: Cli) -> Result<i32> {
             opts.http = http;
             opts.install_timeout = Duration::from_secs(install_timeout.max(1));
             opts.limits = limits;
+            if isolation == Isolation::Microvm {
+                opts.isolation = glassbox_audit::Isolation::MicroVm;
+            }
             let proofs = selftest::load_proofs();
             let fixtures = selftest::default_fixtures();
             if proofs.missing.is_some()
@@ -1084,6 +1104,7 @@ fn run(cli: Cli) -> Result<i32> {
             Ok(0)
         }
         Command::VmAgent => Ok(glassbox_vm::agent::main()),
+        Command::AuditGuest => Ok(glassbox_audit::microvm::guest_main()?),
         Command::Trace {
             out,
             read_only,

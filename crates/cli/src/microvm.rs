@@ -64,33 +64,7 @@ pub fn guest_argv(req: &TraceRequest) -> Vec<OsString> {
 /// directory: 9p shares directories). The host's root is never shared whole (its `/proc`
 /// would be readable through the share): `/` as the working directory is the guest's own.
 fn shares(req: &TraceRequest) -> Result<Vec<PathBuf>> {
-    let mut v = Vec::new();
-    if req.cwd != Path::new("/") {
-        v.push(req.cwd.to_path_buf());
-    }
-    for p in req.read_only {
-        let dir = if p.is_dir() {
-            p.as_path()
-        } else {
-            p.parent().unwrap_or(Path::new("/"))
-        };
-        v.push(dir.to_path_buf());
-    }
-    for d in &v {
-        // The guest's own: its root, its writable /tmp (where the guest glassbox puts its
-        // canaries), the agent's directory, the kernel's file systems.
-        let own = ["/tmp", "/var/tmp", "/dev/shm", agent::SELF_IN_GUEST]
-            .iter()
-            .any(|k| Path::new(k).starts_with(d))
-            || ["/proc", "/sys", "/dev"].iter().any(|k| d.starts_with(k));
-        if own {
-            anyhow::bail!(
-                "{} with --isolation microvm: sharing this host directory into the guest is not supported yet (it would cover the guest's own; run from a subdirectory)",
-                d.display()
-            );
-        }
-    }
-    Ok(v)
+    Ok(glassbox_audit::microvm::shares(req.cwd, req.read_only)?)
 }
 
 /// Runs the trace in a microVM: the command's exit status (128 + N for signal N) and the

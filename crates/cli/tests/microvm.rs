@@ -209,3 +209,186 @@ fn sigterm_of_glassbox_kills_the_vm_and_a_bad_share_is_refused_before_any_boot()
     }
     assert!(!alive(qemu[0]), "QEMU {} outlived glassbox", qemu[0]);
 }
+
+/// The fixture that reads a planted secret through a child shell, and its expectations.
+fn cats_credentials() -> (PathBuf, Value) {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("manifest.json")).unwrap())
+            .unwrap();
+    let entry = manifest["cases"]
+        .as_array()
+        .or_else(|| manifest.as_array())
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == "child-shell-cats-aws-credentials")
+        .unwrap()
+        .clone();
+    (root.join("child-shell-cats-aws-credentials"), entry)
+}
+
+/// `glassbox audit [--isolation microvm] -- python3 server.py` of the fixture: the JSON
+/// report and the bundle's manifest.
+fn audit(dir: &std::path::Path, name: &str, extra: &[&str]) -> (Output, Value, Value) {
+    let evidence = tmp(&format!("audit-{name}"));
+    let _ = std::fs::remove_dir_all(&evidence);
+    let json = tmp(&format!("audit-{name}.json"));
+    let store = tmp(&format!("store-{name}.sqlite"));
+    let o = glassbox()
+        .current_dir(dir)
+        .args(["audit", "--no-selftest", "-q", "--ro", "../lib"])
+        .args(extra)
+        .arg("--evidence")
+        .arg(&evidence)
+        .arg("--json")
+        .arg(&json)
+        .env("GLASSBOX_STORE", &store)
+        .args(["--", "python3", "server.py"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let read = |p: &std::path::Path| -> Value {
+        std::fs::read_to_string(p)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or(Value::Null)
+    };
+    let report = read(&json);
+    let manifest = read(&evidence.join("manifest.json"));
+    let _ = std::fs::remove_file(&json);
+    let _ = std::fs::remove_file(&store);
+    let _ = std::fs::remove_dir_all(&evidence);
+    (o, report, manifest)
+}
+
+fn outcomes(report: &Value) -> Vec<(String, String)> {
+    report["checks"]
+        .as_array()
+        .map(|cs| {
+            cs.iter()
+                .map(|c| {
+                    (
+                        c["id"].as_str().unwrap_or_default().to_string(),
+                        c["outcome"].as_str().unwrap_or_default().to_string(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn an_audit_in_microvms_gives_the_namespace_audits_verdict_and_checks() {
+    let (dir, expected) = cats_credentials();
+    let (o, ns, _) = audit(&dir, "ns", &[]);
+    let ns_err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(ns["verdict"], expected["verdict"], "{ns_err}");
+
+    // Two fresh guests: the capture run and the denied run.
+    let _vm = one_vm();
+    let (o, vm, manifest) = audit(&dir, "vm", &["--isolation", "microvm"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(vm["verdict"], expected["verdict"], "{err}");
+    assert_eq!(outcomes(&vm), outcomes(&ns), "{err}");
+    for (id, want) in expected["expect"].as_object().unwrap() {
+        let got = outcomes(&vm).into_iter().find(|(i, _)| i == id);
+        assert_eq!(got.map(|(_, o)| o).as_deref(), want.as_str(), "{id}");
+    }
+
+    // The manifest says where it ran.
+    let v = &manifest["vm"];
+    assert_eq!(v["backend"], "microvm", "{manifest}");
+    let release = v["kernel_release"].as_str().unwrap();
+    assert!(
+        std::path::Path::new(&format!("/boot/vmlinuz-{release}")).exists(),
+        "{release}"
+    );
+    assert!(["kvm", "tcg"].contains(&v["accelerator"].as_str().unwrap()));
+    assert!(!v["accelerator_reason"].as_str().unwrap().is_empty());
+    assert_eq!(
+        v["boot_ms"].as_array().unwrap().len(),
+        2,
+        "one guest per run"
+    );
+    assert!(manifest["sandbox"]["backend"]
+        .as_str()
+        .unwrap()
+        .starts_with("microvm: namespaces"));
+    // The host's secrets were the ones planted in the guest: the credentials the server read
+    // are the manifest's, under the manifest's home.
+    let home = manifest["sandbox"]["home"].as_str().unwrap();
+    assert!(manifest["sandbox"]["honeytokens"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|t| t["path"] == format!("{home}/.aws/credentials")));
+    assert!(manifest["recorder"]["channels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|c| c == "honeytoken-ground-truth"));
+    // Both runs' edges reached the host, isolation verified in the guest.
+    let runs = manifest["network"]["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    assert!(
+        runs.iter().all(|r| r["isolation_verified"] == true),
+        "{manifest}"
+    );
+    assert!(manifest["recorder"]["failure"].is_null(), "{manifest}");
+}
+
+#[test]
+fn a_hung_guest_is_killed_and_the_audit_is_inconclusive_and_unsupported_targets_are_refused() {
+    // Refused before any boot, with the reason.
+    let o = glassbox()
+        .args(["audit", "--isolation", "microvm", "npm:left-pad"])
+        .output()
+        .unwrap();
+    assert_ne!(o.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("not supported with --isolation microvm yet"),
+        "{err}"
+    );
+
+    let (dir, _) = cats_credentials();
+    let _vm = one_vm();
+    let evidence = tmp("audit-hung");
+    let _ = std::fs::remove_dir_all(&evidence);
+    let json = tmp("audit-hung.json");
+    let store = tmp("store-hung.sqlite");
+    let o = glassbox()
+        .current_dir(&dir)
+        .args(["audit", "--no-selftest", "-q", "--ro", "../lib"])
+        .args(["--isolation", "microvm", "--network", "capture"])
+        .arg("--evidence")
+        .arg(&evidence)
+        .arg("--json")
+        .arg(&json)
+        .env("GLASSBOX_STORE", &store)
+        .env("GLASSBOX_FAULT_GUEST_HANG", "1")
+        .args(["--", "python3", "server.py"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap_or_default())
+        .unwrap_or_default();
+    let manifest: Value = serde_json::from_str(
+        &std::fs::read_to_string(evidence.join("manifest.json")).unwrap_or_default(),
+    )
+    .unwrap_or_default();
+    let _ = std::fs::remove_file(&json);
+    let _ = std::fs::remove_file(&store);
+    let _ = std::fs::remove_dir_all(&evidence);
+    assert_eq!(report["verdict"], "inconclusive", "{err}");
+    let failure = manifest["recorder"]["failure"].as_str().unwrap_or_default();
+    assert!(failure.contains("the guest hung"), "{manifest}");
+    assert!(failure.contains("the VM was killed"), "{failure}");
+    // The edge's record died with the guest: the network evidence is not claimed.
+    let runs = manifest["network"]["runs"].as_array().unwrap();
+    assert!(
+        runs.iter().all(|r| r["isolation_verified"] == false),
+        "{manifest}"
+    );
+}

@@ -1004,6 +1004,30 @@ pub struct Manifest {
     /// The install phase, for a package target.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub install: Option<InstallRecord>,
+    /// The microVM each run's sandbox ran in (`--isolation microvm`); absent for the
+    /// namespace backend.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vm: Option<VmRecord>,
+}
+
+/// The microVM a run's sandbox ran in: one fresh guest per run, the namespace sandbox and the
+/// recorder inside it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VmRecord {
+    /// The isolation backend (`microvm`).
+    pub backend: String,
+    /// The guest kernel's release (`6.1.0-57-amd64`).
+    pub kernel_release: String,
+    /// The guest kernel image's SHA-256 (hex), where known.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub kernel_sha256: String,
+    /// The accelerator (`kvm` or `tcg`).
+    pub accelerator: String,
+    /// Why that accelerator.
+    pub accelerator_reason: String,
+    /// Milliseconds from starting QEMU to the guest agent's ready, per run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub boot_ms: Vec<u64>,
 }
 
 /// What the MCP session achieved.

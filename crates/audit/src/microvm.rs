@@ -1,0 +1,733 @@
+//! `--isolation microvm`: each run of the server boots a fresh QEMU microVM (crates/vm) in
+//! which this very executable runs the server in the namespace sandbox under the recorder (the
+//! same [`run::start`] as the namespace backend, under the guest's kernel).
+//!
+//! The host keeps what must be trusted: the MCP client, the planted secrets (made by the host
+//! and sent to the guest, so that the checks know their values), the event sink, the checks,
+//! the bundle and the report. Across the boundary (virtio-serial ports):
+//! - stdin port: one JSON line, the [`GuestRequest`]; then the server's standard input;
+//! - stdout and stderr ports: the server's;
+//! - events port: the recorded events as JSON lines, framed by a [`Record::Started`] line
+//!   (the sandbox's settings, once the server runs) and a [`Record::Finished`] line (how the
+//!   server ended, the recorder's counters, the network edge's flows and counters).
+//!
+//! Events are stamped on arrival with the host's run clock and current MCP phase: the guest's
+//! clock is not the host's (it lags under TCG), and the phase is only known to the host.
+//!
+//! A fresh guest per run gives the capture and denied runs the same clean state; it costs a
+//! boot (about 5 s under TCG) per run.
+
+use crate::run::{self, EdgeRecord, EventSink, RecorderChoice, Recording, RunPlan, Secrets};
+use crate::{target, Error};
+use glassbox_model::{
+    EdgeCounters, Event, Flow, Honeytoken, NetworkMode, SandboxSettings, ServerExit, VmRecord,
+};
+use glassbox_trace::{Clock, RecorderStats};
+use glassbox_vm::{agent, Accel, GuestCommand, Vm, VmConfig};
+use serde::{Deserialize, Serialize};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// The hidden subcommand the guest's glassbox runs: [`guest_main`].
+pub const GUEST_SUBCOMMAND: &str = "audit-guest";
+
+/// The bound on the boot, up to the agent's ready (TCG boots take about 5 s; a loaded host and
+/// a debug build much more).
+const BOOT_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The bound from the agent's ready to the guest's sandbox running the server.
+const START_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// What the guest may take, beyond the audit's own exit grace and linger, to report the end
+/// of the run (finishing the recorder and the edge under TCG).
+const END_SLACK: Duration = Duration::from_secs(30);
+
+/// Environment variable that makes the guest's glassbox hang once the server has ended,
+/// before its end-of-run report: how the tests prove that a hung guest is killed and the audit
+/// is inconclusive with the reason. Passed on to the guest when set. Never set it otherwise.
+pub const FAULT_GUEST_HANG: &str = "GLASSBOX_FAULT_GUEST_HANG";
+
+/// The planted secrets as they cross to the guest.
+#[derive(Debug, Serialize, Deserialize)]
+struct WireSecrets {
+    user: String,
+    hostname: String,
+    home: String,
+    /// Path, contents, mode.
+    files: Vec<(String, Vec<u8>, u32)>,
+    tokens: Vec<Honeytoken>,
+    ssh_agent: String,
+}
+
+/// What the host asks of the guest's glassbox: the first line on the stdin port.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct GuestRequest {
+    /// The server command, resolved again in the guest (its PATH is the guest's).
+    command: Vec<String>,
+    cwd: PathBuf,
+    extra_ro: Vec<PathBuf>,
+    env: Vec<(String, String)>,
+    secrets: WireSecrets,
+    network: Option<NetworkMode>,
+    recorder: String,
+    first_event_id: u64,
+    exit_grace_ms: u64,
+    linger_ms: u64,
+}
+
+/// The recorder's counters as they cross to the host.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+struct WireStats {
+    mechanism: String,
+    notifications: u64,
+    records: u64,
+    events: u64,
+    lost: u64,
+    syscalls: Vec<String>,
+    failure: Option<String>,
+}
+
+/// A line of the events port that is not an event.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "glassbox", rename_all = "snake_case")]
+enum Record {
+    /// The server runs in the guest's sandbox.
+    Started {
+        settings: SandboxSettings,
+        mechanism: String,
+        ground_truth: Option<String>,
+        isolation: Vec<String>,
+        canary_sockets: Vec<String>,
+    },
+    /// The run is over: everything the host needs besides the events.
+    Finished {
+        exit: ServerExit,
+        stats: WireStats,
+        flows: Vec<Flow>,
+        counters: EdgeCounters,
+        edge_error: Option<String>,
+        limits_reached: Vec<String>,
+        /// Writing the events to the port failed.
+        write_error: Option<String>,
+    },
+    /// The guest's sandbox could not run the server.
+    Failed { reason: String },
+}
+
+/// Where the records start: lines of the events port that begin with this are [`Record`]s.
+const RECORD_PREFIX: &str = "{\"glassbox\":";
+
+fn choice_name(c: RecorderChoice) -> &'static str {
+    match c {
+        RecorderChoice::Auto => "auto",
+        RecorderChoice::Notify => "notify",
+        RecorderChoice::Ebpf => "ebpf",
+    }
+}
+
+/// The host directories the guest needs: the working directory and the read-only paths (a
+/// file's directory: 9p shares directories). The host's root is never shared whole (its
+/// `/proc` would be readable through the share).
+pub fn shares(cwd: &Path, read_only: &[PathBuf]) -> Result<Vec<PathBuf>, Error> {
+    let mut v = Vec::new();
+    if cwd != Path::new("/") {
+        v.push(cwd.to_path_buf());
+    }
+    for p in read_only {
+        let dir = if p.is_dir() {
+            p.as_path()
+        } else {
+            p.parent().unwrap_or(Path::new("/"))
+        };
+        if !v.iter().any(|d: &PathBuf| dir.starts_with(d)) {
+            v.push(dir.to_path_buf());
+        }
+    }
+    for d in &v {
+        // The guest's own: its writable /tmp (where the guest glassbox plants its secrets),
+        // the agent's directory, the kernel's file systems.
+        let own = ["/tmp", "/var/tmp", "/dev/shm", agent::SELF_IN_GUEST]
+            .iter()
+            .any(|k| Path::new(k).starts_with(d))
+            || ["/proc", "/sys", "/dev"].iter().any(|k| d.starts_with(k));
+        if own {
+            return Err(Error::Usage(format!(
+                "{} with --isolation microvm: sharing this host directory into the guest is not supported yet (it would cover the guest's own; run from a subdirectory)",
+                d.display()
+            )));
+        }
+    }
+    Ok(v)
+}
+
+/// What the host needs to start one run in a guest.
+pub(crate) struct VmPlan<'a> {
+    pub command: &'a [std::ffi::OsString],
+    pub cwd: &'a Path,
+    pub extra_ro: &'a [PathBuf],
+    pub env: &'a [(String, String)],
+    pub exit_grace: Duration,
+    pub linger: Duration,
+}
+
+/// The guest's end of a run, as the host sees it.
+pub(crate) struct VmRun {
+    vm: Vm,
+    pub settings: SandboxSettings,
+    pub mechanism: String,
+    pub ground_truth: Option<String>,
+    pub isolation: Vec<String>,
+    pub canary_sockets: Vec<String>,
+    pub stdin: Option<UnixStream>,
+    pub stdout: Option<UnixStream>,
+    pub stderr: Option<UnixStream>,
+    /// The boot, for the manifest.
+    pub record: VmRecord,
+    finished_rx: Receiver<Record>,
+    finished: Option<Record>,
+    reader: Option<JoinHandle<ReaderResult>>,
+    /// Added to every wait for the server's end: the guest's own grace and linger come first.
+    slack: Duration,
+    /// Why the guest failed, once it did.
+    hung: Option<String>,
+}
+
+/// What the events reader hands back: the kept events and the sink's write error.
+type ReaderResult = (Vec<Event>, Option<std::io::Error>);
+
+/// Boots a guest for one run and starts the server in it; returns once the server runs there.
+pub(crate) fn start(
+    vp: &VmPlan<'_>,
+    mut sink: Box<dyn EventSink>,
+    keep: bool,
+    choice: RecorderChoice,
+    plan: RunPlan,
+) -> Result<VmRun, Error> {
+    let secrets = match plan.secrets {
+        Some(s) => s,
+        None => Secrets::fresh_eager()?,
+    };
+    if secrets.lazy_rsa.is_some() {
+        return Err(Error::Internal(
+            "a microVM run needs its secrets made up front".into(),
+        ));
+    }
+    let request = GuestRequest {
+        command: vp
+            .command
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
+        cwd: vp.cwd.to_path_buf(),
+        extra_ro: vp.extra_ro.to_vec(),
+        env: vp.env.to_vec(),
+        secrets: WireSecrets {
+            user: secrets.user,
+            hostname: secrets.hostname,
+            home: secrets.home,
+            files: secrets
+                .files
+                .into_iter()
+                .map(|f| (f.path, f.contents, f.mode))
+                .collect(),
+            tokens: secrets.tokens,
+            ssh_agent: secrets.ssh_agent,
+        },
+        network: plan.network,
+        recorder: choice_name(choice).into(),
+        first_event_id: plan.first_event_id,
+        exit_grace_ms: vp.exit_grace.as_millis() as u64,
+        linger_ms: vp.linger.as_millis() as u64,
+    };
+    let exe = std::env::current_exe()
+        .map_err(|e| Error::Internal(format!("cannot find glassbox's own executable: {e}")))?;
+    let mut config = VmConfig::new(&exe, &["vm-agent"]);
+    config.sandbox = true;
+    config.boot_timeout = BOOT_TIMEOUT;
+    config.shares = shares(vp.cwd, vp.extra_ro)?;
+    let mut cmd = GuestCommand::new([agent::SELF_IN_GUEST, GUEST_SUBCOMMAND]);
+    cmd.cwd = vp.cwd.to_path_buf();
+    // The guest glassbox plants the secrets under TMPDIR, never in a shared read-only /tmp.
+    cmd.env.push(("TMPDIR".into(), agent::TMP_IN_GUEST.into()));
+    if let Some(v) = std::env::var_os(FAULT_GUEST_HANG) {
+        cmd.env.push((FAULT_GUEST_HANG.into(), v));
+    }
+    let mut vm = Vm::start(&config, &cmd)
+        .map_err(|e| Error::Vm(format!("the microVM did not start: {e}")))?;
+    let record = VmRecord {
+        backend: "microvm".into(),
+        kernel_release: vm.info.kernel.release.clone(),
+        kernel_sha256: vm.info.kernel.hash.clone(),
+        accelerator: match vm.info.accel.accel {
+            Accel::Kvm => "kvm",
+            Accel::Tcg => "tcg",
+        }
+        .into(),
+        accelerator_reason: vm.info.accel.reason.clone(),
+        boot_ms: vec![vm.info.ready.as_millis() as u64],
+    };
+    let mut stdin = vm
+        .stdin
+        .take()
+        .ok_or_else(|| Error::Internal("the VM has no stdin port".into()))?;
+    let line = serde_json::to_vec(&request)
+        .map_err(|e| Error::Internal(format!("cannot encode the guest request: {e}")))?;
+    stdin
+        .write_all(&line)
+        .and_then(|()| stdin.write_all(b"\n"))
+        .map_err(|e| Error::Vm(format!("cannot send the request to the guest: {e}")))?;
+    let events = vm
+        .events
+        .take()
+        .ok_or_else(|| Error::Internal("the VM has no events port".into()))?;
+    let (started_tx, started_rx) = std::sync::mpsc::channel::<Record>();
+    let (finished_tx, finished_rx) = std::sync::mpsc::channel::<Record>();
+    let clock: Arc<Clock> = plan.clock.clone();
+    let reader = std::thread::Builder::new()
+        .name("guest-events".into())
+        .spawn(move || {
+            let mut kept = Vec::new();
+            let mut error: Option<std::io::Error> = None;
+            let mut reader = BufReader::new(events);
+            let mut line = String::new();
+            loop {
+                line.clear();
+                match reader.read_line(&mut line) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {}
+                }
+                let text = line.trim();
+                if text.is_empty() {
+                    continue;
+                }
+                if text.starts_with(RECORD_PREFIX) {
+                    match serde_json::from_str::<Record>(text) {
+                        Ok(r @ Record::Finished { .. }) => {
+                            let _ = finished_tx.send(r);
+                        }
+                        Ok(r) => {
+                            let _ = started_tx.send(r);
+                        }
+                        Err(e) => {
+                            let _ = started_tx.send(Record::Failed {
+                                reason: format!("unreadable record from the guest: {e}"),
+                            });
+                        }
+                    }
+                    continue;
+                }
+                // An event that does not parse is counted as lost by the guest's side only if
+                // it failed there; here it is a broken channel: say so and stop trusting it.
+                let mut e: Event = match serde_json::from_str(text) {
+                    Ok(e) => e,
+                    Err(e) => {
+                        error.get_or_insert(std::io::Error::new(
+                            std::io::ErrorKind::InvalidData,
+                            format!("malformed event from the guest: {e}"),
+                        ));
+                        continue;
+                    }
+                };
+                // The host's run clock and phase (see the module's documentation).
+                e.t_ns = clock.now_ns();
+                e.phase = clock.phase();
+                if error.is_none() {
+                    error = sink.event(&e).err();
+                }
+                if keep {
+                    kept.push(e);
+                }
+                if reader.buffer().is_empty() && error.is_none() {
+                    error = sink.flush().err();
+                }
+            }
+            if error.is_none() {
+                error = sink.flush().err();
+            }
+            (kept, error)
+        })
+        .map_err(|e| Error::Internal(format!("cannot start the guest events reader: {e}")))?;
+    let started = match started_rx.recv_timeout(START_TIMEOUT) {
+        Ok(r) => r,
+        Err(RecvTimeoutError::Timeout) => Record::Failed {
+            reason: format!(
+                "the guest did not start the server within {} s; the VM was killed",
+                START_TIMEOUT.as_secs()
+            ),
+        },
+        Err(RecvTimeoutError::Disconnected) => Record::Failed {
+            reason: "the guest ended before it started the server".into(),
+        },
+    };
+    let Record::Started {
+        settings,
+        mechanism,
+        ground_truth,
+        isolation,
+        canary_sockets,
+    } = started
+    else {
+        let reason = match started {
+            Record::Failed { reason } => reason,
+            _ => "unexpected record from the guest".into(),
+        };
+        let exit = vm.wait(Duration::from_secs(2));
+        let console = vm.console_tail();
+        vm.kill();
+        let _ = reader.join();
+        let detail = match exit {
+            Err(e) => format!(" ({e})"),
+            Ok(_) if console.trim().is_empty() => String::new(),
+            Ok(_) => format!("; last console lines:\n{console}"),
+        };
+        return Err(Error::Vm(format!(
+            "the microVM could not run the server: {reason}{detail}"
+        )));
+    };
+    Ok(VmRun {
+        stdout: vm.stdout.take(),
+        stderr: vm.stderr.take(),
+        vm,
+        settings: SandboxSettings {
+            backend: format!("microvm: {}", settings.backend),
+            ..settings
+        },
+        mechanism,
+        ground_truth,
+        isolation,
+        canary_sockets,
+        stdin: Some(stdin),
+        record,
+        finished_rx,
+        finished: None,
+        reader: Some(reader),
+        slack: vp.exit_grace + vp.linger + END_SLACK,
+        hung: None,
+    })
+}
+
+impl VmRun {
+    /// Waits up to `timeout` (plus the guest's own grace and linger) for the guest's report of
+    /// the server's end.
+    pub(crate) fn wait_timeout(&mut self, timeout: Duration) -> Option<ServerExit> {
+        if self.finished.is_none() && self.hung.is_none() {
+            match self.finished_rx.recv_timeout(timeout + self.slack) {
+                Ok(r) => self.finished = Some(r),
+                Err(RecvTimeoutError::Timeout) => {
+                    self.hung = Some(format!(
+                        "the guest hung: no end of the run within {} s of the server's stdin closing; the VM was killed",
+                        (timeout + self.slack).as_secs()
+                    ))
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    self.hung = Some("the guest ended without reporting the end of the run".into())
+                }
+            }
+        }
+        match &self.finished {
+            Some(Record::Finished { exit, .. }) => Some(exit.clone()),
+            _ => None,
+        }
+    }
+
+    /// The limits the guest's sandbox reached.
+    pub(crate) fn limits_reached(&self) -> &[String] {
+        match &self.finished {
+            Some(Record::Finished { limits_reached, .. }) => limits_reached,
+            _ => &[],
+        }
+    }
+
+    /// Ends the guest (it powers off by itself after its report; one that does not is killed)
+    /// and collects the recording. A guest that never reported is a recorder failure: the
+    /// run then claims nothing.
+    pub(crate) fn finish(&mut self) -> (ServerExit, Recording) {
+        let _ = self.wait_timeout(Duration::ZERO);
+        drop(self.stdin.take());
+        let ended = match &self.hung {
+            Some(_) => {
+                self.vm.kill();
+                None
+            }
+            None => Some(self.vm.wait(Duration::from_secs(30))),
+        };
+        self.vm.shutdown(Duration::from_secs(10));
+        if let Some(Err(e)) = ended {
+            self.hung.get_or_insert(format!("the guest failed: {e}"));
+        }
+        let (events, write_error) = self
+            .reader
+            .take()
+            .and_then(|h| h.join().ok())
+            .unwrap_or_default();
+        let mut recording = Recording {
+            events,
+            stats: RecorderStats::default(),
+            write_error,
+            edge: EdgeRecord::default(),
+        };
+        let mut exit = ServerExit::Running;
+        if let Some(Record::Finished {
+            exit: e,
+            stats,
+            flows,
+            counters,
+            edge_error,
+            write_error,
+            ..
+        }) = self.finished.clone()
+        {
+            exit = e;
+            recording.stats = RecorderStats {
+                mechanism: stats.mechanism,
+                notifications: stats.notifications,
+                records: stats.records,
+                events: stats.events,
+                lost: stats.lost,
+                syscalls: stats.syscalls,
+                failure: stats.failure.or_else(|| {
+                    write_error.map(|w| format!("the guest could not send its events: {w}"))
+                }),
+            };
+            recording.edge = EdgeRecord {
+                flows,
+                counters,
+                error: edge_error,
+            };
+        }
+        if let Some(why) = &self.hung {
+            recording.stats.failure = Some(why.clone());
+            recording
+                .edge
+                .error
+                .get_or_insert_with(|| format!("the edge's record was lost: {why}"));
+        }
+        (exit, recording)
+    }
+}
+
+/// The guest's side: `glassbox audit-guest`, run by the agent in a fresh guest. Reads the
+/// request from stdin, runs the server in the namespace sandbox under the recorder, relays
+/// its standard streams, and writes events and records to the events port. The exit status
+/// is 0 once the end record is written.
+pub fn guest_main() -> Result<i32, Error> {
+    let port = format!("/dev/virtio-ports/{}", agent::ports::EVENTS);
+    let out = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&port)
+        .map_err(|e| Error::Internal(format!("cannot open {port}: {e}")))?;
+    let sink = run::SharedSink::new(out);
+    let record = |r: &Record| -> Result<(), Error> {
+        let line = serde_json::to_vec(r)
+            .map_err(|e| Error::Internal(format!("cannot encode a record: {e}")))?;
+        sink.line(&line).map_err(|e| Error::Evidence {
+            path: port.clone().into(),
+            source: e,
+        })
+    };
+    match guest_run(&sink) {
+        Ok(_) if std::env::var_os(FAULT_GUEST_HANG).is_some() => loop {
+            std::thread::sleep(Duration::from_secs(3600));
+        },
+        Ok(finished) => record(&finished)?,
+        Err(e) => {
+            record(&Record::Failed {
+                reason: e.to_string(),
+            })?;
+            return Err(e);
+        }
+    }
+    Ok(0)
+}
+
+fn guest_run(sink: &run::SharedSink) -> Result<Record, Error> {
+    // The request: the first line of stdin. What the reader buffered past it is the server's.
+    let mut input = BufReader::new(std::io::stdin());
+    let mut line = String::new();
+    input
+        .read_line(&mut line)
+        .map_err(|e| Error::Internal(format!("cannot read the request: {e}")))?;
+    let req: GuestRequest = serde_json::from_str(&line)
+        .map_err(|e| Error::Internal(format!("unreadable request from the host: {e}")))?;
+    let command: Vec<std::ffi::OsString> = req.command.iter().map(Into::into).collect();
+    let mut target = target::resolve(&command, &req.cwd)?;
+    target.extra_ro.extend(req.extra_ro.iter().cloned());
+    for (k, v) in &req.env {
+        target.env.retain(|(n, _)| n != k);
+        target.env.push((k.clone(), v.clone()));
+    }
+    let choice = match req.recorder.as_str() {
+        "notify" => RecorderChoice::Notify,
+        "ebpf" => RecorderChoice::Ebpf,
+        _ => RecorderChoice::Auto,
+    };
+    let s = req.secrets;
+    let secrets = Secrets {
+        user: s.user,
+        hostname: s.hostname,
+        home: s.home,
+        files: s
+            .files
+            .into_iter()
+            .map(|(path, contents, mode)| glassbox_sandbox::PlantedFile {
+                path,
+                contents,
+                mode,
+            })
+            .collect(),
+        tokens: s.tokens,
+        ssh_agent: s.ssh_agent,
+        lazy_rsa: None,
+    };
+    let mut running = run::start(
+        &target,
+        &req.cwd,
+        Box::new(sink.clone()),
+        false,
+        choice,
+        RunPlan {
+            secrets: Some(secrets),
+            clock: Arc::new(Clock::new()),
+            first_event_id: req.first_event_id,
+            network: req.network,
+            relay: None,
+            limits: glassbox_sandbox::Limits::default(),
+        },
+    )?;
+    let (isolation, canary_sockets) = running
+        .edge
+        .as_ref()
+        .map(|e| (e.isolation.clone(), e.canary_sockets.clone()))
+        .unwrap_or_default();
+    let started = serde_json::to_vec(&Record::Started {
+        settings: running.settings.clone(),
+        mechanism: running.mechanism.clone(),
+        ground_truth: running.ground_truth.clone(),
+        isolation,
+        canary_sockets,
+    })
+    .map_err(|e| Error::Internal(format!("cannot encode a record: {e}")))?;
+    sink.line(&started)
+        .map_err(|e| Error::Internal(format!("cannot write a record: {e}")))?;
+
+    let pump = |from: Option<std::fs::File>, mut to: Box<dyn Write + Send>| {
+        std::thread::spawn(move || {
+            if let Some(mut f) = from {
+                let _ = std::io::copy(&mut f, &mut to);
+                let _ = to.flush();
+            }
+        })
+    };
+    let out = pump(running.sandbox.stdout.take(), Box::new(std::io::stdout()));
+    let err = pump(running.sandbox.stderr.take(), Box::new(std::io::stderr()));
+    // The rest of stdin is the server's; its end (the host closed the session) is told.
+    let (eof_tx, eof_rx) = std::sync::mpsc::channel::<()>();
+    let server_in = running.sandbox.stdin.take();
+    std::thread::spawn(move || {
+        if let Some(mut w) = server_in {
+            let mut buf = [0u8; 8192];
+            let pending = input.buffer().to_vec();
+            if w.write_all(&pending).is_ok() {
+                input.consume(pending.len());
+                while let Ok(n) = input.read(&mut buf) {
+                    if n == 0 || w.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+        let _ = eof_tx.send(());
+    });
+    let grace = Duration::from_millis(req.exit_grace_ms);
+    let linger = Duration::from_millis(req.linger_ms);
+    // As on the host: the server runs until its stdin is closed (or it exits); then it has
+    // `grace` to exit, and what it left behind is recorded `linger` longer.
+    let exited = loop {
+        if let Some(e) = running.sandbox.wait_timeout(Duration::from_millis(100)) {
+            break Some(e);
+        }
+        if eof_rx.try_recv().is_ok() {
+            break running.sandbox.wait_timeout(grace);
+        }
+    };
+    if exited.is_some() {
+        let until = std::time::Instant::now() + linger;
+        while running.sandbox.others_alive() && std::time::Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    let (exit, recording) = running.finish();
+    let limits_reached = running.sandbox.limits_reached().to_vec();
+    let _ = out.join();
+    let _ = err.join();
+    let st = recording.stats;
+    Ok(Record::Finished {
+        exit,
+        stats: WireStats {
+            mechanism: st.mechanism,
+            notifications: st.notifications,
+            records: st.records,
+            events: st.events,
+            lost: st.lost,
+            syscalls: st.syscalls,
+            failure: st.failure,
+        },
+        flows: recording.edge.flows,
+        counters: recording.edge.counters,
+        edge_error: recording.edge.error,
+        limits_reached,
+        write_error: recording.write_error.map(|e| e.to_string()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_and_events_are_told_apart_on_the_events_port() {
+        let finished = Record::Finished {
+            exit: ServerExit::Exited { code: 0 },
+            stats: WireStats {
+                failure: Some("x".into()),
+                ..WireStats::default()
+            },
+            flows: Vec::new(),
+            counters: EdgeCounters::default(),
+            edge_error: None,
+            limits_reached: vec!["pids".into()],
+            write_error: None,
+        };
+        let line = serde_json::to_string(&finished).unwrap();
+        assert!(line.starts_with(RECORD_PREFIX), "{line}");
+        let back: Record = serde_json::from_str(&line).unwrap();
+        assert!(
+            matches!(back, Record::Finished { limits_reached, .. } if limits_reached == ["pids"])
+        );
+        let failed = serde_json::to_string(&Record::Failed { reason: "r".into() }).unwrap();
+        assert!(failed.starts_with(RECORD_PREFIX), "{failed}");
+        let event: Event = serde_json::from_str(
+            r#"{"id":1,"t_ns":6,"pid":2,"ppid":1,"phase":"startup","kind":"exec","syscall":"execve","path":"/usr/bin/python3","argv":["python3"]}"#,
+        )
+        .unwrap();
+        let line = serde_json::to_string(&event).unwrap();
+        assert!(!line.starts_with(RECORD_PREFIX), "{line}");
+    }
+
+    #[test]
+    fn shares_are_the_working_directory_and_the_read_only_paths_never_the_guests_own() {
+        let ro = [PathBuf::from("/work/sub"), PathBuf::from("/srv/data/f.txt")];
+        assert_eq!(
+            shares(Path::new("/work"), &ro).unwrap(),
+            [PathBuf::from("/work"), PathBuf::from("/srv/data")]
+        );
+        assert!(shares(Path::new("/"), &[]).unwrap().is_empty());
+        assert!(shares(Path::new("/tmp"), &[]).is_err());
+        assert!(shares(Path::new("/work"), &[PathBuf::from("/proc/1")]).is_err());
+    }
+}
