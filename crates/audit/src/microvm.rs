@@ -52,6 +52,68 @@ const END_SLACK: Duration = Duration::from_secs(30);
 /// is inconclusive with the reason. Passed on to the guest when set. Never set it otherwise.
 pub const FAULT_GUEST_HANG: &str = "GLASSBOX_FAULT_GUEST_HANG";
 
+/// What the guest needs beyond the sandbox's memory limit: its kernel, the agent, the guest
+/// glassbox (the recorder, the edge) and the in-memory root with the guest glassbox's
+/// executable. Measured (debug build, TCG, a 512 MiB guest, `glassbox trace --isolation
+/// microvm -- cat /proc/meminfo`: the guest glassbox's sandbox and recorder up): MemTotal 458
+/// MiB (the kernel keeps 54), MemAvailable 361 MiB, so about 150 MiB of the 512 in use before
+/// the server's own; 256 MiB leaves room for the edge's buffers and the page cache.
+pub const VM_MEMORY_HEADROOM_MIB: u64 = 256;
+
+/// The guest's memory when the sandbox's memory is not limited.
+const VM_MEMORY_UNLIMITED_MIB: u64 = 2048;
+
+/// The VM's memory (MiB) and virtual CPUs for the sandbox limits `limits`: the memory limit
+/// plus [`VM_MEMORY_HEADROOM_MIB`]; the CPU limit rounded up, at least 1 (no CPU limit: the
+/// host's CPUs).
+pub fn vm_size(limits: &glassbox_sandbox::Limits) -> (u32, u32) {
+    let memory = match limits.memory {
+        Some(bytes) => bytes.div_ceil(1 << 20) + VM_MEMORY_HEADROOM_MIB,
+        None => VM_MEMORY_UNLIMITED_MIB,
+    };
+    let cpus = match limits.cpus {
+        Some(c) if c.is_finite() && c > 0.0 => c.ceil() as u64,
+        Some(_) => 1,
+        None => std::thread::available_parallelism().map_or(1, |n| n.get() as u64),
+    };
+    (
+        u32::try_from(memory).unwrap_or(u32::MAX),
+        u32::try_from(cpus.max(1)).unwrap_or(u32::MAX),
+    )
+}
+
+/// The sandbox limits as they cross to the guest (the guest's sandbox applies them with the
+/// guest's cgroup v2).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+struct WireLimits {
+    memory: Option<u64>,
+    pids: Option<u64>,
+    cpus: Option<f64>,
+    disk: u64,
+}
+
+impl From<&glassbox_sandbox::Limits> for WireLimits {
+    fn from(l: &glassbox_sandbox::Limits) -> Self {
+        WireLimits {
+            memory: l.memory,
+            pids: l.pids,
+            cpus: l.cpus,
+            disk: l.disk,
+        }
+    }
+}
+
+impl From<WireLimits> for glassbox_sandbox::Limits {
+    fn from(l: WireLimits) -> Self {
+        glassbox_sandbox::Limits {
+            memory: l.memory,
+            pids: l.pids,
+            cpus: l.cpus,
+            disk: l.disk,
+        }
+    }
+}
+
 /// The planted secrets as they cross to the guest.
 #[derive(Debug, Serialize, Deserialize)]
 struct WireSecrets {
@@ -78,6 +140,8 @@ pub(crate) struct GuestRequest {
     first_event_id: u64,
     exit_grace_ms: u64,
     linger_ms: u64,
+    /// The audit's sandbox limits.
+    limits: WireLimits,
 }
 
 /// The recorder's counters as they cross to the host.
@@ -243,6 +307,7 @@ pub(crate) fn start(
         first_event_id: plan.first_event_id,
         exit_grace_ms: vp.exit_grace.as_millis() as u64,
         linger_ms: vp.linger.as_millis() as u64,
+        limits: WireLimits::from(&plan.limits),
     };
     let exe = std::env::current_exe()
         .map_err(|e| Error::Internal(format!("cannot find glassbox's own executable: {e}")))?;
@@ -250,6 +315,7 @@ pub(crate) fn start(
     config.sandbox = true;
     config.boot_timeout = BOOT_TIMEOUT;
     config.shares = shares(vp.cwd, vp.extra_ro)?;
+    (config.memory_mib, config.cpus) = vm_size(&plan.limits);
     let mut cmd = GuestCommand::new([agent::SELF_IN_GUEST, GUEST_SUBCOMMAND]);
     cmd.cwd = vp.cwd.to_path_buf();
     // The guest glassbox plants the secrets under TMPDIR, never in a shared read-only /tmp.
@@ -270,6 +336,8 @@ pub(crate) fn start(
         .into(),
         accelerator_reason: vm.info.accel.reason.clone(),
         boot_ms: vec![vm.info.ready.as_millis() as u64],
+        memory_mib: config.memory_mib,
+        cpus: config.cpus,
     };
     let mut stdin = vm
         .stdin
@@ -596,7 +664,7 @@ fn guest_run(sink: &run::SharedSink) -> Result<Record, Error> {
             first_event_id: req.first_event_id,
             network: req.network,
             relay: None,
-            limits: glassbox_sandbox::Limits::default(),
+            limits: req.limits.into(),
         },
     )?;
     let (isolation, canary_sockets) = running
@@ -688,6 +756,32 @@ fn guest_run(sink: &run::SharedSink) -> Result<Record, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_vm_gets_the_memory_limit_plus_headroom_and_the_cpus_rounded_up() {
+        let mib = 1u64 << 20;
+        let l = |memory: Option<u64>, cpus: Option<f64>| glassbox_sandbox::Limits {
+            memory,
+            pids: Some(64),
+            cpus,
+            disk: 64 * mib,
+        };
+        assert_eq!(vm_size(&l(Some(256 * mib), Some(1.0))), (512, 1));
+        assert_eq!(vm_size(&l(Some(1 << 30), Some(1.5))), (1280, 2));
+        // Part of a MiB counts as a MiB; a fraction of a CPU is still one vCPU.
+        assert_eq!(vm_size(&l(Some(100 * mib + 1), Some(0.25))), (357, 1));
+        assert_eq!(vm_size(&l(None, Some(2.0))).0, 2048);
+        assert!(vm_size(&l(None, None)).1 >= 1);
+        // The limits cross to the guest unchanged.
+        let limits = l(Some(300 * mib), Some(0.5));
+        let wire = serde_json::to_string(&WireLimits::from(&limits)).unwrap();
+        let back: glassbox_sandbox::Limits =
+            serde_json::from_str::<WireLimits>(&wire).unwrap().into();
+        assert_eq!(
+            (back.memory, back.pids, back.cpus, back.disk),
+            (limits.memory, limits.pids, limits.cpus, limits.disk)
+        );
+    }
 
     #[test]
     fn records_and_events_are_told_apart_on_the_events_port() {

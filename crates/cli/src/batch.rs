@@ -114,6 +114,10 @@ pub(crate) struct BatchArgs {
     /// How to record the open and stat families.
     #[arg(long, value_enum, default_value_t = Recorder::Auto)]
     recorder: Recorder,
+    /// Where each server runs (as for `audit`); microvm runs command targets only (the other
+    /// targets get an error row).
+    #[arg(long, value_enum, default_value_t = crate::Isolation::Namespace)]
+    isolation: crate::Isolation,
     /// Do not run the selftest when this build has none recorded.
     #[arg(long)]
     no_selftest: bool,
@@ -413,6 +417,19 @@ fn one(job: &Job, index: usize, sh: &Shared<'_>) -> Row {
         took: None,
     };
     sh.set(index, short(&label, 40));
+    if sh.base.isolation == glassbox_audit::Isolation::MicroVm {
+        let unsupported = match &job.launch {
+            Launch::Package { .. } => Some("package targets"),
+            Launch::Remote { .. } => Some("--http and --sse servers"),
+            Launch::Command(_) | Launch::Unsupported(_) => None,
+        };
+        if let Some(what) = unsupported {
+            row.outcome = Outcome::Failed(format!(
+                "{what} are not supported with --isolation microvm yet (command targets are)"
+            ));
+            return row;
+        }
+    }
     let mut o = sh.base.clone();
     o.cwd = job.cwd.clone();
     o.server_env = job.env.clone();
@@ -557,6 +574,9 @@ pub(crate) fn run(args: BatchArgs, cwd: PathBuf, vars: &dyn Vars) -> Result<i32>
     base.session.session_timeout = Duration::from_secs(args.session_timeout.max(1));
     base.extra_ro = crate::absolute(args.read_only)?;
     base.limits = limits;
+    if args.isolation == crate::Isolation::Microvm {
+        base.isolation = glassbox_audit::Isolation::MicroVm;
+    }
     let proofs = selftest::load_proofs();
     let fixtures = selftest::default_fixtures();
     base.proofs = Some(

@@ -1028,6 +1028,16 @@ pub struct VmRecord {
     /// Milliseconds from starting QEMU to the guest agent's ready, per run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub boot_ms: Vec<u64>,
+    /// The guest's memory in MiB (0: not recorded, an older bundle).
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub memory_mib: u32,
+    /// The guest's virtual CPUs (0: not recorded, an older bundle).
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub cpus: u32,
+}
+
+fn is_zero_u32(n: &u32) -> bool {
+    *n == 0
 }
 
 /// What the MCP session achieved.
