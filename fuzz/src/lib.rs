@@ -3,9 +3,10 @@
 //! replayed through the same code without libFuzzer too.
 //!
 //! Every body drives the real code (a whole MCP session over stdio or HTTP, the SSE parser,
-//! the argument generator, the configuration parsers, the network edge) and checks what the
-//! code promises about its output, beyond "does not panic": a panic in glassbox and a broken
-//! promise are both findings.
+//! the argument generator, the configuration parsers, the network edge, and the edge's DNS,
+//! ClientHello and IP packet readers on their own) and checks what the code promises about
+//! its output, beyond "does not panic": a panic in glassbox and a broken promise are both
+//! findings.
 //!
 //! | target | function | input |
 //! |---|---|---|
@@ -15,12 +16,18 @@
 //! | `args` | [`args::generate`] | a JSON Schema (any JSON) |
 //! | `config` | [`config::parse`] | a selector byte, then a client config, a `server.json` or a package spec |
 //! | `net_edge` | [`edge::run`] | a flags byte, then operations (packets, UDP datagrams, TCP streams, timers) |
+//! | `dns` | [`dns::run`] | a flags byte, then DNS messages, each after its 2-byte length |
+//! | `tls` | [`tls::run`] | a cut, then the first bytes of a TCP stream (TLS records) |
+//! | `packet` | [`packet::run`] | one IP packet |
 #![deny(missing_docs)]
 
 pub mod args;
 pub mod config;
+pub mod dns;
 pub mod edge;
 pub mod mcp;
+pub mod packet;
+pub mod tls;
 
 /// Reads the fuzzer's bytes front to back; every read past the end gives zeros / nothing.
 #[derive(Debug)]

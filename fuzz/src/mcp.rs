@@ -11,13 +11,16 @@ use std::cell::{Cell, RefCell};
 use std::io::{self, Read, Write};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Separates the HTTP responses of an `mcp_http` input.
 pub const SEPARATOR: &[u8] = b"\n\0\0\n";
 
 /// Connections one `mcp_http` session may open; then the connector refuses.
 const MAX_CONNECTIONS: usize = 64;
+
+/// How long the threads of a finished session may take to end.
+const THREADS_GONE: Duration = Duration::from_secs(10);
 
 /// What the response to a POST without a request id is (a notification, a reply to a server
 /// request, the final DELETE).
@@ -85,12 +88,47 @@ fn check(summary: &SessionSummary, entries: &[TranscriptEntry], cfg: &SessionCon
     // session then fails); a session that completed speaks a supported one.
     if summary.completed {
         let v = summary.protocol_version.as_deref().unwrap_or_default();
-        assert!(SUPPORTED_PROTOCOL_VERSIONS.contains(&v), "completed with {v:?}");
+        assert!(
+            SUPPORTED_PROTOCOL_VERSIONS.contains(&v),
+            "completed with {v:?}"
+        );
     }
     if let Some(failure) = &summary.failure {
         assert!(!failure.is_empty());
     }
     serde_json::to_string(summary).expect("the summary serializes");
+}
+
+/// Threads of this process, when they can be counted (Linux).
+fn threads() -> Option<usize> {
+    std::fs::read_dir("/proc/self/task").ok().map(|d| d.count())
+}
+
+/// Waits until the threads a session started are gone. They are detached by design (a server
+/// must never block the session), but each ends soon after the session: over stdio the reader
+/// and writer once stdout is at its end and stdin closed, as here; over HTTP every exchange
+/// and stream thread by the session's bound (`session_timeout` + `shutdown_grace`, 5 s here).
+/// One still there after [`THREADS_GONE`] is a finding. Under libFuzzer only: its leak check
+/// after an input takes the thread-locals of a thread still exiting for leaks (a false
+/// positive: mcp_stdio leak-61273bae, mcp_http leak-afa3369c, std's channel context of the
+/// writer and exchange threads); the corpus replay runs inputs on parallel test threads,
+/// whose count is no baseline.
+fn await_threads(before: Option<usize>) {
+    if !cfg!(feature = "libfuzzer") {
+        return;
+    }
+    let start = Instant::now();
+    while let (Some(before), Some(now)) = (before, threads()) {
+        if now <= before {
+            return;
+        }
+        assert!(
+            start.elapsed() < THREADS_GONE,
+            "{} threads left by the session",
+            now - before
+        );
+        std::thread::sleep(Duration::from_micros(100));
+    }
 }
 
 /// The lines the reader must make of `stdout`: split at LF (a CR stays), a last line without
@@ -107,21 +145,31 @@ fn lines(stdout: &[u8], max: usize) -> Vec<(&[u8], bool)> {
 }
 
 /// `mcp_stdio`: a whole session against a server whose stdout is `data[1..]` (then closed);
-/// `data[0]` is the flags byte of [`config`]. Every line must be in the transcript, in order
-/// and cut at the line limit, counted as non-JSON when it is not JSON.
+/// `data[0]` is the flags byte of [`config`], plus bit 4: no shutdown grace. Every line must be
+/// in the transcript, in order and cut at the line limit, counted as non-JSON when it is not
+/// JSON. Without a grace the final drain ends at once, and the reader thread may not have
+/// handed over the last lines yet: the transcript is then a prefix of them, with no gap.
 pub fn stdio(data: &[u8]) {
     let Some((&flags, stdout)) = data.split_first() else {
         return;
     };
+    let no_grace = flags & 16 != 0;
     let cfg = SessionConfig {
         // Nothing waits for time here (stdout is closed at its end), but a loaded machine
-        // must not cut the final drain short.
-        shutdown_grace: Duration::from_secs(60),
+        // must not cut the final drain short: how long the reader thread takes to hand over
+        // what it read is up to the scheduler.
+        shutdown_grace: if no_grace {
+            Duration::ZERO
+        } else {
+            Duration::from_secs(60)
+        },
         session_timeout: Duration::from_secs(120),
         ..config(flags)
     };
     let hooks = Recorder::default();
+    let before = threads();
     let summary = run_session(io::sink(), io::Cursor::new(stdout.to_vec()), &cfg, &hooks);
+    await_threads(before);
     let entries = hooks.entries.into_inner();
     check(&summary, &entries, &cfg);
     let from_server: Vec<&TranscriptEntry> = entries
@@ -132,7 +180,15 @@ pub fn stdio(data: &[u8]) {
         .iter()
         .map(|e| (&e.raw.0[..], e.truncated))
         .collect();
-    assert_eq!(got, lines(stdout, cfg.max_line_bytes), "stdout lines");
+    let expected = lines(stdout, cfg.max_line_bytes);
+    if no_grace {
+        assert!(
+            expected.starts_with(&got),
+            "stdout lines: {got:?} is not a prefix of {expected:?}"
+        );
+    } else {
+        assert_eq!(got, expected, "stdout lines");
+    }
     let non_json = from_server.iter().filter(|e| !e.json).count();
     assert_eq!(summary.non_json_lines, non_json as u64);
     for e in from_server {
@@ -253,7 +309,9 @@ pub fn http(data: &[u8]) {
         target.path = "/sse".to_string();
     }
     let hooks = Recorder::default();
+    let before = threads();
     let summary = run(Transport::Http(target), &cfg, &hooks);
+    await_threads(before);
     let entries = hooks.entries.into_inner();
     check(&summary, &entries, &cfg);
     // A body or an event's data is cut at the line limit (an event of another type carries

@@ -51,3 +51,18 @@ fn config() {
 fn net_edge() {
     replay("net_edge", glassbox_fuzz::edge::run);
 }
+
+#[test]
+fn dns() {
+    replay("dns", glassbox_fuzz::dns::run);
+}
+
+#[test]
+fn tls() {
+    replay("tls", glassbox_fuzz::tls::run);
+}
+
+#[test]
+fn packet() {
+    replay("packet", glassbox_fuzz::packet::run);
+}

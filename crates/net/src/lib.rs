@@ -353,9 +353,9 @@ impl Edge {
     }
 }
 
-/// Fuzzing entry points (`fuzz/fuzz_targets/dns.rs`, `tls.rs`), not part of the API: the
-/// edge's DNS and ClientHello readers on raw bytes, without the IP, UDP and TCP around them
-/// (which `net_edge` goes through, at a cost in depth).
+/// Fuzzing entry points (`fuzz/fuzz_targets/dns.rs`, `tls.rs`, `packet.rs`), not part of the
+/// API: the edge's DNS, ClientHello and IP packet readers on raw bytes, without the rest of
+/// the edge around them (which `net_edge` goes through, at a cost in depth).
 #[doc(hidden)]
 pub mod fuzz {
     use glassbox_model::{Bytes, DnsQuery};
@@ -412,6 +412,61 @@ pub mod fuzz {
 
     /// The longest ClientHello the edge waits for.
     pub const MAX_HELLO: usize = crate::tls::MAX_HELLO;
+
+    /// An IP packet as the edge reads it.
+    #[derive(Debug)]
+    pub struct Packet {
+        /// Source address.
+        pub src: IpAddr,
+        /// Destination address.
+        pub dst: IpAddr,
+        /// The transport protocol (after any IPv6 extension headers).
+        pub protocol: u8,
+        /// 0: a whole datagram, 1: a first fragment, 2: a later one.
+        pub fragment: u8,
+        /// TCP or UDP ports (source, destination).
+        pub ports: Option<(u16, u16)>,
+        /// Where the transport payload is in the packet (the whole message for ICMP and
+        /// other protocols).
+        pub payload: std::ops::Range<usize>,
+        /// A transport header that was there but did not parse.
+        pub malformed: bool,
+        /// Kernel housekeeping rather than a program's traffic.
+        pub housekeeping: bool,
+    }
+
+    /// Reads an IP packet as the edge does; `None` when its IP header does not parse.
+    pub fn packet(buf: &[u8]) -> Option<Packet> {
+        use crate::packet::{Fragment, Transport};
+        let p = crate::packet::parse(buf)?;
+        let payload = p.payload();
+        // Every slice the parser returns is cut from `buf`.
+        let start = payload.as_ptr() as usize - buf.as_ptr() as usize;
+        let (ports, malformed) = match p.transport {
+            Transport::Tcp {
+                src_port, dst_port, ..
+            }
+            | Transport::Udp {
+                src_port, dst_port, ..
+            } => (Some((src_port, dst_port)), false),
+            Transport::Icmp { .. } => (None, false),
+            Transport::Other { malformed, .. } => (None, malformed),
+        };
+        Some(Packet {
+            src: p.src,
+            dst: p.dst,
+            protocol: p.protocol,
+            fragment: match p.fragment {
+                Fragment::Whole => 0,
+                Fragment::First(_) => 1,
+                Fragment::Later(_) => 2,
+            },
+            ports,
+            payload: start..start + payload.len(),
+            malformed,
+            housekeeping: p.is_housekeeping(),
+        })
+    }
 }
 
 #[cfg(test)]
