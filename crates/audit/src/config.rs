@@ -394,6 +394,12 @@ pub fn client_config(text: &str, vars: &dyn Vars) -> Result<Vec<ServerEntry>, Er
              projects.*.mcpServers)",
         ));
     }
+    // Empty server lists are refused like missing ones (as a server.json without packages and
+    // remotes is): `glassbox audit --config` would otherwise audit nothing and exit 0, as if
+    // the servers had passed (fuzz finding, config).
+    if out.is_empty() {
+        return Err(bad("the configuration's server lists are empty"));
+    }
     Ok(out)
 }
 
@@ -698,6 +704,12 @@ mod tests {
             ("", "not a JSON configuration"),
             ("[]", "not a JSON object"),
             ("{}", "no servers"),
+            (r#"{"mcpServers": {}}"#, "server lists are empty"),
+            (r#"{"mcp": {"servers": {}}}"#, "server lists are empty"),
+            (
+                r#"{"projects": {"/p": {"mcpServers": {}}}}"#,
+                "server lists are empty",
+            ),
             (r#"{"mcpServers": []}"#, "mcpServers must be an object"),
             (r#"{"mcpServers": {"x": 1}}"#, "is not an object"),
             (
