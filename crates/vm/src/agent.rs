@@ -318,7 +318,7 @@ fn reap_until(pid: libc::pid_t) -> libc::c_int {
     }
 }
 
-fn copy(from: &mut dyn Read, to: &mut File) {
+fn copy(from: &mut dyn Read, to: &mut dyn Write) {
     let mut buf = vec![0u8; 64 * 1024];
     loop {
         match from.read(&mut buf) {
@@ -337,20 +337,8 @@ fn copy(from: &mut dyn Read, to: &mut File) {
 /// Host → command: until the host closes the port (read returns 0), then the command's stdin
 /// closes too.
 fn relay_in(mut port: File, to: Option<std::process::ChildStdin>) {
-    let Some(to) = to else { return };
-    let mut to = to;
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        match port.read(&mut buf) {
-            Ok(0) => return,
-            Ok(n) => {
-                if to.write_all(&buf[..n]).is_err() {
-                    return;
-                }
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(_) => return,
-        }
+    if let Some(mut to) = to {
+        copy(&mut port, &mut to);
     }
 }
 
