@@ -438,6 +438,7 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
                 first_event_id,
                 network: Some(mode),
                 relay: None,
+                wire: None,
                 limits: opts.limits.clone(),
             },
             progress,
@@ -724,6 +725,7 @@ fn install_phase(
             first_event_id: 1,
             network: Some(NetworkMode::Install),
             relay: Some(glassbox_net::Relay::to(registry.clone())),
+            wire: None,
             limits: opts.limits.clone(),
         },
     )?;
@@ -1511,6 +1513,7 @@ pub fn trace(
             first_event_id: 1,
             network: Some(NetworkMode::Capture),
             relay: None,
+            wire: None,
             limits: glassbox_sandbox::Limits::default(),
         },
     )?;

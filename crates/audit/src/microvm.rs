@@ -17,7 +17,9 @@
 //! A fresh guest per run gives the capture and denied runs the same clean state; it costs a
 //! boot (about 5 s under TCG) per run.
 
-use crate::run::{self, EdgeRecord, EventSink, RecorderChoice, Recording, RunPlan, Secrets};
+use crate::run::{
+    self, EdgeRecord, EdgeServer, EventSink, RecorderChoice, Recording, RunPlan, Secrets,
+};
 use crate::{target, Error};
 use glassbox_model::{
     EdgeCounters, Event, Flow, Honeytoken, NetworkMode, SandboxSettings, ServerExit, VmRecord,
@@ -32,6 +34,9 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
+
+/// The guest's network card, wired to the host's edge.
+const GUEST_CARD: &str = "eth0";
 
 /// The hidden subcommand the guest's glassbox runs: [`guest_main`].
 pub const GUEST_SUBCOMMAND: &str = "audit-guest";
@@ -242,6 +247,8 @@ pub(crate) struct VmPlan<'a> {
 /// The guest's end of a run, as the host sees it.
 pub(crate) struct VmRun {
     vm: Vm,
+    /// The run's network edge, served on the host.
+    edge: Option<EdgeServer>,
     pub settings: SandboxSettings,
     pub mechanism: String,
     pub ground_truth: Option<String>,
@@ -315,6 +322,7 @@ pub(crate) fn start(
     config.sandbox = true;
     config.boot_timeout = BOOT_TIMEOUT;
     config.shares = shares(vp.cwd, vp.extra_ro)?;
+    config.network = plan.network.is_some();
     (config.memory_mib, config.cpus) = vm_size(&plan.limits);
     let mut cmd = GuestCommand::new([agent::SELF_IN_GUEST, GUEST_SUBCOMMAND]);
     cmd.cwd = vp.cwd.to_path_buf();
@@ -325,6 +333,21 @@ pub(crate) fn start(
     }
     let mut vm = Vm::start(&config, &cmd)
         .map_err(|e| Error::Vm(format!("the microVM did not start: {e}")))?;
+    // The edge, on the host: every frame of the guest's only network card comes here. It
+    // serves from the boot on, before the server can send anything.
+    let edge = match (plan.network, vm.net.take()) {
+        (Some(mode), Some(card)) => Some(EdgeServer::serve(
+            std::os::fd::OwnedFd::from(card),
+            glassbox_net::Framing::Ethernet,
+            mode,
+            plan.relay.clone(),
+            plan.clock.clone(),
+        )?),
+        (Some(_), None) => {
+            return Err(Error::Internal("the VM has no network card".into()));
+        }
+        _ => None,
+    };
     let record = VmRecord {
         backend: "microvm".into(),
         kernel_release: vm.info.kernel.release.clone(),
@@ -457,12 +480,29 @@ pub(crate) fn start(
             "the microVM could not run the server: {reason}{detail}"
         )));
     };
+    let (network, isolation) = match &edge {
+        Some(_) => (
+            format!(
+                "{}; in the guest, forwarded to its only network card ({GUEST_CARD}: no address, no ARP, no IPv6), whose frames glassbox's edge on the host serves",
+                settings.network
+            ),
+            isolation
+                .into_iter()
+                .chain([format!(
+                    "ok: the guest's only network card ({GUEST_CARD}, virtio-net) is a socket pair whose other end is glassbox's edge on the host; QEMU has no other network back-end"
+                )])
+                .collect(),
+        ),
+        None => (settings.network.clone(), isolation),
+    };
     Ok(VmRun {
+        edge,
         stdout: vm.stdout.take(),
         stderr: vm.stderr.take(),
         vm,
         settings: SandboxSettings {
             backend: format!("microvm: {}", settings.backend),
+            network,
             ..settings
         },
         mechanism,
@@ -568,6 +608,15 @@ impl VmRun {
                 error: edge_error,
             };
         }
+        // The guest is gone: nothing more can reach the edge.
+        if let Some(edge) = self.edge.as_mut() {
+            let (flows, counters, error) = edge.finish();
+            // The guest's own flows are its canary sockets' (Unix sockets in its sandbox).
+            let canaries = std::mem::replace(&mut recording.edge.flows, flows);
+            recording.edge.flows.extend(canaries);
+            recording.edge.counters = counters;
+            recording.edge.error = error.or(recording.edge.error.take());
+        }
         if let Some(why) = &self.hung {
             recording.stats.failure = Some(why.clone());
             recording
@@ -664,6 +713,9 @@ fn guest_run(sink: &run::SharedSink) -> Result<Record, Error> {
             first_event_id: req.first_event_id,
             network: req.network,
             relay: None,
+            // The edge is the host's: the guest's sandbox sends its packets to the guest's
+            // card, which the host serves.
+            wire: req.network.map(|_| GUEST_CARD.to_string()),
             limits: req.limits.into(),
         },
     )?;

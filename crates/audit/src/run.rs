@@ -9,6 +9,7 @@ use glassbox_model::{EdgeCounters, Event, Flow, Honeytoken, NetworkMode, Sandbox
 use glassbox_sandbox::{honeytokens, Config, NetworkSetup, Sandbox};
 use glassbox_trace::{rules, Clock, FileChannel, Recorder, RecorderStats};
 use std::io::Write;
+use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -101,13 +102,12 @@ pub(crate) struct Running {
 pub(crate) struct EdgeRun {
     pub isolation: Vec<String>,
     pub canary_sockets: Vec<String>,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<EdgeResult>>,
+    server: EdgeServer,
     canaries: Option<Canaries>,
 }
 
 /// What the edge thread hands back: the flows, the counters, why serving stopped early.
-type EdgeResult = (Vec<Flow>, EdgeCounters, Option<String>);
+pub(crate) type EdgeResult = (Vec<Flow>, EdgeCounters, Option<String>);
 
 /// What a run's edge saw.
 #[derive(Debug, Default)]
@@ -120,18 +120,7 @@ pub(crate) struct EdgeRecord {
 
 impl EdgeRun {
     fn finish(&mut self) -> EdgeRecord {
-        self.stop.store(true, Ordering::Relaxed);
-        let (mut flows, counters, error) = self
-            .thread
-            .take()
-            .and_then(|h| h.join().ok())
-            .unwrap_or_else(|| {
-                (
-                    Vec::new(),
-                    EdgeCounters::default(),
-                    Some("the edge thread panicked".into()),
-                )
-            });
+        let (mut flows, counters, error) = self.server.finish();
         if let Some(c) = self.canaries.take() {
             flows.extend(c.finish());
         }
@@ -140,6 +129,85 @@ impl EdgeRun {
             counters,
             error,
         }
+    }
+}
+
+/// The thread that serves a run's network edge (or, in a microVM guest, forwards the
+/// sandbox's packets to the card wired to the host's edge).
+pub(crate) struct EdgeServer {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<EdgeResult>>,
+}
+
+impl EdgeServer {
+    fn spawn(
+        work: impl FnOnce(&AtomicBool) -> EdgeResult + Send + 'static,
+    ) -> Result<EdgeServer, Error> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop2 = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("network-edge".into())
+            .spawn(move || work(&stop2))
+            .map_err(|e| Error::Internal(format!("cannot start the edge thread: {e}")))?;
+        Ok(EdgeServer {
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    /// Serves an edge in `mode` over `fd` (packets framed as `framing`), relaying `relay`'s
+    /// destinations, on the audit's clock.
+    pub(crate) fn serve(
+        fd: OwnedFd,
+        framing: glassbox_net::Framing,
+        mode: NetworkMode,
+        relay: Option<glassbox_net::Relay>,
+        clock: Arc<Clock>,
+    ) -> Result<EdgeServer, Error> {
+        EdgeServer::spawn(move |stop| {
+            use std::os::fd::AsFd;
+            let mut edge = glassbox_net::Edge::new(mode, 0, glassbox_net::Limits::default());
+            if let Some(r) = relay {
+                edge = edge.with_relay(r);
+            }
+            let error = glassbox_net::serve_framed(
+                fd.as_fd(),
+                framing,
+                &mut edge,
+                &|| clock.now_ns(),
+                stop,
+            )
+            .err()
+            .map(|e| format!("serving the edge failed: {e}"));
+            let (flows, counters) = edge.finish(clock.now_ns());
+            (flows, counters, error)
+        })
+    }
+
+    /// Forwards the packets of TUN descriptor `tun` to network card `card` (and back).
+    fn forward(tun: OwnedFd, card: String) -> Result<EdgeServer, Error> {
+        EdgeServer::spawn(move |stop| {
+            use std::os::fd::AsFd;
+            let error = glassbox_net::wire::forward(tun.as_fd(), &card, stop)
+                .err()
+                .map(|e| format!("forwarding the sandbox's packets to {card} failed: {e}"));
+            (Vec::new(), EdgeCounters::default(), error)
+        })
+    }
+
+    /// Stops serving; what the edge saw.
+    pub(crate) fn finish(&mut self) -> EdgeResult {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread
+            .take()
+            .and_then(|h| h.join().ok())
+            .unwrap_or_else(|| {
+                (
+                    Vec::new(),
+                    EdgeCounters::default(),
+                    Some("the edge thread panicked".into()),
+                )
+            })
     }
 }
 
@@ -276,6 +344,9 @@ pub(crate) struct RunPlan {
     pub network: Option<NetworkMode>,
     /// Destinations relayed to the real network (the install phase's registry).
     pub relay: Option<glassbox_net::Relay>,
+    /// Where the sandbox's packets go: `None`, to an edge served here; `Some(card)`, to that
+    /// network card, wired to an edge elsewhere (in a microVM guest: the host's).
+    pub wire: Option<String>,
     /// The sandbox's resource limits.
     pub limits: glassbox_sandbox::Limits,
 }
@@ -413,26 +484,16 @@ pub(crate) fn start(
         .ok_or_else(|| Error::Internal("no seccomp listener".into()))?;
     let edge = match (plan.network, sandbox.tun.take()) {
         (Some(mode), Some(tun)) => {
-            let stop = Arc::new(AtomicBool::new(false));
-            let (stop2, clock2) = (stop.clone(), clock.clone());
-            let relay = plan.relay.clone();
-            let thread = std::thread::Builder::new()
-                .name("network-edge".into())
-                .spawn(move || {
-                    use std::os::fd::AsFd;
-                    let mut edge =
-                        glassbox_net::Edge::new(mode, 0, glassbox_net::Limits::default());
-                    if let Some(r) = relay {
-                        edge = edge.with_relay(r);
-                    }
-                    let error =
-                        glassbox_net::serve(tun.as_fd(), &mut edge, &|| clock2.now_ns(), &stop2)
-                            .err()
-                            .map(|e| format!("serving the edge failed: {e}"));
-                    let (flows, counters) = edge.finish(clock2.now_ns());
-                    (flows, counters, error)
-                })
-                .map_err(|e| Error::Internal(format!("cannot start the edge thread: {e}")))?;
+            let server = match plan.wire {
+                Some(card) => EdgeServer::forward(tun, card)?,
+                None => EdgeServer::serve(
+                    tun,
+                    glassbox_net::Framing::Ip,
+                    mode,
+                    plan.relay.clone(),
+                    clock.clone(),
+                )?,
+            };
             Some(EdgeRun {
                 isolation,
                 canary_sockets: vec![
@@ -440,8 +501,7 @@ pub(crate) fn start(
                     canary::DOCKER.to_string(),
                     ssh_agent.clone(),
                 ],
-                stop,
-                thread: Some(thread),
+                server,
                 canaries,
             })
         }

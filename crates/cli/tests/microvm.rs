@@ -221,26 +221,44 @@ fn sigterm_of_glassbox_kills_the_vm_and_a_bad_share_is_refused_before_any_boot()
     assert!(!alive(qemu[0]), "QEMU {} outlived glassbox", qemu[0]);
 }
 
-/// The fixture that reads a planted secret through a child shell, and its expectations.
-fn cats_credentials() -> (PathBuf, Value) {
+/// Control fixture `name` and its entry in the controls' manifest.
+fn fixture(name: &str) -> (PathBuf, Value) {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
     let manifest: Value =
         serde_json::from_str(&std::fs::read_to_string(root.join("manifest.json")).unwrap())
             .unwrap();
     let entry = manifest["cases"]
         .as_array()
-        .or_else(|| manifest.as_array())
         .unwrap()
         .iter()
-        .find(|f| f["name"] == "child-shell-cats-aws-credentials")
-        .unwrap()
+        .find(|f| f["name"] == name)
+        .unwrap_or_else(|| panic!("no control {name}"))
         .clone();
-    (root.join("child-shell-cats-aws-credentials"), entry)
+    (root.join(entry["dir"].as_str().unwrap()), entry)
+}
+
+/// The fixture that reads a planted secret through a child shell, and its expectations.
+fn cats_credentials() -> (PathBuf, Value) {
+    fixture("child-shell-cats-aws-credentials")
+}
+
+/// What an audit left: the JSON report, the bundle's manifest and its flows.
+struct Audited {
+    out: Output,
+    report: Value,
+    manifest: Value,
+    flows: Vec<Value>,
 }
 
 /// `glassbox audit [--isolation microvm] -- python3 server.py` of the fixture: the JSON
 /// report and the bundle's manifest.
 fn audit(dir: &std::path::Path, name: &str, extra: &[&str]) -> (Output, Value, Value) {
+    let a = audit_command(dir, name, extra, &["python3", "server.py"]);
+    (a.out, a.report, a.manifest)
+}
+
+/// `glassbox audit EXTRA -- COMMAND` of the fixture in `dir`.
+fn audit_command(dir: &std::path::Path, name: &str, extra: &[&str], command: &[&str]) -> Audited {
     let evidence = tmp(&format!("audit-{name}"));
     let _ = std::fs::remove_dir_all(&evidence);
     let json = tmp(&format!("audit-{name}.json"));
@@ -254,7 +272,8 @@ fn audit(dir: &std::path::Path, name: &str, extra: &[&str]) -> (Output, Value, V
         .arg("--json")
         .arg(&json)
         .env("GLASSBOX_STORE", &store)
-        .args(["--", "python3", "server.py"])
+        .arg("--")
+        .args(command)
         .stdin(Stdio::null())
         .output()
         .unwrap();
@@ -266,10 +285,92 @@ fn audit(dir: &std::path::Path, name: &str, extra: &[&str]) -> (Output, Value, V
     };
     let report = read(&json);
     let manifest = read(&evidence.join("manifest.json"));
+    let flows = std::fs::read_to_string(evidence.join("network.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     let _ = std::fs::remove_file(&json);
     let _ = std::fs::remove_file(&store);
     let _ = std::fs::remove_dir_all(&evidence);
-    (o, report, manifest)
+    Audited {
+        out: o,
+        report,
+        manifest,
+        flows,
+    }
+}
+
+/// The network controls give, in microVMs whose card is wired to the host's edge, the
+/// namespace audit's outcomes: the flows are the host edge's (DNS answered with synthetic
+/// addresses in the capture run, every packet dropped in the denied run).
+#[test]
+fn network_controls_reach_the_host_edge_through_the_guests_card() {
+    for name in ["dns-then-connect", "ipv6-tcp"] {
+        let (dir, expected) = fixture(name);
+        assert_eq!(expected["network"], true, "{name}");
+        let command: Vec<&str> = expected["command"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c.as_str().unwrap())
+            .collect();
+        let ns = audit_command(&dir, &format!("{name}-ns"), &[], &command);
+        let _vm = one_vm();
+        let vm = audit_command(
+            &dir,
+            &format!("{name}-vm"),
+            &["--isolation", "microvm"],
+            &command,
+        );
+        drop(_vm);
+        let err = String::from_utf8_lossy(&vm.out.stderr);
+        assert_eq!(vm.report["verdict"], expected["verdict"], "{name}: {err}");
+        assert_eq!(outcomes(&vm.report), outcomes(&ns.report), "{name}: {err}");
+        for (id, want) in expected["expect"].as_object().unwrap() {
+            let got = outcomes(&vm.report).into_iter().find(|(i, _)| i == id);
+            let want = match want.as_str() {
+                Some("pass") => "unverified",
+                other => other.unwrap_or_default(),
+            };
+            assert_eq!(got.map(|(_, o)| o).as_deref(), Some(want), "{name}: {id}");
+        }
+        let runs = vm.manifest["network"]["runs"].as_array().unwrap();
+        assert_eq!(runs.len(), 2, "{name}");
+        for run in runs {
+            assert_eq!(run["isolation_verified"], true, "{name}: {run}");
+            assert!(
+                run["isolation"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|c| c.as_str().unwrap().contains("glassbox's edge on the host")),
+                "{name}: {run}"
+            );
+            assert!(
+                run["counters"]["packets"].as_u64().unwrap() > 0,
+                "{name}: the host's edge saw no packet: {run}"
+            );
+            // The guest's kernel sends nothing of its own on the wire.
+            assert_eq!(run["counters"]["malformed"], 0, "{name}: {run}");
+        }
+        let by_mode = |mode: &str| -> Vec<&Value> {
+            vm.flows
+                .iter()
+                .filter(|f| f["mode"] == mode && f["protocol"] != "unix")
+                .collect()
+        };
+        assert!(!by_mode("capture").is_empty(), "{name}: {:?}", vm.flows);
+        assert!(!by_mode("denied").is_empty(), "{name}: {:?}", vm.flows);
+        if name == "dns-then-connect" {
+            // Answered by the host's resolver, then the connection to the synthetic address
+            // mapped back to the name, with the HTTP request read at the edge.
+            let named = by_mode("capture")
+                .into_iter()
+                .any(|f| f["dns_name"] == "api.exfil.example" && !f["http"].is_null());
+            assert!(named, "{:?}", vm.flows);
+        }
+    }
 }
 
 fn outcomes(report: &Value) -> Vec<(String, String)> {

@@ -31,6 +31,8 @@
 //! - `tls`, `http`: the ClientHello SNI and the HTTP request at the start of a stream.
 //! - `outbox`: the bounded queue of packets towards the sandbox.
 //! - `tun`: [`serve`], the only I/O: between the TUN descriptor and the engine.
+//! - [`wire`]: a microVM's network card as the edge's descriptor: Ethernet framing on the
+//!   host, and the guest's forwarder between the sandbox's TUN and the card.
 #![deny(missing_docs)]
 
 mod dns;
@@ -42,9 +44,11 @@ pub mod relay;
 mod stack;
 mod tls;
 mod tun;
+pub mod wire;
 
 pub use relay::Relay;
-pub use tun::serve;
+pub use tun::{serve, serve_framed};
+pub use wire::Framing;
 
 use flows::{FlowKey, Flows};
 use glassbox_model::{EdgeCounters, Flow, NetworkMode};
@@ -171,6 +175,14 @@ impl Edge {
             Some(p) => self.account(packet, &p, now_ns),
         }
         self.counters.dropped_in = self.out.dropped;
+    }
+
+    /// A frame of `len` bytes from a microVM's card that carried no IP packet (ARP, a VLAN
+    /// tag, a runt): counted as a malformed packet, kept in no flow.
+    pub fn input_not_ip(&mut self, len: usize) {
+        self.counters.packets += 1;
+        self.counters.bytes += len as u64;
+        self.counters.malformed += 1;
     }
 
     /// Accounts packet `p` (`raw` as read) to its flow, and answers it in capture mode.

@@ -1086,3 +1086,60 @@ fn serve_answers_over_a_descriptor_until_stopped_or_hung_up() {
         served.join().unwrap().unwrap();
     });
 }
+
+#[test]
+fn serve_framed_answers_a_microvm_card_in_ethernet_frames() {
+    use std::io::{Read, Write};
+    use std::os::fd::AsFd;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let (ours, theirs) = packet_pair();
+    let mut ours = std::fs::File::from(ours);
+    let start = std::time::Instant::now();
+    let clock = move || start.elapsed().as_nanos() as u64;
+    let stop = AtomicBool::new(false);
+    let mut edge = capture();
+    let guest: [u8; 6] = [0x52, 0x54, 0x00, 0x12, 0x34, 0x56];
+    let frame = |ethertype: [u8; 2], payload: &[u8]| {
+        let mut f = vec![0x52, 0x54, 0x00, 0x67, 0x62, 0x01];
+        f.extend_from_slice(&guest);
+        f.extend_from_slice(&ethertype);
+        f.extend_from_slice(payload);
+        f
+    };
+    std::thread::scope(|s| {
+        let served = s.spawn(|| {
+            crate::serve_framed(
+                theirs.as_fd(),
+                crate::Framing::Ethernet,
+                &mut edge,
+                &clock,
+                &stop,
+            )
+        });
+        // An ARP request first: no IP packet, counted, not answered.
+        ours.write_all(&frame([0x08, 0x06], &[0u8; 28])).unwrap();
+        let query = udp(
+            sandbox(5353),
+            at(IpAddr::V4(RESOLVER_V4), 53),
+            &dns_query(4, "framed.example.", RecordType::A),
+        );
+        ours.write_all(&frame([0x08, 0x00], &query)).unwrap();
+        let mut buf = vec![0; 65_536];
+        let n = ours.read(&mut buf).unwrap();
+        assert_eq!(&buf[..6], &guest, "answers go to the guest's address");
+        assert_eq!(&buf[6..12], &crate::wire::EDGE_MAC);
+        assert_eq!(&buf[12..14], &[0x08, 0x00]);
+        let (_, _, m) = dns_reply(&buf[14..n]);
+        assert_eq!(m.answers.len(), 1);
+        stop.store(true, Ordering::Relaxed);
+        served.join().unwrap().unwrap();
+    });
+    let c = edge.counters();
+    assert_eq!((c.packets, c.malformed, c.packets_in), (2, 1, 1));
+    let (flows, _) = edge.finish(0);
+    assert!(flows.iter().any(|f| f
+        .dns
+        .as_ref()
+        .is_some_and(|d| d.name == glassbox_model::Bytes::from("framed.example"))));
+}

@@ -1,6 +1,8 @@
-//! [`serve`]: the edge's only I/O. It moves packets between the TUN descriptor and the
-//! [`Edge`], with poll(2), read(2) and write(2) from libc.
+//! [`serve`]: the edge's only I/O. It moves packets between the TUN descriptor (or a
+//! microVM's network card, [`Framing::Ethernet`]) and the [`Edge`], with poll(2), read(2) and
+//! write(2) from libc.
 
+use crate::wire::{self, Framing};
 use crate::Edge;
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
@@ -8,18 +10,74 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The longest wait in poll(2), so that `stop` is seen soon.
 const MAX_WAIT_MS: u64 = 20;
-/// Read buffer: the largest IP packet, and some.
+/// Read buffer: the largest IP packet (or Ethernet frame), and some.
 const READ_BUFFER: usize = 65_536 + 64;
 /// Packets read before the engine is polled and its answers written.
 const READS_PER_ROUND: usize = 256;
 
 /// Whether the descriptor is still there.
 #[derive(PartialEq, Eq)]
-enum Link {
+pub(crate) enum Link {
     Up,
     /// Hung up, or failing with EIO or EBADFD (a TUN device that was deleted): the
     /// namespace is gone.
     Gone,
+}
+
+/// What one read gave.
+pub(crate) enum Read {
+    /// A packet of this many bytes.
+    Packet(usize),
+    /// Nothing waiting.
+    Empty,
+    /// The descriptor is gone ([`Link::Gone`]).
+    Gone,
+}
+
+/// Reads one packet from non-blocking `fd` into `buf`.
+pub(crate) fn read_one(fd: RawFd, buf: &mut [u8]) -> io::Result<Read> {
+    loop {
+        // SAFETY: `buf` is valid for writes of `buf.len()` bytes for the duration of the
+        // call.
+        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+        match usize::try_from(n) {
+            Ok(0) => return Ok(Read::Gone),
+            Ok(n) => return Ok(Read::Packet(n.min(buf.len()))),
+            Err(_) => {
+                let e = io::Error::last_os_error();
+                match e.raw_os_error() {
+                    Some(libc::EINTR) => {}
+                    Some(libc::EAGAIN) => return Ok(Read::Empty),
+                    Some(libc::EIO | libc::EBADFD) => return Ok(Read::Gone),
+                    _ => return Err(e),
+                }
+            }
+        }
+    }
+}
+
+/// Writes one packet to `fd`; `Ok(None)` when the descriptor did not take it (would block,
+/// no buffer space, or a packet the kernel refused).
+fn try_write_one(fd: RawFd, packet: &[u8]) -> io::Result<Option<Link>> {
+    loop {
+        // SAFETY: `packet` is valid for reads of `packet.len()` bytes for the duration of the
+        // call.
+        let n = unsafe { libc::write(fd, packet.as_ptr().cast(), packet.len()) };
+        if n >= 0 {
+            return Ok(Some(Link::Up));
+        }
+        let e = io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EINTR) => continue,
+            Some(libc::EIO | libc::EBADFD) => return Ok(Some(Link::Gone)),
+            _ => return Ok(None),
+        }
+    }
+}
+
+/// Writes one packet to `fd`; one the descriptor does not take is dropped.
+pub(crate) fn write_one(fd: RawFd, packet: &[u8]) -> io::Result<Link> {
+    Ok(try_write_one(fd, packet)?.unwrap_or(Link::Up))
 }
 
 /// Serves `edge` over a TUN descriptor (non-blocking or not; it is made non-blocking) until
@@ -32,9 +90,28 @@ pub fn serve(
     now_ns: &dyn Fn() -> u64,
     stop: &AtomicBool,
 ) -> io::Result<()> {
-    let fd = tun.as_raw_fd();
+    serve_framed(tun, Framing::Ip, edge, now_ns, stop)
+}
+
+/// [`serve`] over a descriptor whose packets are framed as `framing` says. With
+/// [`Framing::Ethernet`] (a microVM's card, see [`wire`]) a frame that carries no IP packet is
+/// counted as malformed.
+pub fn serve_framed(
+    fd: BorrowedFd<'_>,
+    framing: Framing,
+    edge: &mut Edge,
+    now_ns: &dyn Fn() -> u64,
+    stop: &AtomicBool,
+) -> io::Result<()> {
+    let fd = fd.as_raw_fd();
     set_nonblocking(fd)?;
-    let mut buf = vec![0u8; READ_BUFFER];
+    let mut io = FramedIo {
+        framing,
+        buf: vec![0u8; READ_BUFFER],
+        frame: Vec::new(),
+        // Until the guest has sent a frame, answers (there are none yet) go to everyone.
+        peer: [0xff; 6],
+    };
     while !stop.load(Ordering::Relaxed) {
         let wait_ms = edge
             .poll_delay_ns(now_ns())
@@ -57,13 +134,11 @@ pub fn serve(
         if pfd.revents & libc::POLLNVAL != 0 {
             return Err(io::Error::from_raw_os_error(libc::EBADF));
         }
-        if pfd.revents & libc::POLLIN != 0
-            && read_packets(fd, &mut buf, edge, now_ns)? == Link::Gone
-        {
+        if pfd.revents & libc::POLLIN != 0 && io.read_packets(fd, edge, now_ns)? == Link::Gone {
             return Ok(());
         }
         edge.poll(now_ns());
-        if write_packets(fd, edge)? == Link::Gone {
+        if io.write_packets(fd, edge)? == Link::Gone {
             return Ok(());
         }
         if pfd.revents & (libc::POLLHUP | libc::POLLERR) != 0 && pfd.revents & libc::POLLIN == 0 {
@@ -74,9 +149,9 @@ pub fn serve(
 }
 
 /// Sets O_NONBLOCK on `fd`.
-fn set_nonblocking(fd: RawFd) -> io::Result<()> {
+pub(crate) fn set_nonblocking(fd: RawFd) -> io::Result<()> {
     // SAFETY: F_GETFL takes no argument and reads nothing from memory; `fd` is borrowed
-    // for the whole of `serve`.
+    // by the caller for the whole call.
     let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
     if flags < 0 {
         return Err(io::Error::last_os_error());
@@ -90,60 +165,62 @@ fn set_nonblocking(fd: RawFd) -> io::Result<()> {
     Ok(())
 }
 
-/// Reads the packets waiting on `fd` (up to a round's worth) into the edge.
-fn read_packets(
-    fd: RawFd,
-    buf: &mut [u8],
-    edge: &mut Edge,
-    now_ns: &dyn Fn() -> u64,
-) -> io::Result<Link> {
-    let mut reads = 0;
-    while reads < READS_PER_ROUND {
-        // SAFETY: `buf` is valid for writes of `buf.len()` bytes for the duration of the
-        // call.
-        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
-        match usize::try_from(n) {
-            Ok(0) => return Ok(Link::Gone),
-            Ok(n) => {
-                edge.input(&buf[..n.min(buf.len())], now_ns());
-                reads += 1;
-            }
-            Err(_) => {
-                let e = io::Error::last_os_error();
-                match e.raw_os_error() {
-                    Some(libc::EINTR) => {}
-                    Some(libc::EAGAIN) => break,
-                    Some(libc::EIO | libc::EBADFD) => return Ok(Link::Gone),
-                    _ => return Err(e),
-                }
-            }
-        }
-    }
-    Ok(Link::Up)
+/// The buffers and the framing of one served descriptor.
+struct FramedIo {
+    framing: Framing,
+    buf: Vec<u8>,
+    /// The frame being written (Ethernet).
+    frame: Vec<u8>,
+    /// Where Ethernet frames towards the guest go: the address its frames come from.
+    peer: [u8; 6],
 }
 
-/// Writes every packet the edge has for the sandbox; one the descriptor does not take is
-/// dropped and counted.
-fn write_packets(fd: RawFd, edge: &mut Edge) -> io::Result<Link> {
-    while let Some(packet) = edge.output() {
-        loop {
-            // SAFETY: `packet` is valid for reads of `packet.len()` bytes for the duration
-            // of the call.
-            let n = unsafe { libc::write(fd, packet.as_ptr().cast(), packet.len()) };
-            if n >= 0 {
-                break;
-            }
-            let e = io::Error::last_os_error();
-            match e.raw_os_error() {
-                Some(libc::EINTR) => continue,
-                Some(libc::EIO | libc::EBADFD) => return Ok(Link::Gone),
-                // Would block (EAGAIN), no buffer space, or a packet the kernel refused.
-                _ => {
-                    edge.output_dropped();
-                    break;
-                }
+impl FramedIo {
+    /// Reads the packets waiting on `fd` (up to a round's worth) into the edge.
+    fn read_packets(
+        &mut self,
+        fd: RawFd,
+        edge: &mut Edge,
+        now_ns: &dyn Fn() -> u64,
+    ) -> io::Result<Link> {
+        for _ in 0..READS_PER_ROUND {
+            let n = match read_one(fd, &mut self.buf)? {
+                Read::Packet(n) => n,
+                Read::Empty => break,
+                Read::Gone => return Ok(Link::Gone),
+            };
+            let data = &self.buf[..n];
+            match self.framing {
+                Framing::Ip => edge.input(data, now_ns()),
+                Framing::Ethernet => match wire::unframe(data) {
+                    Some((packet, from)) => {
+                        self.peer = from;
+                        edge.input(packet, now_ns());
+                    }
+                    None => edge.input_not_ip(data.len()),
+                },
             }
         }
+        Ok(Link::Up)
     }
-    Ok(Link::Up)
+
+    /// Writes every packet the edge has for the sandbox; one the descriptor does not take is
+    /// dropped and counted.
+    fn write_packets(&mut self, fd: RawFd, edge: &mut Edge) -> io::Result<Link> {
+        while let Some(packet) = edge.output() {
+            let out = match self.framing {
+                Framing::Ip => &packet,
+                Framing::Ethernet => {
+                    wire::frame_into(&mut self.frame, &packet, self.peer);
+                    &self.frame
+                }
+            };
+            match try_write_one(fd, out)? {
+                Some(Link::Up) => {}
+                Some(Link::Gone) => return Ok(Link::Gone),
+                None => edge.output_dropped(),
+            }
+        }
+        Ok(Link::Up)
+    }
 }

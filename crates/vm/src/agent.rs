@@ -216,10 +216,14 @@ fn run(ctl_out: &mut Option<File>) -> io::Result<()> {
         // SAFETY: the pointer and length describe req.hostname, alive for the call.
         unsafe { libc::sethostname(req.hostname.as_ptr().cast(), req.hostname.len()) };
     }
-    let _ = link_up("lo");
-    // The network card, when the host gave one (its addresses are not configured yet).
+    let _ = link_up("lo", 0);
+    // The network card, when the host gave one: a bare wire to the host's network edge. No
+    // address, no ARP, IPv6 off: the guest's kernel sends nothing of its own on it, so every
+    // frame the host sees was forwarded from the sandbox (`glassbox_net::wire`).
     if Path::new("/sys/class/net/eth0").exists() {
-        link_up("eth0").map_err(err("bring eth0 up"))?;
+        fs::write("/proc/sys/net/ipv6/conf/eth0/disable_ipv6", "1")
+            .map_err(err("turn IPv6 off on eth0"))?;
+        link_up("eth0", libc::IFF_NOARP).map_err(err("bring eth0 up"))?;
     }
 
     let stdin_port = File::open(port(ports::STDIN)?).map_err(err("open the stdin port"))?;
@@ -507,8 +511,8 @@ fn bind_read_only(from: &str, to: &[u8]) -> io::Result<()> {
     )
 }
 
-/// `ip link set NAME up`.
-fn link_up(name: &str) -> io::Result<()> {
+/// Brings interface `name` up, with `flags` besides.
+fn link_up(name: &str, flags: libc::c_int) -> io::Result<()> {
     // SAFETY: plain integer arguments; the descriptor is owned right below.
     let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
     if fd < 0 {
@@ -529,7 +533,7 @@ fn link_up(name: &str) -> io::Result<()> {
         if libc::ioctl(sock.as_raw_fd(), libc::SIOCGIFFLAGS, &mut ifr) < 0 {
             return Err(io::Error::last_os_error());
         }
-        ifr.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short;
+        ifr.ifr_ifru.ifru_flags |= (libc::IFF_UP | flags) as libc::c_short;
         if libc::ioctl(sock.as_raw_fd(), libc::SIOCSIFFLAGS, &ifr) < 0 {
             return Err(io::Error::last_os_error());
         }

@@ -357,39 +357,63 @@ fn a_guest_that_does_not_come_up_is_killed_with_the_reason() {
 }
 
 #[test]
-fn the_network_card_is_wired_to_glassbox() {
+fn the_network_card_is_a_bare_wire_to_glassbox() {
     let _serial = serial();
     let mut c = config();
     require_setup(&c);
     c.network = true;
-    let mut vm = Vm::start(
-        &c,
-        &GuestCommand::new([
-            "/bin/sh",
-            "-c",
-            "cat /sys/class/net/eth0/address; ls /sys/class/net | tr '\\n' ' '; sleep 3",
-        ]),
-    )
-    .unwrap_or_else(|e| panic!("boot: {e}"));
+    // In the guest: one raw frame to the host (an experimental ethertype), then the host's
+    // answer, then eth0's flags and whether IPv6 is off on it.
+    let guest = r#"
+import socket
+mac = open('/sys/class/net/eth0/address').read().strip()
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x88b5))
+s.bind(('eth0', 0x88b5))
+s.send(bytes.fromhex('525400676201') + bytes.fromhex(mac.replace(':', '')) + b'\x88\xb5' + b'guest->host')
+print(s.recv(2048)[14:].decode())
+print(mac, open('/sys/class/net/eth0/flags').read().strip(), open('/proc/sys/net/ipv6/conf/eth0/disable_ipv6').read().strip())
+import os
+print(' '.join(sorted(os.listdir('/sys/class/net'))))
+"#;
+    let mut vm = Vm::start(&c, &GuestCommand::new(["/usr/bin/python3", "-c", guest]))
+        .unwrap_or_else(|e| panic!("boot: {e}"));
     let net = vm.net.take().expect("a network card");
-    net.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    // Once eth0 is up the guest's kernel speaks first (IPv6 duplicate address detection,
-    // MLD): an Ethernet frame from the guest's MAC arrives on the host's socket.
+    net.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    // The first frame on the wire is the guest program's: the guest's kernel sends nothing of
+    // its own (no IPv6 duplicate address detection, no MLD, no ARP).
     let mut frame = [0u8; 2048];
     let n = net
         .recv(&mut frame)
-        .expect("a frame from the guest within 20 s");
+        .expect("a frame from the guest within 60 s");
     assert!(n >= 14, "{n} bytes");
     let src: Vec<String> = frame[6..12].iter().map(|b| format!("{b:02x}")).collect();
     assert_eq!(src.join(":"), glassbox_vm::GUEST_MAC);
+    assert_eq!(&frame[12..n], b"\x88\xb5guest->host");
+    // And a frame from the host reaches the guest.
+    let mut answer = frame[6..12].to_vec();
+    answer.extend_from_slice(&[0x52, 0x54, 0x00, 0x67, 0x62, 0x01, 0x88, 0xb5]);
+    answer.extend_from_slice(b"host->guest");
+    net.send(&answer).unwrap();
     let mut out = String::new();
     std::io::Read::read_to_string(&mut vm.stdout.take().unwrap(), &mut out).ok();
     let exit = vm
-        .wait(Duration::from_secs(30))
+        .wait(Duration::from_secs(60))
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(exit, GuestExit::Code(0));
-    assert!(out.starts_with(glassbox_vm::GUEST_MAC), "{out}");
-    assert!(out.contains("eth0") && out.contains("lo"), "{out}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.first(), Some(&"host->guest"), "{out}");
+    let f: Vec<&str> = lines.get(1).map_or(vec![], |l| l.split(' ').collect());
+    assert_eq!(f.first(), Some(&glassbox_vm::GUEST_MAC), "{out}");
+    let flags = u32::from_str_radix(f.get(1).unwrap_or(&"0").trim_start_matches("0x"), 16).unwrap();
+    assert_eq!(flags & 0x81, 0x81, "eth0 up with NOARP: {out}");
+    assert_eq!(f.get(2), Some(&"1"), "IPv6 off on eth0: {out}");
+    assert_eq!(lines.get(2), Some(&"eth0 lo"), "{out}");
+    // Nothing else crossed the wire.
+    net.set_nonblocking(true).unwrap();
+    assert!(
+        net.recv(&mut frame).is_err(),
+        "a further frame from the guest"
+    );
 }
 
 #[test]
