@@ -13,7 +13,15 @@ with the ratio and the microVM's accelerator (KVM or TCG, and why).
 The first microVM run after a kernel or agent change also extracts the kernel or builds the
 initramfs; one warm-up run (not counted) takes that out of the medians.
 
-Usage: bench/microvm_boot.py [--runs N] [--target DIR] [--small-agent] [--json FILE] [-- CMD ...]
+Then the MCP part (skipped with --no-audit): a whole `glassbox audit` of control fixtures
+(a Python and a Node server, both clean), microVM against namespaces, N runs each way: the
+median wall time of the audit, and boot-to-first-MCP-response: from the capture run's start
+(`manifest.network.runs[0].start_ns`) to the first line the server wrote
+(`transcript.jsonl`), on the audit's own clock. In the microVM that span holds the guest's
+boot, the guest glassbox's sandbox and recorder, and the server's own start under the guest's
+kernel.
+
+Usage: bench/microvm_boot.py [--runs N] [--target DIR] [--small-agent] [--no-audit] [--json FILE] [-- CMD ...]
 """
 
 import argparse
@@ -21,10 +29,14 @@ import json
 import os
 import statistics
 import subprocess
+import shutil
 import sys
+import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+AUDIT_FIXTURES = ["benign-reads-dotenv-and-own-config", "benign-node-reads-own-files"]
 
 DEFAULT_COMMANDS = [
     ["/bin/echo", "ready"],
@@ -57,11 +69,82 @@ def fmt(x):
     return "   n/a" if x is None else f"{x:6.2f}"
 
 
+def audit_once(glassbox, fixture_dir, command, isolation, scratch, env):
+    """(wall seconds, seconds from the capture run's start to the server's first line, verdict)."""
+    evidence = os.path.join(scratch, "evidence")
+    shutil.rmtree(evidence, ignore_errors=True)
+    report = os.path.join(scratch, "report.json")
+    argv = [glassbox, "audit", "--no-selftest", "-q", "--ro", "../lib", "--isolation", isolation,
+            "--evidence", evidence, "--json", report, "--"] + command
+    t0 = time.monotonic()
+    p = subprocess.run(argv, cwd=fixture_dir, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+    wall = time.monotonic() - t0
+    try:
+        with open(os.path.join(evidence, "manifest.json")) as f:
+            manifest = json.load(f)
+        with open(report) as f:
+            verdict = json.load(f).get("verdict")
+        start = manifest["network"]["runs"][0]["start_ns"]
+        first = None
+        with open(os.path.join(evidence, "transcript.jsonl")) as f:
+            for line in f:
+                t = json.loads(line)
+                if t.get("dir") == "server_to_client":
+                    first = (t["t_ns"] - start) / 1e9
+                    break
+    except (OSError, KeyError, IndexError, ValueError) as e:
+        sys.exit(f"microvm_boot: audit --isolation {isolation} of {fixture_dir} left no usable bundle ({e}); exit {p.returncode}:\n{p.stderr[-2000:]}")
+    return wall, first, verdict
+
+
+def audits(glassbox, runs):
+    """The MCP part: whole audits of the fixtures both ways."""
+    fixtures = os.path.join(ROOT, "fixtures")
+    with open(os.path.join(fixtures, "manifest.json")) as f:
+        cases = {c["name"]: c for c in json.load(f)["cases"]}
+    scratch = tempfile.mkdtemp(prefix="glassbox-bench-microvm-")
+    # A state folder of the bench's own: no selftest record, the same in both backends.
+    env = dict(os.environ, GLASSBOX_STATE_DIR=os.path.join(scratch, "state"))
+    results = []
+    try:
+        for name in AUDIT_FIXTURES:
+            case = cases[name]
+            d = os.path.join(fixtures, case["dir"])
+            audit_once(glassbox, d, case["command"], "microvm", scratch, env)  # warm-up
+            got = {"namespace": [], "microvm": []}
+            for _ in range(runs):
+                for iso in ("microvm", "namespace"):
+                    got[iso].append(audit_once(glassbox, d, case["command"], iso, scratch, env))
+            r = {"fixture": name, "command": case["command"], "runs": runs}
+            for iso, xs in got.items():
+                r[f"{iso}_audit_s"] = median([w for w, _, _ in xs])
+                r[f"{iso}_first_response_s"] = median([f for _, f, _ in xs])
+                r[f"{iso}_verdicts"] = sorted({v for _, _, v in xs})
+            r["added_first_response_s"] = r["microvm_first_response_s"] - r["namespace_first_response_s"]
+            r["ratio_audit"] = r["microvm_audit_s"] / r["namespace_audit_s"]
+            results.append(r)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    print()
+    print(f"MCP: glassbox audit (capture + denied run), median of {runs} runs, seconds")
+    print(f"{'fixture':30} {'VM 1st resp':>11} {'NS 1st resp':>11} {'added':>6} {'VM audit':>8} {'NS audit':>8} {'ratio':>6}")
+    for r in results:
+        print(
+            f"{r['fixture']:30} {fmt(r['microvm_first_response_s']):>11} {fmt(r['namespace_first_response_s']):>11} "
+            f"{fmt(r['added_first_response_s']):>6} {fmt(r['microvm_audit_s']):>8} {fmt(r['namespace_audit_s']):>8} "
+            f"{r['ratio_audit']:5.1f}x"
+        )
+        if r["microvm_verdicts"] != r["namespace_verdicts"]:
+            print(f"  verdicts differ: microvm {r['microvm_verdicts']}, namespace {r['namespace_verdicts']}")
+    return results
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--target", default=os.path.join(ROOT, "target", "debug"))
     ap.add_argument("--small-agent", action="store_true", help="boot glassbox-vm-agent instead of glassbox vm-agent")
+    ap.add_argument("--no-audit", action="store_true", help="skip the MCP part (whole audits of fixtures)")
     ap.add_argument("--json", help="also write the results to FILE")
     ap.add_argument("cmd", nargs="*", help="one command (after --); default: echo and python3")
     a = ap.parse_args()
@@ -119,9 +202,10 @@ def main():
             f"{fmt(r['microvm_agent_ready_s']):>8} {fmt(r['namespace_first_output_s']):>8} "
             f"{fmt(r['namespace_total_s']):>7} {r['ratio_first_output']:6.1f}x"
         )
+    audit_results = [] if a.no_audit else audits(glassbox, a.runs)
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"accel": accel[0], "accel_reason": accel[1], "results": results}, f, indent=2)
+            json.dump({"accel": accel[0], "accel_reason": accel[1], "results": results, "audits": audit_results}, f, indent=2)
 
 
 if __name__ == "__main__":

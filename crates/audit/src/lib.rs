@@ -71,6 +71,10 @@ pub enum Error {
     /// The microVM (`--isolation microvm`) could not run the server.
     #[error("{0}")]
     Vm(String),
+    /// The microVM's guest hung or died before the server ran in it (no boot, no start of
+    /// the sandbox in time): the run observed nothing, and the audit is inconclusive.
+    #[error("{0}")]
+    GuestLost(String),
     /// Anything else.
     #[error("internal error: {0}")]
     Internal(String),
@@ -574,7 +578,10 @@ fn conclude(
     bundle: &bundle::Bundle,
     dir: PathBuf,
 ) -> Result<Audit, Error> {
-    let proofs = opts.proofs.clone().unwrap_or_else(selftest::load_proofs);
+    let proofs = opts
+        .proofs
+        .clone()
+        .unwrap_or_else(|| selftest::load_proofs_for(opts.isolation));
     let checks = glassbox_checks::evaluate_all_runs(&evidence, denied_transcript, &proofs);
     let report = report(&evidence.manifest, checks, &dir);
     bundle.write_manifest(&evidence.manifest)?;
@@ -1064,6 +1071,46 @@ struct RunResult {
     vm: Option<glassbox_model::VmRecord>,
 }
 
+impl RunResult {
+    /// A run whose microVM guest hung or died before the server ran: nothing was observed,
+    /// which the recorder's failure says (the audit is then inconclusive with the reason).
+    fn lost(why: String, start_ns: u64, end_ns: u64) -> RunResult {
+        RunResult {
+            session: SessionSummary {
+                failure: Some(format!("the server never ran: {why}")),
+                ..SessionSummary::default()
+            },
+            transcript: Vec::new(),
+            server_exit: ServerExit::Running,
+            recording: run::Recording {
+                events: Vec::new(),
+                stats: glassbox_trace::RecorderStats {
+                    failure: Some(why.clone()),
+                    ..Default::default()
+                },
+                write_error: None,
+                edge: run::EdgeRecord {
+                    error: Some(format!("no edge: {why}")),
+                    ..Default::default()
+                },
+            },
+            timings: Vec::new(),
+            settings: glassbox_model::SandboxSettings {
+                backend: "microvm: the guest never ran the server".into(),
+                ..Default::default()
+            },
+            mechanism: String::new(),
+            isolation: Vec::new(),
+            canary_sockets: Vec::new(),
+            ground_truth: Some(why),
+            start_ns,
+            end_ns,
+            limits_reached: Vec::new(),
+            vm: None,
+        }
+    }
+}
+
 /// Where one run writes: events to the audit's shared sink, the transcript to
 /// `transcript{suffix}.jsonl`, stderr to `stderr{suffix}.log`.
 struct RunFiles<'a> {
@@ -1098,7 +1145,7 @@ fn one_run(
             opts.recorder,
             plan,
         )?)),
-        Isolation::MicroVm => Server::MicroVm(Box::new(microvm::start(
+        Isolation::MicroVm => match microvm::start(
             &microvm::VmPlan {
                 command: &opts.command,
                 cwd,
@@ -1113,7 +1160,13 @@ fn one_run(
             true,
             opts.recorder,
             plan,
-        )?)),
+        ) {
+            Ok(v) => Server::MicroVm(Box::new(v)),
+            Err(Error::GuestLost(why)) => {
+                return Ok(RunResult::lost(why, start_ns, clock.now_ns()));
+            }
+            Err(e) => return Err(e),
+        },
     };
     started(running.settings(), running.mechanism())?;
     let (isolation, canary_sockets) = running.edge_checks();

@@ -57,6 +57,11 @@ const END_SLACK: Duration = Duration::from_secs(30);
 /// is inconclusive with the reason. Passed on to the guest when set. Never set it otherwise.
 pub const FAULT_GUEST_HANG: &str = "GLASSBOX_FAULT_GUEST_HANG";
 
+/// Environment variable that bounds the guest's boot to this many milliseconds instead of
+/// [`BOOT_TIMEOUT`]: how the tests prove that a guest that does not come up is killed and the
+/// audit is inconclusive with the reason. Never set it otherwise.
+pub const FAULT_BOOT_TIMEOUT_MS: &str = "GLASSBOX_FAULT_VM_BOOT_TIMEOUT_MS";
+
 /// What the guest needs beyond the sandbox's memory limit: its kernel, the agent, the guest
 /// glassbox (the recorder, the edge) and the in-memory root with the guest glassbox's
 /// executable. Measured (debug build, TCG, a 512 MiB guest, `glassbox trace --isolation
@@ -320,7 +325,10 @@ pub(crate) fn start(
         .map_err(|e| Error::Internal(format!("cannot find glassbox's own executable: {e}")))?;
     let mut config = VmConfig::new(&exe, &["vm-agent"]);
     config.sandbox = true;
-    config.boot_timeout = BOOT_TIMEOUT;
+    config.boot_timeout = std::env::var(FAULT_BOOT_TIMEOUT_MS)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map_or(BOOT_TIMEOUT, Duration::from_millis);
     config.shares = shares(vp.cwd, vp.extra_ro)?;
     config.network = plan.network.is_some();
     (config.memory_mib, config.cpus) = vm_size(&plan.limits);
@@ -331,8 +339,17 @@ pub(crate) fn start(
     if let Some(v) = std::env::var_os(FAULT_GUEST_HANG) {
         cmd.env.push((FAULT_GUEST_HANG.into(), v));
     }
-    let mut vm = Vm::start(&config, &cmd)
-        .map_err(|e| Error::Vm(format!("the microVM did not start: {e}")))?;
+    let mut vm = Vm::start(&config, &cmd).map_err(|e| {
+        let why = format!("the microVM did not start: {e}");
+        match e {
+            // The guest itself failed: the audit is inconclusive, with the reason.
+            glassbox_vm::Error::BootTimeout { .. }
+            | glassbox_vm::Error::Hung { .. }
+            | glassbox_vm::Error::Died { .. } => Error::GuestLost(why),
+            // glassbox or the host cannot run a VM: an error, as for a broken sandbox.
+            _ => Error::Vm(why),
+        }
+    })?;
     // The edge, on the host: every frame of the guest's only network card comes here. It
     // serves from the boot on, before the server can send anything.
     let edge = match (plan.network, vm.net.take()) {
@@ -443,17 +460,24 @@ pub(crate) fn start(
             (kept, error)
         })
         .map_err(|e| Error::Internal(format!("cannot start the guest events reader: {e}")))?;
-    let started = match started_rx.recv_timeout(START_TIMEOUT) {
-        Ok(r) => r,
-        Err(RecvTimeoutError::Timeout) => Record::Failed {
-            reason: format!(
-                "the guest did not start the server within {} s; the VM was killed",
-                START_TIMEOUT.as_secs()
-            ),
-        },
-        Err(RecvTimeoutError::Disconnected) => Record::Failed {
-            reason: "the guest ended before it started the server".into(),
-        },
+    // `lost`: the guest hung or ended before it said anything (not a refusal it reported).
+    let (started, lost) = match started_rx.recv_timeout(START_TIMEOUT) {
+        Ok(r) => (r, false),
+        Err(RecvTimeoutError::Timeout) => (
+            Record::Failed {
+                reason: format!(
+                    "the guest did not start the server within {} s; the VM was killed",
+                    START_TIMEOUT.as_secs()
+                ),
+            },
+            true,
+        ),
+        Err(RecvTimeoutError::Disconnected) => (
+            Record::Failed {
+                reason: "the guest ended before it started the server".into(),
+            },
+            true,
+        ),
     };
     let Record::Started {
         settings,
@@ -476,9 +500,12 @@ pub(crate) fn start(
             Ok(_) if console.trim().is_empty() => String::new(),
             Ok(_) => format!("; last console lines:\n{console}"),
         };
-        return Err(Error::Vm(format!(
-            "the microVM could not run the server: {reason}{detail}"
-        )));
+        let why = format!("the microVM could not run the server: {reason}{detail}");
+        return Err(if lost {
+            Error::GuestLost(why)
+        } else {
+            Error::Vm(why)
+        });
     };
     let (network, isolation) = match &edge {
         Some(_) => (
@@ -619,10 +646,11 @@ impl VmRun {
         }
         if let Some(why) = &self.hung {
             recording.stats.failure = Some(why.clone());
-            recording
-                .edge
-                .error
-                .get_or_insert_with(|| format!("the edge's record was lost: {why}"));
+            recording.edge.error.get_or_insert_with(|| {
+                format!(
+                    "the guest's part of the network record (its canary sockets) was lost: {why}"
+                )
+            });
         }
         (exit, recording)
     }

@@ -10,7 +10,7 @@
 //! record is valid exactly for the checks and controls it was made with, whichever profile
 //! built the binary.
 
-use crate::{audit, AuditOptions, Error, Quiet, RecorderChoice};
+use crate::{audit, AuditOptions, Error, Isolation, Quiet, RecorderChoice};
 use glassbox_checks::Proofs;
 use glassbox_model::{CheckVersion, Outcome, Verdict};
 use serde::{Deserialize, Serialize};
@@ -53,10 +53,26 @@ pub fn state_dir() -> PathBuf {
     PathBuf::from(home).join(".local/state/glassbox")
 }
 
-fn record_path() -> PathBuf {
-    state_dir()
-        .join("selftest")
-        .join(format!("{}.json", build_id()))
+/// The record of this build's selftest under `isolation`: the controls prove the checks on
+/// the backend they ran on (its kernel, its recorder, its wire to the edge).
+fn record_path(isolation: Isolation) -> PathBuf {
+    let name = match isolation {
+        Isolation::Namespace => format!("{}.json", build_id()),
+        Isolation::MicroVm => format!("{}-microvm.json", build_id()),
+    };
+    state_dir().join("selftest").join(name)
+}
+
+/// The backend's name in records and messages.
+pub fn isolation_name(isolation: Isolation) -> &'static str {
+    match isolation {
+        Isolation::Namespace => "namespace",
+        Isolation::MicroVm => "microvm",
+    }
+}
+
+fn namespace() -> String {
+    "namespace".into()
 }
 
 /// The controls' manifest.
@@ -187,6 +203,9 @@ pub struct Record {
     pub created_at: String,
     /// The recorder mechanism requested.
     pub recorder: String,
+    /// Where the controls ran: `namespace` or `microvm` (`--isolation`).
+    #[serde(default = "namespace")]
+    pub isolation: String,
     /// Per check.
     pub checks: Vec<Tally>,
     /// Per case.
@@ -226,15 +245,29 @@ impl Record {
     }
 }
 
-/// The proofs of this build, from its saved selftest record.
+/// The proofs of this build, from its saved selftest record (the namespace backend's).
 pub fn load_proofs() -> Proofs {
-    let path = record_path();
+    load_proofs_for(Isolation::Namespace)
+}
+
+/// The proofs of this build for audits under `isolation`, from the selftest record made
+/// under the same isolation.
+pub fn load_proofs_for(isolation: Isolation) -> Proofs {
+    let path = record_path(isolation);
     match std::fs::read(&path).map(|b| serde_json::from_slice::<Record>(&b)) {
-        Ok(Ok(r)) if r.build == build_id() => r.proofs(),
-        _ => Proofs::none(format!(
-            "no selftest recorded for this build {} (run `glassbox selftest`)",
-            build_id()
-        )),
+        Ok(Ok(r)) if r.build == build_id() && r.isolation == isolation_name(isolation) => {
+            r.proofs()
+        }
+        _ => Proofs::none(match isolation {
+            Isolation::Namespace => format!(
+                "no selftest recorded for this build {} (run `glassbox selftest`)",
+                build_id()
+            ),
+            Isolation::MicroVm => format!(
+                "no selftest recorded for this build {} under --isolation microvm (run `glassbox selftest --isolation microvm`)",
+                build_id()
+            ),
+        }),
     }
 }
 
@@ -249,6 +282,8 @@ pub struct Options {
     pub recorder: RecorderChoice,
     /// Per-request timeout.
     pub request_timeout: Duration,
+    /// Where the controls run.
+    pub isolation: Isolation,
 }
 
 /// Runs every control, returns (and saves, when `save`) the record.
@@ -300,11 +335,12 @@ pub fn run(
         glassbox_version: glassbox_model::GLASSBOX_VERSION.into(),
         created_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
         recorder: format!("{:?}", opts.recorder).to_lowercase(),
+        isolation: isolation_name(opts.isolation).into(),
         checks,
         cases,
     };
     if save {
-        let path = record_path();
+        let path = record_path(opts.isolation);
         let write = || -> std::io::Result<()> {
             std::fs::create_dir_all(path.parent().unwrap_or(Path::new(".")))?;
             let tmp = path.with_extension("tmp");
@@ -421,6 +457,7 @@ fn run_case(case: &Case, opts: &Options, lib: &Path, scratch: &Path) -> Result<C
     o.extra_ro = vec![std::fs::canonicalize(lib).unwrap_or_else(|_| lib.to_path_buf())];
     o.evidence_dir = Some(scratch.join(&case.name));
     o.recorder = opts.recorder;
+    o.isolation = opts.isolation;
     o.session.request_timeout = opts.request_timeout;
     o.session.session_timeout = Duration::from_secs(60);
     // The selftest is what proves the checks: it judges their raw outcomes.

@@ -18,7 +18,7 @@ use crate::{Network, Recorder};
 use anyhow::{Context, Result};
 use glassbox_audit::batch::Job;
 use glassbox_audit::config::{Launch, Vars};
-use glassbox_audit::{selftest, AuditOptions, Progress};
+use glassbox_audit::{AuditOptions, Progress};
 use glassbox_model::{printable, CheckVersion, Phase, Verdict};
 use glassbox_sandbox::limits::{self, Limits};
 use glassbox_store::StoreLocation;
@@ -574,27 +574,14 @@ pub(crate) fn run(args: BatchArgs, cwd: PathBuf, vars: &dyn Vars) -> Result<i32>
     base.session.session_timeout = Duration::from_secs(args.session_timeout.max(1));
     base.extra_ro = crate::absolute(args.read_only)?;
     base.limits = limits;
-    if args.isolation == crate::Isolation::Microvm {
-        base.isolation = glassbox_audit::Isolation::MicroVm;
-    }
-    let proofs = selftest::load_proofs();
-    let fixtures = selftest::default_fixtures();
-    base.proofs = Some(
-        if proofs.missing.is_some()
-            && proofs.by_check.is_empty()
-            && !args.no_selftest
-            && fixtures.join("manifest.json").exists()
-        {
-            eprintln!(
-                "glassbox: no selftest recorded for this build {}: running the controls once \
-                 (--no-selftest to skip)",
-                selftest::build_id()
-            );
-            crate::run_selftest(&fixtures, args.recorder, workers.max(2), args.quiet)?.proofs()
-        } else {
-            proofs
-        },
-    );
+    base.isolation = args.isolation.into();
+    base.proofs = Some(crate::proofs_or_selftest(
+        base.isolation,
+        args.recorder,
+        workers.max(2),
+        args.quiet,
+        args.no_selftest,
+    )?);
 
     let bar = if args.quiet {
         ProgressBar::hidden()

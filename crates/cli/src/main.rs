@@ -135,6 +135,10 @@ enum Command {
         /// Also write the record as JSON to FILE ("-" for standard output).
         #[arg(long, value_name = "FILE")]
         json: Option<PathBuf>,
+        /// Where the controls run; an audit is proven by the selftest of its own isolation.
+        /// Under microvm every control boots its own guests (about 20 s each under TCG).
+        #[arg(long, value_enum, default_value_t = Isolation::Namespace)]
+        isolation: Isolation,
     },
     /// Re-evaluate stored evidence bundles with the current checks, without running anything.
     Recheck {
@@ -356,6 +360,15 @@ enum Isolation {
     Namespace,
     /// The namespace sandbox and its recorder inside a QEMU microVM (its own kernel).
     Microvm,
+}
+
+impl From<Isolation> for glassbox_audit::Isolation {
+    fn from(i: Isolation) -> Self {
+        match i {
+            Isolation::Namespace => glassbox_audit::Isolation::Namespace,
+            Isolation::Microvm => glassbox_audit::Isolation::MicroVm,
+        }
+    }
 }
 
 impl From<Recorder> for RecorderChoice {
@@ -815,26 +828,14 @@ fn run(cli: Cli) -> Result<i32> {
             opts.http = http;
             opts.install_timeout = Duration::from_secs(install_timeout.max(1));
             opts.limits = limits;
-            if isolation == Isolation::Microvm {
-                opts.isolation = glassbox_audit::Isolation::MicroVm;
-            }
-            let proofs = selftest::load_proofs();
-            let fixtures = selftest::default_fixtures();
-            if proofs.missing.is_some()
-                && proofs.by_check.is_empty()
-                && !no_selftest
-                && fixtures.join("manifest.json").exists()
-            {
-                eprintln!(
-                    "glassbox: no selftest recorded for this build {}: running the controls once \
-                     (--no-selftest to skip)",
-                    selftest::build_id()
-                );
-                let record = run_selftest(&fixtures, recorder, 4, quiet)?;
-                opts.proofs = Some(record.proofs());
-            } else {
-                opts.proofs = Some(proofs);
-            }
+            opts.isolation = isolation.into();
+            opts.proofs = Some(proofs_or_selftest(
+                opts.isolation,
+                recorder,
+                4,
+                quiet,
+                no_selftest,
+            )?);
             opts.evidence_dir = evidence;
             opts.extra_ro = absolute(read_only)?;
             opts.session.request_timeout = Duration::from_secs(request_timeout.max(1));
@@ -945,19 +946,21 @@ fn run(cli: Cli) -> Result<i32> {
             recorder,
             jobs,
             json,
+            isolation,
         } => {
             let fixtures = fixtures.unwrap_or_else(selftest::default_fixtures);
-            let record = run_selftest(&fixtures, recorder, jobs, false)?;
+            let record = run_selftest(&fixtures, recorder, isolation.into(), jobs, false)?;
             if let Some(p) = json {
                 write_json(&p, &record)?;
             }
             Ok(if record.ok() { 0 } else { 1 })
         }
         Command::Recheck { json, dirs } => {
-            let proofs = selftest::load_proofs();
             let mut worst = 0;
             let mut reports = Vec::new();
             for dir in &dirs {
+                // A bundle is judged with the proofs of the backend it was recorded on.
+                let proofs = selftest::load_proofs_for(bundle_isolation(dir));
                 match glassbox_audit::recheck::recheck(dir, &proofs) {
                     Ok(r) => {
                         println!("{} ({} events)", dir.display(), r.events);
@@ -1481,10 +1484,50 @@ fn write_json<T: serde::Serialize>(path: &std::path::Path, value: &T) -> Result<
     Ok(())
 }
 
+/// The isolation an evidence bundle was recorded under: a manifest with a `vm` record is a
+/// microVM's (an unreadable one is left to `recheck` to report).
+fn bundle_isolation(dir: &std::path::Path) -> glassbox_audit::Isolation {
+    let manifest = std::fs::read(dir.join("manifest.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
+    match manifest {
+        Some(m) if m.get("vm").is_some_and(|v| !v.is_null()) => glassbox_audit::Isolation::MicroVm,
+        _ => glassbox_audit::Isolation::Namespace,
+    }
+}
+
+/// The proofs for audits under `isolation`: this build's selftest record for it, or, when
+/// there is none and `no_selftest` is not set, the record of a selftest run now (the
+/// controls in the source tree, `jobs` at a time).
+fn proofs_or_selftest(
+    isolation: glassbox_audit::Isolation,
+    recorder: Recorder,
+    jobs: usize,
+    quiet: bool,
+    no_selftest: bool,
+) -> Result<glassbox_checks::Proofs> {
+    let proofs = selftest::load_proofs_for(isolation);
+    let fixtures = selftest::default_fixtures();
+    if proofs.missing.is_some()
+        && proofs.by_check.is_empty()
+        && !no_selftest
+        && fixtures.join("manifest.json").exists()
+    {
+        eprintln!(
+            "glassbox: no selftest recorded for this build {} under --isolation {}: running the controls once (--no-selftest to skip)",
+            selftest::build_id(),
+            selftest::isolation_name(isolation)
+        );
+        return Ok(run_selftest(&fixtures, recorder, isolation, jobs, quiet)?.proofs());
+    }
+    Ok(proofs)
+}
+
 /// Runs the controls, printing a line per case and the table per check; saves the record.
 fn run_selftest(
     fixtures: &std::path::Path,
     recorder: Recorder,
+    isolation: glassbox_audit::Isolation,
     jobs: usize,
     quiet: bool,
 ) -> Result<selftest::Record> {
@@ -1493,6 +1536,7 @@ fn run_selftest(
         jobs,
         recorder: recorder.into(),
         request_timeout: Duration::from_secs(5),
+        isolation,
     };
     let progress = |c: &selftest::CaseResult| {
         if !quiet {
@@ -1523,13 +1567,14 @@ fn run_selftest(
             );
         }
         eprintln!(
-            "glassbox selftest: {} (build {})",
+            "glassbox selftest: {} (build {}, isolation {})",
             if record.ok() {
                 "every control as expected"
             } else {
                 "MISSES: see above"
             },
-            record.build
+            record.build,
+            record.isolation
         );
     }
     Ok(record)

@@ -253,12 +253,18 @@ struct Audited {
 /// `glassbox audit [--isolation microvm] -- python3 server.py` of the fixture: the JSON
 /// report and the bundle's manifest.
 fn audit(dir: &std::path::Path, name: &str, extra: &[&str]) -> (Output, Value, Value) {
-    let a = audit_command(dir, name, extra, &["python3", "server.py"]);
+    let a = audit_command(dir, name, extra, &[], &["python3", "server.py"]);
     (a.out, a.report, a.manifest)
 }
 
 /// `glassbox audit EXTRA -- COMMAND` of the fixture in `dir`.
-fn audit_command(dir: &std::path::Path, name: &str, extra: &[&str], command: &[&str]) -> Audited {
+fn audit_command(
+    dir: &std::path::Path,
+    name: &str,
+    extra: &[&str],
+    env: &[(&str, &str)],
+    command: &[&str],
+) -> Audited {
     let evidence = tmp(&format!("audit-{name}"));
     let _ = std::fs::remove_dir_all(&evidence);
     let json = tmp(&format!("audit-{name}.json"));
@@ -272,6 +278,7 @@ fn audit_command(dir: &std::path::Path, name: &str, extra: &[&str], command: &[&
         .arg("--json")
         .arg(&json)
         .env("GLASSBOX_STORE", &store)
+        .envs(env.iter().copied())
         .arg("--")
         .args(command)
         .stdin(Stdio::null())
@@ -315,12 +322,13 @@ fn network_controls_reach_the_host_edge_through_the_guests_card() {
             .iter()
             .map(|c| c.as_str().unwrap())
             .collect();
-        let ns = audit_command(&dir, &format!("{name}-ns"), &[], &command);
+        let ns = audit_command(&dir, &format!("{name}-ns"), &[], &[], &command);
         let _vm = one_vm();
         let vm = audit_command(
             &dir,
             &format!("{name}-vm"),
             &["--isolation", "microvm"],
+            &[],
             &command,
         );
         drop(_vm);
@@ -508,6 +516,31 @@ fn a_hung_guest_is_killed_and_the_audit_is_inconclusive_and_unsupported_targets_
         runs.iter().all(|r| r["isolation_verified"] == false),
         "{manifest}"
     );
+
+    // A guest that does not come up in time (its boot bounded to 20 ms here) is killed; the
+    // audit completes, inconclusive with the reason, and nothing is claimed of its run.
+    let a = audit_command(
+        &dir,
+        "no-boot",
+        &["--isolation", "microvm", "--network", "capture"],
+        &[("GLASSBOX_FAULT_VM_BOOT_TIMEOUT_MS", "20")],
+        &["python3", "server.py"],
+    );
+    let err = String::from_utf8_lossy(&a.out.stderr);
+    assert_eq!(a.report["verdict"], "inconclusive", "{err}");
+    let reason = a.report["inconclusive_reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("did not come up"), "{}", a.report);
+    assert!(reason.contains("the VM was killed"), "{reason}");
+    assert!(
+        a.report["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["outcome"] != "pass"),
+        "{}",
+        a.report
+    );
+    assert!(a.flows.is_empty(), "{:?}", a.flows);
 }
 
 /// The verdict fixtures/manifest.json expects of the control `name`.
