@@ -153,13 +153,19 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
 }
 
 /// Writes `path` through a temporary file and a rename, so that a concurrent reader sees the
-/// whole file or none.
+/// whole file or none. The temporary file is this call's own: concurrent writers (threads of
+/// one process too: a selftest boots guests in parallel) each rename a whole file into place.
 pub(crate) fn write_atomic(path: &Path, data: &[u8]) -> Result<()> {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.tmp{}", std::process::id()));
+    let tmp = path.with_file_name(format!(
+        ".{name}.tmp{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    ));
     let res = fs::File::create(&tmp)
         .and_then(|mut f| f.write_all(data).and_then(|()| f.sync_all()))
         .and_then(|()| fs::rename(&tmp, path));
@@ -390,6 +396,33 @@ fn module_name(path: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn concurrent_writers_of_one_cache_file_all_succeed_and_leave_a_whole_file() {
+        // The selftest's parallel jobs prepare the same kernel at once on a fresh state folder.
+        let dir = std::env::temp_dir().join(format!("glassbox-vm-atomic-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("vmlinux-test");
+        std::thread::scope(|s| {
+            for t in 0..8u8 {
+                let path = &path;
+                s.spawn(move || {
+                    for _ in 0..50 {
+                        write_atomic(path, &[t; 4096]).unwrap();
+                    }
+                });
+            }
+        });
+        let data = fs::read(&path).unwrap();
+        assert_eq!(data.len(), 4096);
+        assert!(data.iter().all(|&b| b == data[0]));
+        assert_eq!(
+            fs::read_dir(&dir).unwrap().count(),
+            1,
+            "temporary files left"
+        );
+        fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn versions_sort_numerically() {

@@ -329,8 +329,13 @@ pub(crate) fn decode(b: &[u8]) -> Option<Rec> {
     }
     // Registers at 24..88: r10 r9 r8 rax rcx rdx rsi rdi.
     let reg = |i: usize| u64_at(b, 24 + 8 * i);
+    // What bpf_probe_read_user_str returned: negative when the read failed. An empty string
+    // gives 1 (its NUL) on current kernels but 0 before Linux 6.5 (strncpy_from_user_nofault
+    // did not count the NUL of an empty string; Debian 12's 6.1, the microVM's guest kernel,
+    // has that): glibc's fstat is newfstatat(fd, "", AT_EMPTY_PATH), so 0 is an empty path,
+    // not a lost one.
     let len = u32_at(b, 104) as i32;
-    let path = (len > 0).then(|| {
+    let path = (len >= 0).then(|| {
         let p = &b[ENTER_PATH as usize..];
         let p = &p[..(len as usize).min(p.len())];
         p.strip_suffix(&[0]).unwrap_or(p).to_vec()
@@ -349,6 +354,23 @@ pub(crate) fn decode(b: &[u8]) -> Option<Rec> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_empty_path_read_as_zero_bytes_is_empty_and_a_failed_read_is_lost() {
+        let record = |len: i32, path: &[u8]| {
+            let mut b = vec![0u8; super::ENTER_PATH as usize + path.len()];
+            b[..4].copy_from_slice(&1u32.to_ne_bytes());
+            b[4..8].copy_from_slice(&262u32.to_ne_bytes());
+            b[104..108].copy_from_slice(&len.to_ne_bytes());
+            b[super::ENTER_PATH as usize..].copy_from_slice(path);
+            super::decode(&b).unwrap().path
+        };
+        // Before Linux 6.5 an empty string read as 0 bytes; since, as 1 (its NUL).
+        assert_eq!(record(0, b""), Some(Vec::new()));
+        assert_eq!(record(1, b"\0"), Some(Vec::new()));
+        assert_eq!(record(6, b"/etc/\0"), Some(b"/etc/".to_vec()));
+        assert_eq!(record(-14, b""), None);
+    }
+
     #[test]
     fn the_programs_pass_the_verifier_where_bpf_is_allowed() {
         // SAFETY: geteuid cannot fail.
