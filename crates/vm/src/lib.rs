@@ -50,7 +50,7 @@ pub mod proto;
 pub use accel::{Accel, AccelChoice};
 pub use kernel::Kernel;
 
-use std::ffi::OsString;
+use std::ffi::{CString, OsString};
 use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
@@ -389,6 +389,53 @@ pub fn prepare(config: &VmConfig) -> Result<Prepared> {
     })
 }
 
+/// Where QEMU, in a mount namespace of its own, finds the caller's shares when it runs
+/// without root (a tmpfs there, one bind mount per share; nothing of it is seen outside).
+const SHARES_DIR: &str = "/run/glassbox/vm-shares";
+
+/// In QEMU's child, before it drops root: a mount namespace of its own, a tmpfs on `dir`, and
+/// each `(source, target)` of `binds` bound there. Only raw system calls: this runs between
+/// fork and exec.
+fn bind_shares(dir: &CString, binds: &[(CString, CString)]) -> io::Result<()> {
+    let check = |r: libc::c_int| {
+        if r < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(())
+        }
+    };
+    // SAFETY: every pointer is a NUL-terminated string that outlives the call, or null where
+    // the call takes null.
+    unsafe {
+        check(libc::unshare(libc::CLONE_NEWNS))?;
+        check(libc::mount(
+            std::ptr::null(),
+            c"/".as_ptr(),
+            std::ptr::null(),
+            libc::MS_REC | libc::MS_PRIVATE,
+            std::ptr::null(),
+        ))?;
+        check(libc::mount(
+            c"tmpfs".as_ptr(),
+            dir.as_ptr(),
+            c"tmpfs".as_ptr(),
+            libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+            c"mode=0755,size=64k".as_ptr().cast(),
+        ))?;
+        for (source, target) in binds {
+            check(libc::mkdir(target.as_ptr(), 0o755))?;
+            check(libc::mount(
+                source.as_ptr(),
+                target.as_ptr(),
+                std::ptr::null(),
+                libc::MS_BIND | libc::MS_REC,
+                std::ptr::null(),
+            ))?;
+        }
+    }
+    Ok(())
+}
+
 /// The guest network card's MAC address (locally administered).
 pub const GUEST_MAC: &str = "52:54:00:67:62:02";
 
@@ -568,13 +615,35 @@ impl Vm {
                 shares.push(s);
             }
         }
+        let drop_to = unprivileged(accel.accel);
+        // QEMU without root reads the shares as the unprivileged uid, which cannot pass a
+        // private parent (a project under /root, glassbox's state under ~/.local): each of the
+        // caller's shares is bound, in a mount namespace of QEMU's own, under a tmpfs at
+        // SHARES_DIR, and QEMU serves it from there. The system folders need no bind.
+        let mut binds: Vec<(CString, CString)> = Vec::new();
         for (i, host) in shares.iter().enumerate() {
-            let path = host.to_str().filter(|p| !p.contains(',')).ok_or_else(|| {
-                Error::Setup(format!(
-                    "cannot share {} (QEMU options cannot hold it)",
-                    host.display()
-                ))
-            })?;
+            let served = if drop_to.is_some()
+                && !SYSTEM_DIRS.iter().any(|d| host == &Path::new("/").join(d))
+            {
+                let at = PathBuf::from(format!("{SHARES_DIR}/{i}"));
+                binds.push((
+                    CString::new(host.as_os_str().as_bytes())
+                        .map_err(|_| Error::Setup(format!("cannot share {}", host.display())))?,
+                    CString::new(at.as_os_str().as_bytes()).expect("no NUL"),
+                ));
+                at
+            } else {
+                host.clone()
+            };
+            let path = served
+                .to_str()
+                .filter(|p| !p.contains(','))
+                .ok_or_else(|| {
+                    Error::Setup(format!(
+                        "cannot share {} (QEMU options cannot hold it)",
+                        host.display()
+                    ))
+                })?;
             args.push("-fsdev".into());
             args.push(format!("local,id=fs{i},path={path},security_model=none,readonly=on").into());
             args.push("-device".into());
@@ -598,7 +667,11 @@ impl Vm {
             .collect();
 
         let raw: Vec<RawFd> = theirs.iter().map(|f| f.as_raw_fd()).collect();
-        let drop_to = unprivileged(accel.accel);
+        if !binds.is_empty() {
+            std::fs::create_dir_all(SHARES_DIR)
+                .map_err(Error::io(format!("cannot create {SHARES_DIR}")))?;
+        }
+        let shares_dir = CString::new(SHARES_DIR).expect("no NUL");
         let mut command = Command::new(&qemu);
         command
             .args(&args)
@@ -606,8 +679,9 @@ impl Vm {
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
         // SAFETY: the closure runs in the child between fork and exec and only makes
-        // async-signal-safe calls (dup2, raw set*id system calls, prctl) on integers and on
-        // `groups`, which lives in the closure. The raw system calls change the credentials
+        // async-signal-safe calls (dup2, unshare, mount, mkdir, raw set*id system calls,
+        // prctl) on integers and on `groups`, `shares_dir` and `binds`, which live in the
+        // closure. The raw system calls change the credentials
         // of the calling thread only, which is the whole child after fork.
         unsafe {
             command.pre_exec(move || {
@@ -615,6 +689,9 @@ impl Vm {
                     if libc::dup2(fd, 3 + i as RawFd) < 0 {
                         return Err(io::Error::last_os_error());
                     }
+                }
+                if !binds.is_empty() {
+                    bind_shares(&shares_dir, &binds)?;
                 }
                 if let Some((id, groups)) = &drop_to {
                     let (id, n) = (*id as libc::c_long, groups.len() as libc::c_long);

@@ -439,3 +439,49 @@ fn large_output_arrives_whole_before_the_exit_report() {
     assert_eq!(o.stdout.len(), 4194304 + 5, "stdout length");
     assert!(o.stdout.ends_with(b"\nend\n"));
 }
+
+#[test]
+fn a_share_under_a_private_parent_is_served_and_its_binds_stay_in_qemus_namespace() {
+    let _serial = serial();
+    // A project under a folder only root may pass (like /root): QEMU, which runs without
+    // root, still serves it, and reads only what any user may in it.
+    let base =
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("private-{}", std::process::id()));
+    let share = base.join("project");
+    std::fs::create_dir_all(&share).unwrap();
+    std::fs::write(share.join("readme.txt"), "served through a bind\n").unwrap();
+    std::fs::write(share.join("secret.txt"), "root's own\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &Path, m: u32| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m));
+    mode(&share.join("secret.txt"), 0o600).unwrap();
+    mode(&share, 0o755).unwrap();
+    mode(&base, 0o700).unwrap();
+    let mut c = config();
+    require_setup(&c);
+    c.shares = vec![share.clone()];
+    let script = format!(
+        "cat {0}/readme.txt; cat {0}/secret.txt 2>/dev/null || echo refused",
+        share.display()
+    );
+    let o = run(
+        &c,
+        &GuestCommand::new(["/bin/sh", "-c", script.as_str()]),
+        b"",
+        Duration::from_secs(120),
+    )
+    .unwrap_or_else(|e| panic!("boot: {e}"));
+    let out = String::from_utf8_lossy(&o.stdout);
+    // SAFETY: geteuid cannot fail and takes no pointer.
+    let root = unsafe { libc::geteuid() } == 0;
+    if root {
+        assert_eq!(out, "served through a bind\nrefused\n", "{o:?}");
+    } else {
+        // Without root QEMU is the caller and reads what the caller may.
+        assert!(out.starts_with("served through a bind\n"), "{o:?}");
+    }
+    // The binds lived in QEMU's mount namespace only.
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    assert!(!mounts.contains("vm-shares"), "{mounts}");
+    mode(&base, 0o755).unwrap();
+    std::fs::remove_dir_all(&base).unwrap();
+}
