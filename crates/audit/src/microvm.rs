@@ -399,8 +399,10 @@ pub(crate) struct VmRun {
     hung: Option<String>,
 }
 
-/// What the events reader hands back: the kept events and the sink's write error.
-type ReaderResult = (Vec<Event>, Option<std::io::Error>);
+/// What the events reader hands back: the kept events, the sink's write error, and how many
+/// lines of the events port were not events (a broken channel: a guest killed mid-line, or a
+/// guest that writes garbage), with the first one's error.
+type ReaderResult = (Vec<Event>, Option<std::io::Error>, (u64, Option<String>));
 
 /// Boots a guest for one run and starts the server in it; returns once the server runs there.
 pub(crate) fn start(
@@ -533,6 +535,7 @@ pub(crate) fn start(
             let mut error: Option<std::io::Error> = None;
             let mut reader = BufReader::new(events);
             let mut stamper = Stamper::default();
+            let mut broken: (u64, Option<String>) = (0, None);
             let mut deliver =
                 |e: Event, sink: &mut Box<dyn EventSink>, error: &mut Option<std::io::Error>| {
                     if error.is_none() {
@@ -579,10 +582,10 @@ pub(crate) fn start(
                 let e: Event = match serde_json::from_str(text) {
                     Ok(e) => e,
                     Err(e) => {
-                        error.get_or_insert(std::io::Error::new(
-                            std::io::ErrorKind::InvalidData,
-                            format!("malformed event from the guest: {e}"),
-                        ));
+                        broken.0 += 1;
+                        broken
+                            .1
+                            .get_or_insert(format!("a malformed event from the guest: {e}"));
                         continue;
                     }
                 };
@@ -599,7 +602,7 @@ pub(crate) fn start(
             if error.is_none() {
                 error = sink.flush().err();
             }
-            (kept, error)
+            (kept, error, broken)
         })
         .map_err(|e| Error::Internal(format!("cannot start the guest events reader: {e}")))?;
     // `lost`: the guest hung or ended before it said anything (not a refusal it reported).
@@ -738,7 +741,7 @@ impl VmRun {
         if let Some(Err(e)) = ended {
             self.hung.get_or_insert(format!("the guest failed: {e}"));
         }
-        let (events, write_error) = self
+        let (events, write_error, broken) = self
             .reader
             .take()
             .and_then(|h| h.join().ok())
@@ -777,6 +780,14 @@ impl VmRun {
                 counters,
                 error: edge_error,
             };
+        }
+        // Lines that were not events: lost, and the channel is not trusted whole.
+        if let (n, Some(why)) = broken {
+            recording.stats.lost += n;
+            recording
+                .stats
+                .failure
+                .get_or_insert(format!("the guest's events channel broke: {why}"));
         }
         // The guest is gone: nothing more can reach the edge.
         if let Some(edge) = self.edge.as_mut() {

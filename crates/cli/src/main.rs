@@ -786,12 +786,10 @@ fn run(cli: Cli) -> Result<i32> {
                     "--config and --server-json name their servers: no command goes after --"
                 );
             }
-            if isolation == Isolation::Microvm
-                && (declared.is_some() || target.is_some() || http.is_some())
-            {
+            if isolation == Isolation::Microvm && http.is_some() {
                 anyhow::bail!(
-                    "packages, --config, --server-json, --http and --sse are not supported with \
-                     --isolation microvm yet: audit a command (-- COMMAND)"
+                    "--http and --sse are not supported with --isolation microvm yet: audit a \
+                     command (-- COMMAND) or a package"
                 );
             }
             let package = match &target {

@@ -466,7 +466,16 @@ fn an_audit_in_microvms_gives_the_namespace_audits_verdict_and_checks() {
 fn a_hung_guest_is_killed_and_the_audit_is_inconclusive_and_unsupported_targets_are_refused() {
     // Refused before any boot, with the reason.
     let o = glassbox()
-        .args(["audit", "--isolation", "microvm", "npm:left-pad"])
+        .args([
+            "audit",
+            "--isolation",
+            "microvm",
+            "--http",
+            "http://127.0.0.1:9/mcp",
+            "--",
+            "python3",
+            "server.py",
+        ])
         .output()
         .unwrap();
     assert_ne!(o.status.code(), Some(0));
@@ -607,24 +616,10 @@ fn a_batch_in_microvms_gives_each_controls_verdict_and_applies_the_limits_in_the
     std::fs::write(&list, lines.concat()).unwrap();
     let (ns_out, ns) = batch(&w, &list, "namespace");
     assert_eq!(ns.len(), 2, "{}", common::text(&ns_out));
-    // A package target cannot run in the microVM yet: its row says so, the batch goes on
-    // (refused before any registry look-up).
-    let vm_list = w.join("servers/targets-vm.txt");
-    std::fs::write(&vm_list, format!("npm:left-pad@1.3.0\n{}", lines.concat())).unwrap();
     let _vm = one_vm();
-    let (o, rows) = batch(&w, &vm_list, "microvm");
+    let (o, rows) = batch(&w, &list, "microvm");
     let out = common::text(&o);
     assert_eq!(rows.len(), 2, "{out}");
-    let package_row = String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .find(|l| l.contains("npm:left-pad"))
-        .unwrap_or_default()
-        .to_string();
-    assert!(
-        package_row.contains("error")
-            && package_row.contains("package targets are not supported with --isolation microvm"),
-        "{out}"
-    );
     for case in cases {
         let find = |rows: &[glassbox_store::AuditRow]| {
             rows.iter()
@@ -649,7 +644,19 @@ fn a_batch_in_microvms_gives_each_controls_verdict_and_applies_the_limits_in_the
         .unwrap();
         assert_eq!(manifest["vm"]["backend"], "microvm", "{manifest}");
         assert_eq!(manifest["vm"]["memory_mib"], 256 + 256, "{manifest}");
-        assert_eq!(manifest["vm"]["cpus"], 1, "{manifest}");
+        // The host's CPUs (up to 4) as vCPUs; the 1-CPU limit is the guest cgroup's quota.
+        let host = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(4);
+        assert_eq!(manifest["vm"]["cpus"], host, "{manifest}");
+        let cpu = manifest["sandbox"]["limits"]["cpu"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(
+            cpu.starts_with("1 CPU via cgroup v2"),
+            "{case}: {}",
+            manifest["sandbox"]["limits"]
+        );
         let memory = manifest["sandbox"]["limits"]["memory"]
             .as_str()
             .unwrap_or_default();
