@@ -16,18 +16,21 @@
 //!   9p (`-fsdev local,readonly=on`) at its host path, on a tmpfs root: everything else in the
 //!   guest is writable and in memory. The host's root is *not* shared whole: a guest root
 //!   that unmounted its own `/proc` would read the host's `/proc` (other processes'
-//!   command lines and environments), `/run` and `/dev` through the share.
+//!   command lines and environments), `/run` and `/dev` through the share. Folders in
+//!   [`VmConfig::shares_rw`] (an install's) are shared writable.
 //! - **Channels**: virtio-serial ports ([`agent::ports`]) on socket pairs whose other ends
 //!   glassbox holds (QEMU gets them as inherited descriptors: no socket file, no temporary
 //!   directory): control, the command's stdin, stdout and stderr, and an events port for the
 //!   guest's recorder.
 //! - **Network**: none by default (the guest has only its loopback). With
 //!   [`VmConfig::network`], one virtio-net card whose Ethernet frames glassbox reads and writes
-//!   as datagrams ([`Vm::net`], `-netdev dgram` on a socket pair): the wiring for the network
-//!   edge; the guest's addresses are not configured yet.
+//!   as datagrams ([`Vm::net`], `-netdev dgram` on a socket pair), served by glassbox's
+//!   network edge on the host (`glassbox_net::wire`). The agent brings it up as a bare wire:
+//!   no address, no ARP, IPv6 off, so the guest's kernel sends nothing of its own on it.
 //! - **Privileges**: when glassbox runs as root, QEMU drops to an unprivileged uid
 //!   ([`QEMU_UID_WHEN_ROOT`]) before it starts, so the 9p server reads only what any user may
-//!   read, whatever the guest's root asks for.
+//!   read, whatever the guest's root asks for. The caller's shares are bound first, in a mount
+//!   namespace of QEMU's own, where that uid can reach them (a folder under `/root`).
 //! - **Agent** ([`agent`]): pid 1 of the guest; runs one command and powers off.
 //!
 //! # Lifetime
@@ -607,7 +610,7 @@ impl Vm {
                 _ => {}
             }
         }
-        for s in &config.shares {
+        let share_dir = |s: &PathBuf| -> Result<PathBuf> {
             let s =
                 std::fs::canonicalize(s).map_err(Error::io(format!("share {}", s.display())))?;
             if !s.is_dir() {
@@ -616,9 +619,18 @@ impl Vm {
                     s.display()
                 )));
             }
+            Ok(s)
+        };
+        for s in &config.shares {
+            let s = share_dir(s)?;
             if !shares.iter().any(|d| s.starts_with(d)) {
                 shares.push(s);
             }
+        }
+        let mut writable = vec![false; shares.len()];
+        for s in &config.shares_rw {
+            shares.push(share_dir(s)?);
+            writable.push(true);
         }
         let drop_to = unprivileged(accel.accel);
         // QEMU without root reads the shares as the unprivileged uid, which cannot pass a
@@ -626,19 +638,6 @@ impl Vm {
         // caller's shares is bound, in a mount namespace of QEMU's own, under a tmpfs at
         // SHARES_DIR, and QEMU serves it from there. The system folders need no bind.
         let mut binds: Vec<(CString, CString)> = Vec::new();
-        let mut writable = vec![false; shares.len()];
-        for s in &config.shares_rw {
-            let s =
-                std::fs::canonicalize(s).map_err(Error::io(format!("share {}", s.display())))?;
-            if !s.is_dir() {
-                return Err(Error::Setup(format!(
-                    "share {} is not a directory",
-                    s.display()
-                )));
-            }
-            shares.push(s);
-            writable.push(true);
-        }
         for (i, host) in shares.iter().enumerate() {
             let served = if drop_to.is_some()
                 && !SYSTEM_DIRS.iter().any(|d| host == &Path::new("/").join(d))
