@@ -644,11 +644,8 @@ fn a_batch_in_microvms_gives_each_controls_verdict_and_applies_the_limits_in_the
         .unwrap();
         assert_eq!(manifest["vm"]["backend"], "microvm", "{manifest}");
         assert_eq!(manifest["vm"]["memory_mib"], 256 + 256, "{manifest}");
-        // The host's CPUs (up to 4) as vCPUs; the 1-CPU limit is the guest cgroup's quota.
-        let host = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(4);
-        assert_eq!(manifest["vm"]["cpus"], host, "{manifest}");
+        // The 1-CPU limit: one vCPU, and the guest cgroup's quota.
+        assert_eq!(manifest["vm"]["cpus"], 1, "{manifest}");
         let cpu = manifest["sandbox"]["limits"]["cpu"]
             .as_str()
             .unwrap_or_default();
