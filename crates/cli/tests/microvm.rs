@@ -777,7 +777,7 @@ fn a_package_is_installed_and_audited_in_microvms() {
 /// control's expectations hold with the server behind the guest's kernel, every check is
 /// proven, and the record is the microVM backend's own: an audit in a microVM is proven by
 /// it, an audit in namespaces is not. About half an hour under TCG on two cores, so it runs
-/// when `GLASSBOX_MICROVM_CONTROLS` is set (scripts/test sets it).
+/// when `GLASSBOX_MICROVM_CONTROLS` is set (by hand, not by scripts/test: see the README).
 #[test]
 fn the_whole_control_suite_passes_in_microvms() {
     if std::env::var_os("GLASSBOX_MICROVM_CONTROLS").is_none() {
