@@ -335,26 +335,11 @@ fn network_controls_reach_the_host_edge_through_the_guests_card() {
         let err = String::from_utf8_lossy(&vm.out.stderr);
         assert_eq!(vm.report["verdict"], expected["verdict"], "{name}: {err}");
         assert_eq!(outcomes(&vm.report), outcomes(&ns.report), "{name}: {err}");
-        for (id, want) in expected["expect"].as_object().unwrap() {
-            let got = outcomes(&vm.report).into_iter().find(|(i, _)| i == id);
-            let want = match want.as_str() {
-                Some("pass") => "unverified",
-                other => other.unwrap_or_default(),
-            };
-            assert_eq!(got.map(|(_, o)| o).as_deref(), Some(want), "{name}: {id}");
-        }
+        assert_expected(&vm.report, &expected, name);
         let runs = vm.manifest["network"]["runs"].as_array().unwrap();
         assert_eq!(runs.len(), 2, "{name}");
         for run in runs {
-            assert_eq!(run["isolation_verified"], true, "{name}: {run}");
-            assert!(
-                run["isolation"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .any(|c| c.as_str().unwrap().contains("glassbox's edge on the host")),
-                "{name}: {run}"
-            );
+            assert_behind_host_edge(run);
             assert!(
                 run["counters"]["packets"].as_u64().unwrap() > 0,
                 "{name}: the host's edge saw no packet: {run}"
@@ -379,6 +364,32 @@ fn network_controls_reach_the_host_edge_through_the_guests_card() {
             assert!(named, "{:?}", vm.flows);
         }
     }
+}
+
+/// Each check a control pins has the outcome its manifest expects; without a selftest record
+/// (see [`glassbox`]) a pass is claimed as `unverified`.
+fn assert_expected(report: &Value, expected: &Value, name: &str) {
+    for (id, want) in expected["expect"].as_object().unwrap() {
+        let got = outcomes(report).into_iter().find(|(i, _)| i == id);
+        let want = match want.as_str() {
+            Some("pass") => "unverified",
+            other => other.unwrap_or_default(),
+        };
+        assert_eq!(got.map(|(_, o)| o).as_deref(), Some(want), "{name}: {id}");
+    }
+}
+
+/// A run whose isolation was verified in the guest and whose packets went to the host's edge.
+fn assert_behind_host_edge(run: &Value) {
+    assert_eq!(run["isolation_verified"], true, "{run}");
+    assert!(
+        run["isolation"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c.as_str().unwrap().contains("glassbox's edge on the host")),
+        "{run}"
+    );
 }
 
 fn outcomes(report: &Value) -> Vec<(String, String)> {
@@ -410,15 +421,7 @@ fn an_audit_in_microvms_gives_the_namespace_audits_verdict_and_checks() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(vm["verdict"], expected["verdict"], "{err}");
     assert_eq!(outcomes(&vm), outcomes(&ns), "{err}");
-    for (id, want) in expected["expect"].as_object().unwrap() {
-        let got = outcomes(&vm).into_iter().find(|(i, _)| i == id);
-        // Without a selftest record (see `glassbox`) a pass is claimed as `unverified`.
-        let want = match want.as_str() {
-            Some("pass") => "unverified",
-            other => other.unwrap_or_default(),
-        };
-        assert_eq!(got.map(|(_, o)| o).as_deref(), Some(want), "{id}");
-    }
+    assert_expected(&vm, &expected, "child-shell-cats-aws-credentials");
 
     // The manifest says where it ran.
     let v = &manifest["vm"];
@@ -724,14 +727,7 @@ fn a_package_is_installed_and_audited_in_microvms() {
     assert_eq!(runs.len(), 3, "install, capture, denied: {manifest}");
     assert_eq!(runs[0]["mode"], "install");
     for run in runs {
-        assert!(
-            run["isolation"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|c| c.as_str().unwrap().contains("glassbox's edge on the host")),
-            "{run}"
-        );
+        assert_behind_host_edge(run);
     }
     assert!(manifest["sandbox"]["backend"]
         .as_str()
