@@ -39,8 +39,11 @@ pub mod ports {
     pub const STDERR: &str = "glassbox.stderr";
     /// Free for the guest's recorder: `/dev/virtio-ports/glassbox.events` in the guest.
     pub const EVENTS: &str = "glassbox.events";
+    /// Free for a TCP relay ([`crate::mux`]): `/dev/virtio-ports/glassbox.tcp` in the guest,
+    /// served by the guest's glassbox when the host must reach a server on its loopback.
+    pub const TCP: &str = "glassbox.tcp";
     /// All of them, in the order the host adds them.
-    pub const ALL: [&str; 5] = [CONTROL, STDIN, STDOUT, STDERR, EVENTS];
+    pub const ALL: [&str; 6] = [CONTROL, STDIN, STDOUT, STDERR, EVENTS, TCP];
 }
 
 /// Where the agent's own executable (the initramfs's `/init`) is in the guest's root, read-only:

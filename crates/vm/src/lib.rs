@@ -20,8 +20,9 @@
 //!   [`VmConfig::shares_rw`] (an install's) are shared writable.
 //! - **Channels**: virtio-serial ports ([`agent::ports`]) on socket pairs whose other ends
 //!   glassbox holds (QEMU gets them as inherited descriptors: no socket file, no temporary
-//!   directory): control, the command's stdin, stdout and stderr, and an events port for the
-//!   guest's recorder.
+//!   directory): control, the command's stdin, stdout and stderr, an events port for the
+//!   guest's recorder, and a TCP relay ([`mux`]) through which the host reaches a server
+//!   listening on the guest sandbox's loopback.
 //! - **Network**: none by default (the guest has only its loopback). With
 //!   [`VmConfig::network`], one virtio-net card whose Ethernet frames glassbox reads and writes
 //!   as datagrams ([`Vm::net`], `-netdev dgram` on a socket pair), served by glassbox's
@@ -48,6 +49,7 @@ pub mod accel;
 pub mod agent;
 pub mod initramfs;
 pub mod kernel;
+pub mod mux;
 pub mod proto;
 
 pub use accel::{Accel, AccelChoice};
@@ -111,6 +113,9 @@ pub enum Error {
     /// The agent reported a failure (mount, exec ...).
     #[error("the guest agent failed: {0}")]
     Agent(String),
+    /// The TCP relay's other end broke its protocol ([`mux`]).
+    #[error("TCP relay: {0}")]
+    Relay(String),
 }
 
 fn tail_note(console: &str) -> String {
@@ -277,8 +282,9 @@ pub struct BootInfo {
     pub kernel: Kernel,
     /// The initramfs booted.
     pub initramfs: PathBuf,
-    /// QEMU's full command line (descriptors 3 to 8 are the socket pairs, 9 the kernel, 10
-    /// the initramfs).
+    /// QEMU's full command line (descriptors 3 to 9 are the socket pairs: the console, then
+    /// the ports of [`agent::ports::ALL`]; 10 the kernel, 11 the initramfs, 12 the network
+    /// card's).
     pub command_line: Vec<OsString>,
     /// From [`Vm::start`] to QEMU's start.
     pub prepared: Duration,
@@ -323,6 +329,9 @@ pub struct Vm {
     pub stderr: Option<UnixStream>,
     /// What the guest writes to `/dev/virtio-ports/glassbox.events`.
     pub events: Option<UnixStream>,
+    /// `/dev/virtio-ports/glassbox.tcp` in the guest, both ways: free for a TCP relay
+    /// ([`mux`]).
+    pub tcp: Option<UnixStream>,
     /// The guest's network card: one Ethernet frame per datagram, both ways
     /// ([`VmConfig::network`]).
     pub net: Option<std::os::unix::net::UnixDatagram>,
@@ -496,10 +505,11 @@ impl Vm {
             initramfs,
         } = prepare(config)?;
 
-        // Socket pairs: ours, and QEMU's (as descriptors 3.. in QEMU).
+        // Socket pairs: ours, and QEMU's (as descriptors 3.. in QEMU): the console and the
+        // ports.
         let mut ours = Vec::new();
         let mut theirs = Vec::new();
-        for _ in 0..6 {
+        for _ in 0..1 + agent::ports::ALL.len() {
             let (a, b) = UnixStream::pair().map_err(Error::io("socketpair"))?;
             ours.push(a);
             theirs.push(high_fd(OwnedFd::from(b))?);
@@ -562,14 +572,18 @@ impl Vm {
             append.push("--".into());
             append.extend(config.agent_args.iter().cloned());
         }
-        // The kernel and the initramfs go in as descriptors 9 and 10 too: the cache is under
-        // the caller's home, which QEMU, dropped to another uid, may not traverse.
+        // The kernel and the initramfs go in as descriptors too (10 and 11, after the socket
+        // pairs): the cache is under the caller's home, which QEMU, dropped to another uid,
+        // may not traverse.
+        let kernel_fd = 3 + theirs.len();
+        let initramfs_fd = kernel_fd + 1;
         for f in [&kernel.vmlinux, &initramfs] {
             let file = std::fs::File::open(f)
                 .map_err(Error::io(format!("cannot open {}", f.display())))?;
             theirs.push(high_fd(OwnedFd::from(file))?);
         }
-        // 11: the network card's frames.
+        // 12: the network card's frames.
+        let net_fd = 3 + theirs.len();
         let mut net = None;
         if config.network {
             let (a, b) =
@@ -577,14 +591,14 @@ impl Vm {
             net = Some(a);
             theirs.push(high_fd(OwnedFd::from(b))?);
             args.push("-netdev".into());
-            args.push("dgram,id=net0,local.type=fd,local.str=11".into());
+            args.push(format!("dgram,id=net0,local.type=fd,local.str={net_fd}").into());
             args.push("-device".into());
             args.push(format!("virtio-net-device,netdev=net0,mac={GUEST_MAC}").into());
         }
         args.push("-kernel".into());
-        args.push("/proc/self/fd/9".into());
+        args.push(format!("/proc/self/fd/{kernel_fd}").into());
         args.push("-initrd".into());
-        args.push("/proc/self/fd/10".into());
+        args.push(format!("/proc/self/fd/{initramfs_fd}").into());
         args.push("-append".into());
         args.push(append.join(" ").into());
 
@@ -777,8 +791,10 @@ impl Vm {
             }));
         }
         let mut it = ours.into_iter();
-        let (ctl, stdin, stdout, stderr, events) = (
-            it.next().expect("6 pairs"),
+        // In agent::ports::ALL order.
+        let (ctl, stdin, stdout, stderr, events, tcp) = (
+            it.next().expect("a pair per port"),
+            it.next(),
             it.next(),
             it.next(),
             it.next(),
@@ -791,6 +807,7 @@ impl Vm {
             stdout,
             stderr,
             events,
+            tcp,
             net,
             console,
             readers,
