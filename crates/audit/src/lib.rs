@@ -301,18 +301,6 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
         opts.session.input_marker = Some(run::input_marker()?);
     }
     let opts = &opts;
-    if opts.isolation == Isolation::MicroVm {
-        let unsupported = if opts.http.is_some() {
-            Some("--http and --sse servers")
-        } else {
-            None
-        };
-        if let Some(what) = unsupported {
-            return Err(Error::Usage(format!(
-                "{what} are not supported with --isolation microvm yet (command targets are)"
-            )));
-        }
-    }
     // A command must resolve before anything is written; a package resolves after its
     // install.
     let mut target = match &opts.package {
@@ -1170,12 +1158,7 @@ fn one_run(
             // The server's stdout is only its log; MCP goes over HTTP on its own loopback.
             let log = bundle.stdout_writer(suffix)?;
             let out = std::thread::spawn(move || bundle::copy_bounded(Some(stdout), log));
-            let Server::Namespace(r) = &running else {
-                return Err(Error::Usage(
-                    "--http is not supported with --isolation microvm yet".into(),
-                ));
-            };
-            let s = http_session(http, &r.sandbox, opts, &hooks)?;
+            let s = http_session(http, &running, opts, &hooks)?;
             drop(stdin);
             drop(out);
             s
@@ -1289,6 +1272,12 @@ fn start_server(
                 exit_grace: opts.exit_grace,
                 linger: opts.linger,
                 run_for,
+                // An install (a bounded run) is not the server: nothing to reach.
+                http_port: opts
+                    .http
+                    .as_ref()
+                    .filter(|_| run_for.is_none())
+                    .map(|h| h.port),
             },
             events,
             true,
@@ -1303,6 +1292,10 @@ enum Server {
     Namespace(Box<run::Running>),
     MicroVm(Box<microvm::VmRun>),
 }
+
+/// Connects to a port of the server's loopback with a timeout ([`Server::loopback_dialer`]).
+type LoopbackDialer =
+    Arc<dyn Fn(u16, Duration) -> std::io::Result<Box<dyn glassbox_mcp::Connection>> + Send + Sync>;
 
 /// The server's standard input, output and error, on either backend.
 type Stdio = (
@@ -1386,6 +1379,43 @@ impl Server {
         }
     }
 
+    /// Whether the server may still come to listen: in namespaces, whether any of its
+    /// processes runs; in a microVM, whether the guest has not reported the end of the run yet
+    /// (its word, which comes after the server's exit and the guest's linger: a server that
+    /// dies at once is waited for that much longer, never less).
+    fn may_still_listen(&self) -> bool {
+        match self {
+            Server::Namespace(r) => r.sandbox.others_alive(),
+            Server::MicroVm(v) => !v.reported_end(),
+        }
+    }
+
+    /// Connects to 127.0.0.1:PORT on the server's own loopback: in namespaces, from a thread
+    /// that enters the sandbox's network namespace; in a microVM, through the guest's TCP
+    /// relay, whose guest end connects from the sandbox's network namespace in the guest.
+    fn loopback_dialer(&self) -> Result<LoopbackDialer, Error> {
+        Ok(match self {
+            Server::Namespace(r) => {
+                let dialer = r.sandbox.dialer()?;
+                Arc::new(move |port, timeout| {
+                    dialer
+                        .connect(std::net::SocketAddr::from(([127, 0, 0, 1], port)), timeout)
+                        .map(|s| Box::new(s) as Box<dyn glassbox_mcp::Connection>)
+                })
+            }
+            Server::MicroVm(v) => {
+                let relay = v.relay().ok_or_else(|| {
+                    Error::Internal("the guest was started without its TCP relay".into())
+                })?;
+                Arc::new(move |port, timeout| {
+                    relay.connect(port, timeout).map(|s| {
+                        Box::new(microvm::RelayConnection(s)) as Box<dyn glassbox_mcp::Connection>
+                    })
+                })
+            }
+        })
+    }
+
     fn limits_reached(&self) -> &[String] {
         match self {
             Server::Namespace(r) => r.sandbox.limits_reached(),
@@ -1443,29 +1473,27 @@ impl HttpServer {
 }
 
 /// The MCP session with a server over HTTP inside its sandbox: waits until it listens (up to
-/// the request timeout), then speaks MCP through connections made in its network namespace.
+/// the request timeout), then speaks MCP through connections made in its network namespace
+/// (on the host, or in the guest through its TCP relay).
 fn http_session(
     http: &HttpServer,
-    sandbox: &glassbox_sandbox::Sandbox,
+    server: &Server,
     opts: &AuditOptions,
     hooks: &Hooks<'_>,
 ) -> Result<SessionSummary, Error> {
-    let dialer = Arc::new(sandbox.dialer()?);
+    let dialer = server.loopback_dialer()?;
     let addr = std::net::SocketAddr::from(([127, 0, 0, 1], http.port));
-    let timeout = opts.session.request_timeout;
+    let (port, timeout) = (http.port, opts.session.request_timeout);
     let d = dialer.clone();
-    let connector: glassbox_mcp::Connector = Arc::new(move || {
-        d.connect(addr, timeout)
-            .map(|s| Box::new(s) as Box<dyn glassbox_mcp::Connection>)
-    });
+    let connector: glassbox_mcp::Connector = Arc::new(move || d(port, timeout));
     let deadline = std::time::Instant::now() + timeout;
     loop {
-        match dialer.connect(addr, Duration::from_secs(1)) {
+        match dialer(port, Duration::from_secs(1)) {
             Ok(_) => break,
             Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
                 return Err(Error::Usage(e.to_string()))
             }
-            Err(_) if std::time::Instant::now() < deadline && sandbox.others_alive() => {
+            Err(_) if std::time::Instant::now() < deadline && server.may_still_listen() => {
                 std::thread::sleep(Duration::from_millis(100));
             }
             Err(e) => {

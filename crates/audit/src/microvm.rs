@@ -9,7 +9,11 @@
 //! - stdout and stderr ports: the server's;
 //! - events port: the recorded events as JSON lines, framed by a [`Record::Started`] line
 //!   (the sandbox's settings, once the server runs) and a [`Record::Finished`] line (how the
-//!   server ended, the recorder's counters, the network edge's flows and counters).
+//!   server ended, the recorder's counters, the network edge's flows and counters);
+//! - tcp port, for a server that speaks MCP over HTTP (`--http`, `--sse`): the TCP relay of
+//!   `glassbox_vm::mux`, through which the host's MCP client connects to the server's port on
+//!   the loopback of the guest's sandbox (the guest's glassbox dials it from the sandbox's
+//!   network namespace, as the namespace backend does on the host).
 //!
 //! Events are stamped on arrival with the host's run clock and current MCP phase: the guest's
 //! clock is not the host's (it lags under TCG), and the phase is only known to the host.
@@ -25,11 +29,13 @@ use glassbox_model::{
     EdgeCounters, Event, Flow, Honeytoken, NetworkMode, SandboxSettings, ServerExit, VmRecord,
 };
 use glassbox_trace::{Clock, RecorderStats};
+use glassbox_vm::mux::{Mux, MuxStream};
 use glassbox_vm::{agent, Accel, GuestCommand, Vm, VmConfig};
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -164,6 +170,10 @@ pub(crate) struct GuestRequest {
     linger_ms: u64,
     /// The audit's sandbox limits.
     limits: WireLimits,
+    /// The server speaks MCP over HTTP on this port of its loopback: the guest serves the TCP
+    /// relay to it, and to nothing else.
+    #[serde(default)]
+    http_port: Option<u16>,
 }
 
 /// The recorder's counters as they cross to the host.
@@ -381,6 +391,9 @@ pub(crate) struct VmPlan<'a> {
     /// run ends when the command exits, or at `bound` (an install, whose stdin is closed from
     /// the start).
     pub run_for: Option<Duration>,
+    /// The port an HTTP server listens on in its sandbox: the host reaches it through the
+    /// guest's TCP relay ([`VmRun::relay`]).
+    pub http_port: Option<u16>,
 }
 
 /// The guest's end of a run, as the host sees it.
@@ -396,6 +409,10 @@ pub(crate) struct VmRun {
     pub stdin: Option<UnixStream>,
     pub stdout: Option<UnixStream>,
     pub stderr: Option<UnixStream>,
+    /// The host's end of the guest's TCP relay, for an HTTP server.
+    relay: Option<Mux>,
+    /// Set once the guest reported the end of the run, or its events port ended.
+    reported_end: Arc<AtomicBool>,
     /// The boot, for the manifest.
     pub record: VmRecord,
     finished_rx: Receiver<Record>,
@@ -451,6 +468,7 @@ pub(crate) fn start(
         exit_grace_ms: vp.exit_grace.as_millis() as u64,
         linger_ms: vp.linger.as_millis() as u64,
         limits: WireLimits::from(&plan.limits),
+        http_port: vp.http_port,
     };
     let exe = std::env::current_exe()
         .map_err(|e| Error::Internal(format!("cannot find glassbox's own executable: {e}")))?;
@@ -505,6 +523,20 @@ pub(crate) fn start(
         }
         _ => None,
     };
+    let relay = match (vp.http_port, vm.tcp.take()) {
+        (Some(_), Some(port)) => {
+            let reader = port
+                .try_clone()
+                .map_err(|e| Error::Internal(format!("cannot use the VM's tcp port: {e}")))?;
+            Some(Mux::start(reader, port).map_err(|e| {
+                Error::Internal(format!("cannot start the TCP relay with the guest: {e}"))
+            })?)
+        }
+        (Some(_), None) => return Err(Error::Internal("the VM has no tcp port".into())),
+        (None, _) => None,
+    };
+    let reported_end = Arc::new(AtomicBool::new(false));
+    let ended = reported_end.clone();
     let record = VmRecord {
         backend: "microvm".into(),
         kernel_release: vm.info.kernel.release.clone(),
@@ -567,6 +599,7 @@ pub(crate) fn start(
                 if text.starts_with(RECORD_PREFIX) {
                     match serde_json::from_str::<Record>(text) {
                         Ok(r @ Record::Finished { .. }) => {
+                            ended.store(true, Ordering::SeqCst);
                             let _ = finished_tx.send(r);
                         }
                         Ok(r) => {
@@ -604,6 +637,8 @@ pub(crate) fn start(
                     error = sink.flush().err();
                 }
             }
+            // The guest is gone (or ended its stream): nothing more will run there.
+            ended.store(true, Ordering::SeqCst);
             for e in stamper.rest(&clock) {
                 deliver(e, &mut sink, &mut error);
             }
@@ -678,6 +713,8 @@ pub(crate) fn start(
     };
     Ok(VmRun {
         edge,
+        relay,
+        reported_end,
         stdout: vm.stdout.take(),
         stderr: vm.stderr.take(),
         vm,
@@ -730,6 +767,20 @@ impl VmRun {
             Some(Record::Finished { limits_reached, .. }) => limits_reached,
             _ => &[],
         }
+    }
+
+    /// The host's end of the TCP relay to the loopback of the guest's sandbox (a run started
+    /// with [`VmPlan::http_port`]).
+    pub(crate) fn relay(&self) -> Option<Mux> {
+        self.relay.clone()
+    }
+
+    /// Whether the guest has reported the end of the run (or its events port ended: the
+    /// guest is gone). This is the guest's word, and it lags: the guest reports once the
+    /// server exited and what it left behind was recorded a little longer (its linger), so
+    /// until then the server, or what it left, may still come to listen.
+    pub(crate) fn reported_end(&self) -> bool {
+        self.reported_end.load(Ordering::SeqCst)
     }
 
     /// Ends the guest (it powers off by itself after its report; one that does not is killed)
@@ -815,6 +866,75 @@ impl VmRun {
             });
         }
         (exit, recording)
+    }
+}
+
+/// How long the guest's relay waits for a connection to the server to be made.
+const RELAY_DIAL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// In the guest: serves the TCP relay's port, each connection made to `port` on 127.0.0.1
+/// from the sandbox's network namespace, on a thread of its own until the host closes the
+/// port or the guest powers off. The host names ports only, and any other than the server's
+/// is refused.
+fn serve_relay(sandbox: &glassbox_sandbox::Sandbox, port: u16) -> Result<(), Error> {
+    let path = format!("/dev/virtio-ports/{}", agent::ports::TCP);
+    let writer = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&path)
+        .map_err(|e| Error::Internal(format!("cannot open {path}: {e}")))?;
+    let reader = writer
+        .try_clone()
+        .map_err(|e| Error::Internal(format!("cannot use {path}: {e}")))?;
+    let dialer = sandbox.dialer()?;
+    let dial = move |asked: u16| {
+        if asked != port {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::ConnectionRefused,
+                format!("the guest relays to port {port} only, not {asked}"),
+            ));
+        }
+        dialer.connect(
+            std::net::SocketAddr::from(([127, 0, 0, 1], port)),
+            RELAY_DIAL_TIMEOUT,
+        )
+    };
+    std::thread::Builder::new()
+        .name("glassbox-relay".into())
+        .spawn(move || {
+            // Not reported here: the guest's stderr is the server's (the host's stderr log).
+            // The host sees its connections fail with the reason its end knows.
+            let _ = glassbox_vm::mux::serve(reader, writer, dial);
+        })
+        .map_err(|e| Error::Internal(format!("cannot start the TCP relay: {e}")))?;
+    Ok(())
+}
+
+/// A connection through the guest's TCP relay, as the MCP client's HTTP transport uses it
+/// (the vm crate does not know the MCP crate's trait).
+#[derive(Debug)]
+pub(crate) struct RelayConnection(pub(crate) MuxStream);
+
+impl Read for RelayConnection {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.0.read(buf)
+    }
+}
+
+impl Write for RelayConnection {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
+impl glassbox_mcp::Connection for RelayConnection {
+    fn set_timeouts(&self, timeout: Option<Duration>) -> std::io::Result<()> {
+        self.0.set_read_timeout(timeout)?;
+        self.0.set_write_timeout(timeout)
     }
 }
 
@@ -920,6 +1040,9 @@ fn guest_run(sink: &run::SharedSink) -> Result<Record, Error> {
     .map_err(|e| Error::Internal(format!("cannot encode a record: {e}")))?;
     sink.line(&started)
         .map_err(|e| Error::Internal(format!("cannot write a record: {e}")))?;
+    if let Some(port) = req.http_port {
+        serve_relay(&running.sandbox, port)?;
+    }
 
     let pump = |from: Option<std::fs::File>, mut to: Box<dyn Write + Send>| {
         std::thread::spawn(move || {

@@ -114,8 +114,8 @@ pub(crate) struct BatchArgs {
     /// How to record the open and stat families.
     #[arg(long, value_enum, default_value_t = Recorder::Auto)]
     recorder: Recorder,
-    /// Where each server runs (as for `audit`); microvm runs command targets only (the other
-    /// targets get an error row).
+    /// Where each server runs (as for `audit`); a remote server (a configuration's URL) runs
+    /// elsewhere and is spoken to from this host under either.
     #[arg(long, value_enum, default_value_t = crate::Isolation::Namespace)]
     isolation: crate::Isolation,
     /// Do not run the selftest when this build has none recorded.
@@ -417,18 +417,6 @@ fn one(job: &Job, index: usize, sh: &Shared<'_>) -> Row {
         took: None,
     };
     sh.set(index, short(&label, 40));
-    if sh.base.isolation == glassbox_audit::Isolation::MicroVm {
-        let unsupported = match &job.launch {
-            Launch::Remote { .. } => Some("--http and --sse servers"),
-            Launch::Package { .. } | Launch::Command(_) | Launch::Unsupported(_) => None,
-        };
-        if let Some(what) = unsupported {
-            row.outcome = Outcome::Failed(format!(
-                "{what} are not supported with --isolation microvm yet (command targets are)"
-            ));
-            return row;
-        }
-    }
     let mut o = sh.base.clone();
     o.cwd = job.cwd.clone();
     o.server_env = job.env.clone();

@@ -60,7 +60,8 @@ enum Command {
         #[arg(long, value_enum, default_value_t = Recorder::Auto)]
         recorder: Recorder,
         /// Where the server runs: on this kernel (namespaces), or in a fresh QEMU microVM per
-        /// run with the sandbox and recorder in the guest (command targets only, for now).
+        /// run with the sandbox and recorder in the guest (an --http or --sse server is
+        /// reached through a TCP relay to the guest).
         #[arg(long, value_enum, default_value_t = Isolation::Namespace)]
         isolation: Isolation,
         /// Do not run the selftest when this build has none recorded (unproven checks are
@@ -785,12 +786,6 @@ fn run(cli: Cli) -> Result<i32> {
             if declared.is_some() && !cmd.is_empty() {
                 anyhow::bail!(
                     "--config and --server-json name their servers: no command goes after --"
-                );
-            }
-            if isolation == Isolation::Microvm && http.is_some() {
-                anyhow::bail!(
-                    "--http and --sse are not supported with --isolation microvm yet: audit a \
-                     command (-- COMMAND) or a package"
                 );
             }
             let package = match &target {

@@ -465,29 +465,119 @@ fn an_audit_in_microvms_gives_the_namespace_audits_verdict_and_checks() {
     assert!(manifest["recorder"]["failure"].is_null(), "{manifest}");
 }
 
+/// A server that speaks MCP over HTTP (the MCP crate's test server) in microVMs: the host's
+/// client reaches its port on the guest sandbox's loopback through the guest's TCP relay, and
+/// the audit's outcomes are the namespace audit's. Streamable HTTP in both runs (two guests),
+/// the legacy HTTP+SSE transport (its GET stream open while it POSTs) in the capture run, and
+/// a server that never listens on the port named, which fails the session with the reason in
+/// both backends.
 #[test]
-fn a_hung_guest_is_killed_and_the_audit_is_inconclusive_and_unsupported_targets_are_refused() {
-    // Refused before any boot, with the reason.
-    let o = glassbox()
-        .args([
-            "audit",
-            "--isolation",
-            "microvm",
-            "--http",
-            "http://127.0.0.1:9/mcp",
-            "--",
-            "python3",
-            "server.py",
-        ])
-        .output()
-        .unwrap();
-    assert_ne!(o.status.code(), Some(0));
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(
-        err.contains("not supported with --isolation microvm yet"),
-        "{err}"
-    );
+fn http_and_sse_servers_in_microvms_give_the_namespace_audits_outcomes() {
+    let w = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("microvm-http-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&w);
+    let servers = w.join("servers");
+    // `audit_command` makes `../lib` visible: an empty one.
+    std::fs::create_dir_all(w.join("lib")).unwrap();
+    std::fs::create_dir_all(&servers).unwrap();
+    let from = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../mcp/tests/servers");
+    for f in ["http_server.py", "mcp_logic.py"] {
+        std::fs::copy(from.join(f), servers.join(f)).unwrap();
+    }
+    let cases: [(&str, &[&str], &[&str]); 3] = [
+        (
+            "streamable",
+            &["--http", "http://127.0.0.1:8941/mcp"],
+            &["--port", "8941", "--mode", "sse"],
+        ),
+        (
+            "legacy-sse",
+            &["--sse", "http://127.0.0.1:8942/sse", "--network", "capture"],
+            &["--port", "8942", "--legacy-sse"],
+        ),
+        (
+            "never-listens",
+            &[
+                "--http",
+                "http://127.0.0.1:8944/mcp",
+                "--network",
+                "capture",
+                "--request-timeout",
+                "5",
+            ],
+            &["--port", "8943"],
+        ),
+    ];
+    for (name, extra, args) in cases {
+        let command: Vec<&str> = ["python3", "http_server.py"]
+            .iter()
+            .chain(args)
+            .copied()
+            .collect();
+        let ns = audit_command(&servers, &format!("http-{name}-ns"), extra, &[], &command);
+        let ns_err = String::from_utf8_lossy(&ns.out.stderr);
+        let in_vm: Vec<&str> = extra
+            .iter()
+            .chain(&["--isolation", "microvm"])
+            .copied()
+            .collect();
+        let _vm = one_vm();
+        let vm = audit_command(&servers, &format!("http-{name}-vm"), &in_vm, &[], &command);
+        drop(_vm);
+        let err = String::from_utf8_lossy(&vm.out.stderr);
+        assert_eq!(vm.manifest["vm"]["backend"], "microvm", "{name}: {err}");
+        assert_eq!(
+            vm.report["verdict"], ns.report["verdict"],
+            "{name}: {err}\n{ns_err}"
+        );
+        assert_eq!(outcomes(&vm.report), outcomes(&ns.report), "{name}: {err}");
+        let session = &vm.manifest["session"];
+        assert_eq!(
+            session["completed"], ns.manifest["session"]["completed"],
+            "{name}: {session}"
+        );
+        if name == "never-listens" {
+            for (backend, a) in [("namespace", &ns), ("microvm", &vm)] {
+                assert_eq!(
+                    a.report["verdict"], "inconclusive",
+                    "{backend}: {}",
+                    a.report
+                );
+                let reason = a.report["inconclusive_reason"].as_str().unwrap_or_default();
+                assert!(
+                    reason.contains("did not listen on 127.0.0.1:8944 within 5s"),
+                    "{backend}: {reason}"
+                );
+            }
+            continue;
+        }
+        assert_eq!(session["completed"], true, "{name}: {session}\n{err}");
+        assert!(session["protocol_version"].is_string(), "{name}: {session}");
+        let tools = vm.report["tools"].as_array().unwrap();
+        assert!(!tools.is_empty(), "{name}: {}", vm.report);
+        assert!(
+            tools.iter().all(|t| t["called"] == true),
+            "{name}: {tools:?}"
+        );
+        // Every run spoke to the server through a guest whose card is the host's edge.
+        let runs = vm.manifest["network"]["runs"].as_array().unwrap();
+        assert_eq!(
+            runs.len(),
+            if name == "streamable" { 2 } else { 1 },
+            "{name}"
+        );
+        for run in runs {
+            assert_behind_host_edge(run);
+        }
+        if let Some(denied) = runs.iter().find(|r| r["session"].is_object()) {
+            assert_eq!(denied["session"]["completed"], true, "{name}: {denied}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&w);
+}
 
+#[test]
+fn a_hung_guest_is_killed_and_the_audit_is_inconclusive() {
     let (dir, _) = cats_credentials();
     let _vm = one_vm();
     let evidence = tmp("audit-hung");
