@@ -481,7 +481,10 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
         manifest.timings.extend(run.timings);
         if let Some(vm) = run.vm {
             match &mut manifest.vm {
-                Some(m) => m.boot_ms.extend(vm.boot_ms),
+                Some(m) => {
+                    m.boot_ms.extend(vm.boot_ms);
+                    m.boot_retries.extend(vm.boot_retries);
+                }
                 None => manifest.vm = Some(vm),
             }
         }

@@ -633,6 +633,8 @@ fn a_hung_guest_is_killed_and_the_audit_is_inconclusive() {
     let reason = a.report["inconclusive_reason"].as_str().unwrap_or_default();
     assert!(reason.contains("did not come up"), "{}", a.report);
     assert!(reason.contains("the VM was killed"), "{reason}");
+    // A guest that does not come up is booted once more before the run is given up.
+    assert!(reason.contains("booted twice"), "{reason}");
     assert!(
         a.report["checks"]
             .as_array()
@@ -737,8 +739,11 @@ fn a_batch_in_microvms_gives_each_controls_verdict_and_applies_the_limits_in_the
         .unwrap();
         assert_eq!(manifest["vm"]["backend"], "microvm", "{manifest}");
         assert_eq!(manifest["vm"]["memory_mib"], 256 + 256, "{manifest}");
-        // The 1-CPU limit: one vCPU, and the guest cgroup's quota.
-        assert_eq!(manifest["vm"]["cpus"], 1, "{manifest}");
+        // The 1-CPU limit is the guest cgroup's quota; the guest has the host's CPUs (up to 4).
+        let host = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(4);
+        assert_eq!(manifest["vm"]["cpus"], host, "{manifest}");
         let cpu = manifest["sandbox"]["limits"]["cpu"]
             .as_str()
             .unwrap_or_default();
@@ -885,8 +890,8 @@ fn the_whole_control_suite_passes_in_microvms() {
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
-    let misses: Vec<&str> = err.lines().filter(|l| l.contains("MISS")).collect();
-    assert!(misses.is_empty(), "{}", misses.join("\n"));
+    // A miss's reason may span lines (a guest's console): the whole output, then.
+    assert!(!err.contains("MISS"), "{err}");
     assert_eq!(o.status.code(), Some(0), "{err}");
     let record: Value =
         serde_json::from_str(&std::fs::read_to_string(&record_file).unwrap()).unwrap();

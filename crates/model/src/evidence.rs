@@ -1028,6 +1028,10 @@ pub struct VmRecord {
     /// Milliseconds from starting QEMU to the guest agent's ready, per run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub boot_ms: Vec<u64>,
+    /// Boots that did not come up and were tried again (at most one per run), each with why
+    /// and the end of that guest's console.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub boot_retries: Vec<String>,
     /// The guest's memory in MiB (0: not recorded, an older bundle).
     #[serde(default, skip_serializing_if = "is_zero_u32")]
     pub memory_mib: u32,
