@@ -19,7 +19,7 @@
 //! clock is not the host's (it lags under TCG), and the phase is only known to the host.
 //!
 //! A fresh guest per run gives the capture and denied runs the same clean state; it costs a
-//! boot (about 5 s under TCG) per run.
+//! boot (about 3 s under TCG) per run.
 
 use crate::run::{
     self, EdgeRecord, EdgeServer, EventSink, RecorderChoice, Recording, RunPlan, Secrets,
