@@ -38,10 +38,28 @@ impl Db {
                 let conn = rusqlite::Connection::open(path)?;
                 conn.busy_timeout(BUSY_TIMEOUT)?;
                 // WAL: readers never block the writer; FULL: a commit is on disk when it
-                // returns.
-                conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| {
-                    r.get::<_, String>(0)
-                })?;
+                // returns. Several processes opening a new store at once all switch it to WAL,
+                // which takes the file's exclusive lock from a shared one: SQLite answers
+                // "database is locked" at once, without its busy handler (waiting could
+                // deadlock two such upgrades), so the switch is tried again here, within the
+                // same bound as any other lock.
+                let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+                loop {
+                    match conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| {
+                        r.get::<_, String>(0)
+                    }) {
+                        Err(rusqlite::Error::SqliteFailure(e, _))
+                            if e.code == rusqlite::ErrorCode::DatabaseBusy
+                                && std::time::Instant::now() < deadline =>
+                        {
+                            std::thread::sleep(Duration::from_millis(5));
+                        }
+                        r => {
+                            r?;
+                            break;
+                        }
+                    }
+                }
                 conn.pragma_update(None, "synchronous", "FULL")?;
                 conn.pragma_update(None, "foreign_keys", true)?;
                 Ok(Db::Sqlite(conn))
