@@ -1022,9 +1022,9 @@ impl glassbox_mcp::Connection for RelayConnection {
 /// is 0 once the end record is written.
 pub fn guest_main() -> Result<i32, Error> {
     let port = format!("/dev/virtio-ports/{}", agent::ports::EVENTS);
-    let out = std::fs::OpenOptions::new()
-        .write(true)
-        .open(&port)
+    // Never a plain blocking write: see `PortWriter` (a two-vCPU guest's write to a port
+    // could wait forever).
+    let out = agent::PortWriter::open(Path::new(&port))
         .map_err(|e| Error::Internal(format!("cannot open {port}: {e}")))?;
     let sink = run::SharedSink::new(out);
     let record = |r: &Record| -> Result<(), Error> {

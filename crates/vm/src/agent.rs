@@ -21,6 +21,7 @@ use std::fs::{self, File};
 use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd};
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -230,14 +231,10 @@ fn run(ctl_out: &mut Option<File>) -> io::Result<()> {
     }
 
     let stdin_port = File::open(port(ports::STDIN)?).map_err(err("open the stdin port"))?;
-    let stdout_port = fs::OpenOptions::new()
-        .write(true)
-        .open(port(ports::STDOUT)?)
-        .map_err(err("open the stdout port"))?;
-    let stderr_port = fs::OpenOptions::new()
-        .write(true)
-        .open(port(ports::STDERR)?)
-        .map_err(err("open the stderr port"))?;
+    let stdout_port =
+        PortWriter::open(&port(ports::STDOUT)?).map_err(err("open the stdout port"))?;
+    let stderr_port =
+        PortWriter::open(&port(ports::STDERR)?).map_err(err("open the stderr port"))?;
 
     let Some(program) = req.argv.first() else {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "empty command"));
@@ -322,6 +319,54 @@ fn reap_until(pid: libc::pid_t) -> libc::c_int {
             // No children at all: the command is gone without a status we could read.
             return 127 << 8;
         }
+    }
+}
+
+/// A guest-side writer to a virtio-serial port that never relies on the port's wake-up
+/// alone. With two vCPUs, a blocking write to a port sometimes waits forever for room the host
+/// has long made (a lost wake-up in the guest kernel's `wait_port_writable`; seen here on the
+/// events port, and at github.com/lmb/vimto/issues/29). Writes are non-blocking; while the
+/// port is full the writer polls it with a timeout, and each poll or write looks at the
+/// buffers the host consumed whether or not the interrupt that says so arrived.
+#[derive(Debug)]
+pub struct PortWriter(File);
+
+/// How long a full port is waited for before it is looked at again.
+const PORT_RECHECK_MS: libc::c_int = 100;
+
+impl PortWriter {
+    /// Opens the port `path` for writing.
+    pub fn open(path: &Path) -> io::Result<PortWriter> {
+        let f = fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path)?;
+        Ok(PortWriter(f))
+    }
+}
+
+impl Write for PortWriter {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        loop {
+            match self.0.write(buf) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    let mut pfd = libc::pollfd {
+                        fd: self.0.as_raw_fd(),
+                        events: libc::POLLOUT,
+                        revents: 0,
+                    };
+                    // SAFETY: pfd is one valid pollfd for the duration of the call. Its
+                    // result does not matter: the write is tried again either way.
+                    unsafe { libc::poll(&mut pfd, 1, PORT_RECHECK_MS) };
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                r => return r,
+            }
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
     }
 }
 
@@ -540,4 +585,51 @@ fn link_up(name: &str, flags: libc::c_int) -> io::Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A full port (a FIFO here, 64 KiB of room) makes the write wait and try again, not fail
+    /// and not block for good: every byte arrives, in order, once the other end reads.
+    #[test]
+    fn a_port_writer_waits_for_room_and_loses_nothing() {
+        let dir = std::env::temp_dir().join(format!("glassbox-portwriter-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("port");
+        let c = CString::new(fifo.as_os_str().as_bytes()).unwrap();
+        // SAFETY: c is a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let mut reader = fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&fifo)
+            .unwrap();
+        let mut w = PortWriter::open(&fifo).unwrap();
+        let data: Vec<u8> = (0..1_000_000u32).map(|i| (i % 251) as u8).collect();
+        let sent = data.clone();
+        let writer = std::thread::spawn(move || w.write_all(&sent));
+        let mut got = Vec::new();
+        let mut buf = [0u8; 8192];
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while got.len() < data.len() && Instant::now() < deadline {
+            match reader.read(&mut buf) {
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    std::thread::sleep(Duration::from_millis(2))
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+        writer.join().unwrap().unwrap();
+        assert!(
+            got == data,
+            "{} of {} bytes, in order",
+            got.len(),
+            data.len()
+        );
+        let _ = fs::remove_dir_all(&dir);
+    }
 }
