@@ -481,10 +481,7 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
         manifest.timings.extend(run.timings);
         if let Some(vm) = run.vm {
             match &mut manifest.vm {
-                Some(m) => {
-                    m.boot_ms.extend(vm.boot_ms);
-                    m.boot_retries.extend(vm.boot_retries);
-                }
+                Some(m) => m.merge(vm),
                 None => manifest.vm = Some(vm),
             }
         }
@@ -1093,11 +1090,15 @@ impl RunResult {
             mechanism: String::new(),
             isolation: Vec::new(),
             canary_sockets: Vec::new(),
-            ground_truth: Some(why),
+            ground_truth: Some(why.clone()),
             start_ns,
             end_ns,
             limits_reached: Vec::new(),
-            vm: None,
+            vm: Some(glassbox_model::VmRecord {
+                backend: "microvm".into(),
+                lost: vec![why],
+                ..Default::default()
+            }),
         }
     }
 }

@@ -67,7 +67,9 @@ const END_CAP: Duration = Duration::from_secs(600);
 
 /// Environment variable that makes the guest's glassbox hang once the server has ended,
 /// before its end-of-run report: how the tests prove that a hung guest is killed and the audit
-/// is inconclusive with the reason. Passed on to the guest when set. Never set it otherwise.
+/// is inconclusive with the reason. Passed on to the guest when set; `once:PATH`: only the
+/// run that creates the file PATH hangs (how the tests prove that the selftest runs a control
+/// whose guest was lost once more). Never set it otherwise.
 pub const FAULT_GUEST_HANG: &str = "GLASSBOX_FAULT_GUEST_HANG";
 
 /// Environment variable that bounds the guest's boot to this many milliseconds instead of
@@ -415,7 +417,7 @@ pub(crate) struct VmRun {
     pub ground_truth: Option<String>,
     pub isolation: Vec<String>,
     pub canary_sockets: Vec<String>,
-    pub stdin: Option<UnixStream>,
+    pub stdin: Option<glassbox_vm::StdinPort>,
     pub stdout: Option<UnixStream>,
     pub stderr: Option<UnixStream>,
     /// The host's end of the guest's TCP relay, for an HTTP server.
@@ -529,7 +531,17 @@ pub(crate) fn start(
     // The guest glassbox plants the secrets under TMPDIR, never in a shared read-only /tmp.
     cmd.env.push(("TMPDIR".into(), agent::TMP_IN_GUEST.into()));
     if let Some(v) = std::env::var_os(FAULT_GUEST_HANG) {
-        cmd.env.push((FAULT_GUEST_HANG.into(), v));
+        let hang = match v.to_str().and_then(|s| s.strip_prefix("once:")) {
+            Some(marker) => std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(marker)
+                .is_ok(),
+            None => true,
+        };
+        if hang {
+            cmd.env.push((FAULT_GUEST_HANG.into(), v));
+        }
     }
     // A guest that does not come up is booted once more: nothing of the server has run yet, so
     // a second boot changes nothing the audit observes (the first's console is kept in the
@@ -602,6 +614,7 @@ pub(crate) fn start(
         boot_retries,
         memory_mib: config.memory_mib,
         cpus: config.cpus,
+        lost: Vec::new(),
     };
     let mut stdin = vm
         .stdin
@@ -878,6 +891,11 @@ impl VmRun {
         if let Some(Err(e)) = ended {
             self.hung.get_or_insert(format!("the guest failed: {e}"));
         }
+        if let Some(why) = &self.hung {
+            if !self.record.lost.contains(why) {
+                self.record.lost.push(why.clone());
+            }
+        }
         let (events, write_error, broken) = self
             .reader
             .take()
@@ -956,10 +974,8 @@ const RELAY_DIAL_TIMEOUT: Duration = Duration::from_secs(30);
 /// is refused.
 fn serve_relay(sandbox: &glassbox_sandbox::Sandbox, port: u16) -> Result<(), Error> {
     let path = format!("/dev/virtio-ports/{}", agent::ports::TCP);
-    let writer = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(&path)
+    // Read and written without trusting the port's wake-ups: see `agent::Port`.
+    let writer = agent::Port::open_rw(std::path::Path::new(&path))
         .map_err(|e| Error::Internal(format!("cannot open {path}: {e}")))?;
     let reader = writer
         .try_clone()
@@ -1022,9 +1038,9 @@ impl glassbox_mcp::Connection for RelayConnection {
 /// is 0 once the end record is written.
 pub fn guest_main() -> Result<i32, Error> {
     let port = format!("/dev/virtio-ports/{}", agent::ports::EVENTS);
-    // Never a plain blocking write: see `PortWriter` (a two-vCPU guest's write to a port
+    // Never a plain blocking write: see `agent::Port` (a two-vCPU guest's write to a port
     // could wait forever).
-    let out = agent::PortWriter::open(Path::new(&port))
+    let out = agent::Port::open_write(Path::new(&port))
         .map_err(|e| Error::Internal(format!("cannot open {port}: {e}")))?;
     let sink = run::SharedSink::new(out);
     let record = |r: &Record| -> Result<(), Error> {

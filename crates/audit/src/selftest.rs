@@ -169,7 +169,15 @@ pub struct CaseResult {
     pub misses: Vec<String>,
     /// Known gaps seen (todo expectations), reported without failing.
     pub todo: Vec<String>,
+    /// Earlier attempts at this control that observed nothing whole because their microVM
+    /// guest was lost (hung, died, never came up), each with why: such a control is run once
+    /// more. A control's own outcome is never a reason to run it again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lost: Vec<String>,
 }
+
+/// How many times in all a control whose guest was lost is run.
+const ATTEMPTS: usize = 2;
 
 /// Per check: the confusion counts.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
@@ -303,7 +311,7 @@ pub fn run(
         for _ in 0..opts.jobs.max(1) {
             s.spawn(|| {
                 while let Some(case) = queue.lock().map(|mut q| q.pop()).ok().flatten() {
-                    match run_case(&case, opts, &lib, &scratch) {
+                    match run_case_again_if_lost(&case, opts, &lib, &scratch) {
                         Ok(r) => {
                             progress(&r);
                             if let Ok(mut v) = results.lock() {
@@ -313,6 +321,10 @@ pub fn run(
                         Err(e) => {
                             if let Ok(mut f) = failure.lock() {
                                 f.get_or_insert(e);
+                            }
+                            // The record cannot be made: stop, rather than run the rest.
+                            if let Ok(mut q) = queue.lock() {
+                                q.clear();
                             }
                         }
                     }
@@ -449,7 +461,51 @@ fn tally(id: &str, version: u32, controls: &Controls, cases: &[CaseResult]) -> T
     t
 }
 
-fn run_case(case: &Case, opts: &Options, lib: &Path, scratch: &Path) -> Result<CaseResult, Error> {
+/// Runs a control; a run whose guest was lost is run once more (see [`CaseResult::lost`]).
+/// A control lost every time is a miss with the reasons, not an error: the other controls'
+/// results are kept.
+fn run_case_again_if_lost(
+    case: &Case,
+    opts: &Options,
+    lib: &Path,
+    scratch: &Path,
+) -> Result<CaseResult, Error> {
+    let mut lost = Vec::new();
+    loop {
+        match run_case(case, opts, lib, scratch)? {
+            Attempt::Done(mut r) => {
+                r.lost = lost;
+                return Ok(r);
+            }
+            Attempt::Lost(why) => {
+                lost.push(why);
+                if lost.len() >= ATTEMPTS {
+                    return Ok(CaseResult {
+                        name: case.name.clone(),
+                        outcomes: BTreeMap::new(),
+                        verdict: None,
+                        misses: vec![format!(
+                            "its guest was lost in each of {ATTEMPTS} attempts: {}",
+                            lost.join("; ")
+                        )],
+                        todo: Vec::new(),
+                        lost,
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// One attempt at a control.
+enum Attempt {
+    /// It ran: its results.
+    Done(CaseResult),
+    /// Its microVM guest was lost; why.
+    Lost(String),
+}
+
+fn run_case(case: &Case, opts: &Options, lib: &Path, scratch: &Path) -> Result<Attempt, Error> {
     let dir = opts.fixtures.join(&case.dir);
     let dir =
         std::fs::canonicalize(&dir).map_err(|source| Error::Evidence { path: dir, source })?;
@@ -462,7 +518,20 @@ fn run_case(case: &Case, opts: &Options, lib: &Path, scratch: &Path) -> Result<C
     o.session.session_timeout = Duration::from_secs(60);
     // The selftest is what proves the checks: it judges their raw outcomes.
     o.proofs = Some(Proofs::all_proven());
-    let a = audit(&o, &Quiet)?;
+    let a = match audit(&o, &Quiet) {
+        Ok(a) => a,
+        Err(Error::GuestLost(why)) => return Ok(Attempt::Lost(why)),
+        Err(e) => return Err(e),
+    };
+    if let Some(vm) = a
+        .evidence
+        .manifest
+        .vm
+        .as_ref()
+        .filter(|v| !v.lost.is_empty())
+    {
+        return Ok(Attempt::Lost(vm.lost.join("; ")));
+    }
     // A case that attempts network traffic must have run behind a verified edge in every run
     // (the audit refuses to start a server otherwise; this says so if that ever changed).
     if case.network {
@@ -480,6 +549,7 @@ fn run_case(case: &Case, opts: &Options, lib: &Path, scratch: &Path) -> Result<C
         verdict: Some(a.report.verdict),
         misses: Vec::new(),
         todo: Vec::new(),
+        lost: Vec::new(),
     };
     for (id, want) in &case.expect {
         let got = a
@@ -525,5 +595,5 @@ fn run_case(case: &Case, opts: &Options, lib: &Path, scratch: &Path) -> Result<C
                 .unwrap_or_default()
         ));
     }
-    Ok(r)
+    Ok(Attempt::Done(r))
 }

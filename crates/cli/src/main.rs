@@ -1551,6 +1551,11 @@ fn run_selftest(
             let mut line = format!("glassbox selftest: {mark} {}", c.name);
             if !c.misses.is_empty() {
                 line.push_str(&format!(": {}", c.misses.join("; ")));
+            } else if !c.lost.is_empty() {
+                line.push_str(&format!(
+                    " (run again: its guest was lost: {})",
+                    c.lost.join("; ")
+                ));
             }
             eprintln!("{line}");
         }

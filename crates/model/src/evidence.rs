@@ -1038,6 +1038,49 @@ pub struct VmRecord {
     /// The guest's virtual CPUs (0: not recorded, an older bundle).
     #[serde(default, skip_serializing_if = "is_zero_u32")]
     pub cpus: u32,
+    /// Runs whose guest was lost (it hung, died, or never started the server), each with
+    /// why: those runs observed nothing whole, and the audit is inconclusive.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lost: Vec<String>,
+}
+
+impl VmRecord {
+    /// Adds a later run's record: its boots, retries and losses; what this one lacks (a run
+    /// whose guest never came up knows no kernel) is taken from it.
+    pub fn merge(&mut self, later: VmRecord) {
+        let VmRecord {
+            backend,
+            kernel_release,
+            kernel_sha256,
+            accelerator,
+            accelerator_reason,
+            boot_ms,
+            boot_retries,
+            memory_mib,
+            cpus,
+            lost,
+        } = later;
+        for (mine, theirs) in [
+            (&mut self.backend, backend),
+            (&mut self.kernel_release, kernel_release),
+            (&mut self.kernel_sha256, kernel_sha256),
+            (&mut self.accelerator, accelerator),
+            (&mut self.accelerator_reason, accelerator_reason),
+        ] {
+            if mine.is_empty() {
+                *mine = theirs;
+            }
+        }
+        if self.memory_mib == 0 {
+            self.memory_mib = memory_mib;
+        }
+        if self.cpus == 0 {
+            self.cpus = cpus;
+        }
+        self.boot_ms.extend(boot_ms);
+        self.boot_retries.extend(boot_retries);
+        self.lost.extend(lost);
+    }
 }
 
 fn is_zero_u32(n: &u32) -> bool {
@@ -1462,6 +1505,40 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// A run whose guest never came up knows no kernel: the next run's record fills it in,
+    /// and every run's boots, retries and losses are kept, in order.
+    #[test]
+    fn vm_records_of_several_runs_merge_without_losing_a_loss() {
+        let mut first = VmRecord {
+            backend: "microvm".into(),
+            lost: vec!["the guest did not come up".into()],
+            boot_retries: vec!["boot 1".into()],
+            ..Default::default()
+        };
+        first.merge(VmRecord {
+            backend: "microvm".into(),
+            kernel_release: "6.1.0-57-amd64".into(),
+            accelerator: "tcg".into(),
+            boot_ms: vec![2500],
+            memory_mib: 768,
+            cpus: 2,
+            lost: vec!["the guest hung".into()],
+            ..Default::default()
+        });
+        assert_eq!(first.kernel_release, "6.1.0-57-amd64");
+        assert_eq!(first.accelerator, "tcg");
+        assert_eq!((first.memory_mib, first.cpus), (768, 2));
+        assert_eq!(first.boot_ms, [2500]);
+        assert_eq!(first.boot_retries, ["boot 1"]);
+        assert_eq!(first.lost, ["the guest did not come up", "the guest hung"]);
+        // What the first run knew stays.
+        first.merge(VmRecord {
+            kernel_release: "other".into(),
+            ..Default::default()
+        });
+        assert_eq!(first.kernel_release, "6.1.0-57-amd64");
     }
 
     #[test]

@@ -166,7 +166,7 @@ fn move_mount(from: &str, to: &str) -> io::Result<()> {
     Ok(())
 }
 
-fn run(ctl_out: &mut Option<File>) -> io::Result<()> {
+fn run(ctl_out: &mut Option<Port>) -> io::Result<()> {
     fs::create_dir_all("/dev")?;
     mount(
         "devtmpfs",
@@ -200,11 +200,7 @@ fn run(ctl_out: &mut Option<File>) -> io::Result<()> {
             .map(|(_, dev)| dev.clone())
             .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("no port {name}")))
     };
-    let mut ctl = fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(port(ports::CONTROL)?)
-        .map_err(err("open the control port"))?;
+    let mut ctl = Port::open_rw(&port(ports::CONTROL)?).map_err(err("open the control port"))?;
     *ctl_out = Some(ctl.try_clone()?);
     let ready = format!("uptime={} init={at_init} modules={at_modules}", uptime_ms());
     proto::write_frame(&mut ctl, proto::READY, ready.as_bytes())?;
@@ -230,11 +226,11 @@ fn run(ctl_out: &mut Option<File>) -> io::Result<()> {
         link_up("eth0", libc::IFF_NOARP).map_err(err("bring eth0 up"))?;
     }
 
-    let stdin_port = File::open(port(ports::STDIN)?).map_err(err("open the stdin port"))?;
+    let stdin_port = Port::open_read(&port(ports::STDIN)?).map_err(err("open the stdin port"))?;
     let stdout_port =
-        PortWriter::open(&port(ports::STDOUT)?).map_err(err("open the stdout port"))?;
+        Port::open_write(&port(ports::STDOUT)?).map_err(err("open the stdout port"))?;
     let stderr_port =
-        PortWriter::open(&port(ports::STDERR)?).map_err(err("open the stderr port"))?;
+        Port::open_write(&port(ports::STDERR)?).map_err(err("open the stderr port"))?;
 
     let Some(program) = req.argv.first() else {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "empty command"));
@@ -322,47 +318,93 @@ fn reap_until(pid: libc::pid_t) -> libc::c_int {
     }
 }
 
-/// A guest-side writer to a virtio-serial port that never relies on the port's wake-up
-/// alone. With two vCPUs, a blocking write to a port sometimes waits forever for room the host
-/// has long made (a lost wake-up in the guest kernel's `wait_port_writable`; seen here on the
-/// events port, and at github.com/lmb/vimto/issues/29). Writes are non-blocking; while the
-/// port is full the writer polls it with a timeout, and each poll or write looks at the
-/// buffers the host consumed whether or not the interrupt that says so arrived.
+/// A guest's end of a virtio-serial port, read and written without relying on the port's
+/// wake-ups. With two vCPUs, a blocking write to a port sometimes waits forever for room the
+/// host has long made (a lost wake-up in the guest kernel's `wait_port_writable`; seen here on
+/// the events port, and at github.com/lmb/vimto/issues/29, where older kernels lose reads'
+/// wake-ups too). The descriptor is non-blocking; while the port is full (or empty) it is
+/// polled with a timeout, and each poll, read or write looks at the buffers the host consumed
+/// (or filled) whether or not the interrupt that says so arrived.
 #[derive(Debug)]
-pub struct PortWriter(File);
+pub struct Port(File);
 
-/// How long a full port is waited for before it is looked at again.
+/// How long a full (or empty) port is waited for before it is looked at again.
 const PORT_RECHECK_MS: libc::c_int = 100;
 
-impl PortWriter {
+impl Port {
     /// Opens the port `path` for writing.
-    pub fn open(path: &Path) -> io::Result<PortWriter> {
-        let f = fs::OpenOptions::new()
-            .write(true)
-            .custom_flags(libc::O_NONBLOCK)
-            .open(path)?;
-        Ok(PortWriter(f))
+    pub fn open_write(path: &Path) -> io::Result<Port> {
+        Port::open(path, fs::OpenOptions::new().write(true))
     }
-}
 
-impl Write for PortWriter {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+    /// Opens the port `path` for reading.
+    pub fn open_read(path: &Path) -> io::Result<Port> {
+        Port::open(path, fs::OpenOptions::new().read(true))
+    }
+
+    /// Opens the port `path` both ways (a virtio-serial port can be open only once).
+    pub fn open_rw(path: &Path) -> io::Result<Port> {
+        Port::open(path, fs::OpenOptions::new().read(true).write(true))
+    }
+
+    fn open(path: &Path, how: &mut fs::OpenOptions) -> io::Result<Port> {
+        Ok(Port(how.custom_flags(libc::O_NONBLOCK).open(path)?))
+    }
+
+    /// Another handle on the same port (one thread reads while another writes).
+    pub fn try_clone(&self) -> io::Result<Port> {
+        Ok(Port(self.0.try_clone()?))
+    }
+
+    /// Runs `op` until it does not find the port full (or empty), polling for `events`
+    /// between tries.
+    fn retry<T>(
+        &self,
+        events: libc::c_short,
+        mut op: impl FnMut(&File) -> io::Result<T>,
+    ) -> io::Result<T> {
         loop {
-            match self.0.write(buf) {
+            match op(&self.0) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     let mut pfd = libc::pollfd {
                         fd: self.0.as_raw_fd(),
-                        events: libc::POLLOUT,
+                        events,
                         revents: 0,
                     };
                     // SAFETY: pfd is one valid pollfd for the duration of the call. Its
-                    // result does not matter: the write is tried again either way.
+                    // count does not matter: the operation is tried again either way.
                     unsafe { libc::poll(&mut pfd, 1, PORT_RECHECK_MS) };
+                    // The host closed its end: a write would find no room for good (and poll
+                    // says so at once, so trying again would spin).
+                    if pfd.revents & (libc::POLLHUP | libc::POLLERR) != 0
+                        && pfd.revents & events == 0
+                    {
+                        return Err(io::Error::new(
+                            io::ErrorKind::BrokenPipe,
+                            "the host closed the port",
+                        ));
+                    }
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 r => return r,
             }
         }
+    }
+}
+
+impl Read for Port {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self.retry(libc::POLLIN, |mut f| f.read(buf)) {
+            // Nothing left and the host is gone: the end.
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(0),
+            r => r,
+        }
+    }
+}
+
+impl Write for Port {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.retry(libc::POLLOUT, |mut f| f.write(buf))
     }
 
     fn flush(&mut self) -> io::Result<()> {
@@ -388,9 +430,27 @@ fn copy(from: &mut dyn Read, to: &mut dyn Write) {
 
 /// Host → command: until the host closes the port (read returns 0), then the command's stdin
 /// closes too.
-fn relay_in(mut port: File, to: Option<std::process::ChildStdin>) {
-    if let Some(mut to) = to {
-        copy(&mut port, &mut to);
+fn relay_in(mut port: Port, to: Option<std::process::ChildStdin>) {
+    unframe_stdin(&mut port, to);
+}
+
+/// Host → command: the stdin port carries [`proto::STDIN_DATA`] frames and ends with
+/// [`proto::STDIN_END`] (in-band: a port's close travels on the control queue, whose wake-up
+/// a guest can lose as well). The command's stdin is closed at the end, at a port that
+/// closes without it, or at a broken frame; once the command stops reading, the rest is
+/// read and dropped, so the host is never held back.
+fn unframe_stdin(port: &mut impl Read, to: Option<impl Write>) {
+    let mut to = to;
+    loop {
+        match proto::read_frame(port) {
+            Ok(Some((proto::STDIN_DATA, data))) => {
+                if to.as_mut().is_some_and(|w| w.write_all(&data).is_err()) {
+                    to = None;
+                }
+            }
+            // The end, the port's close, or a frame we do not know: nothing more is stdin.
+            _ => return,
+        }
     }
 }
 
@@ -591,23 +651,30 @@ fn link_up(name: &str, flags: libc::c_int) -> io::Result<()> {
 mod tests {
     use super::*;
 
-    /// A full port (a FIFO here, 64 KiB of room) makes the write wait and try again, not fail
-    /// and not block for good: every byte arrives, in order, once the other end reads.
-    #[test]
-    fn a_port_writer_waits_for_room_and_loses_nothing() {
-        let dir = std::env::temp_dir().join(format!("glassbox-portwriter-{}", std::process::id()));
+    /// A FIFO in a fresh folder: a stand-in for a port (64 KiB of room, reads that find it
+    /// empty get EAGAIN while a writer holds it open).
+    fn fifo(name: &str) -> (PathBuf, PathBuf) {
+        let dir = std::env::temp_dir().join(format!("glassbox-{name}-{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(&dir).unwrap();
         let fifo = dir.join("port");
         let c = CString::new(fifo.as_os_str().as_bytes()).unwrap();
         // SAFETY: c is a valid NUL-terminated path.
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        (dir, fifo)
+    }
+
+    /// A full port makes the write wait and try again, not fail and not block for good:
+    /// every byte arrives, in order, once the other end reads.
+    #[test]
+    fn a_port_waits_for_room_and_loses_nothing() {
+        let (dir, fifo) = fifo("portwrite");
         let mut reader = fs::OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_NONBLOCK)
             .open(&fifo)
             .unwrap();
-        let mut w = PortWriter::open(&fifo).unwrap();
+        let mut w = Port::open_write(&fifo).unwrap();
         let data: Vec<u8> = (0..1_000_000u32).map(|i| (i % 251) as u8).collect();
         let sent = data.clone();
         let writer = std::thread::spawn(move || w.write_all(&sent));
@@ -631,5 +698,90 @@ mod tests {
             data.len()
         );
         let _ = fs::remove_dir_all(&dir);
+    }
+
+    /// An empty port makes the read wait and try again (not fail with EAGAIN): it returns
+    /// what comes later, then the end once the other side closes.
+    #[test]
+    fn a_port_waits_for_data_then_sees_the_end() {
+        let (dir, fifo) = fifo("portread");
+        // Read-write: opening does not wait for a reader, and the FIFO has a writer at once.
+        let mut w = fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&fifo)
+            .unwrap();
+        let mut r = Port::open_read(&fifo).unwrap();
+        let writer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            w.write_all(b"late").unwrap();
+            std::thread::sleep(Duration::from_millis(300));
+        });
+        let mut got = Vec::new();
+        r.read_to_end(&mut got).unwrap();
+        writer.join().unwrap();
+        assert_eq!(got, b"late");
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    /// The host's stdin writer and the agent's reader: what is written arrives whole, and
+    /// the end arrives as a frame of its own.
+    #[test]
+    fn stdin_frames_carry_the_data_and_its_end() {
+        let (host, mut guest) = std::os::unix::net::UnixStream::pair().unwrap();
+        let mut port = crate::StdinPort::new(host);
+        let big: Vec<u8> = (0..3 * proto::MAX_FRAME as u32 / 2)
+            .map(|i| (i % 253) as u8)
+            .collect();
+        let sent = big.clone();
+        let host = std::thread::spawn(move || {
+            port.write_all(b"{\"request\":1}\n").unwrap();
+            port.write_all(&sent).unwrap();
+            drop(port);
+        });
+        let mut got = Vec::new();
+        unframe_stdin(&mut guest, Some(&mut got));
+        host.join().unwrap();
+        let mut want = b"{\"request\":1}\n".to_vec();
+        want.extend_from_slice(&big);
+        assert!(got == want, "{} of {} bytes", got.len(), want.len());
+    }
+
+    /// The end is in-band: the command's stdin closes at the end frame even while the port
+    /// stays open (its close is a control message a guest may never see), and what follows
+    /// is not stdin. A command that stops reading does not stop the port being drained.
+    #[test]
+    fn stdin_ends_at_its_end_frame_not_at_the_ports_close() {
+        let mut wire = Vec::new();
+        proto::write_frame(&mut wire, proto::STDIN_DATA, b"one").unwrap();
+        proto::write_frame(&mut wire, proto::STDIN_END, b"").unwrap();
+        proto::write_frame(&mut wire, proto::STDIN_DATA, b"never").unwrap();
+        let mut r = io::Cursor::new(wire.clone());
+        let mut got = Vec::new();
+        unframe_stdin(&mut r, Some(&mut got));
+        assert_eq!(got, b"one");
+        assert_eq!(r.position() as usize, wire.len() - 5 - b"never".len());
+
+        /// A command that took one byte and closed its stdin.
+        struct Closed(bool);
+        impl Write for Closed {
+            fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+                if std::mem::replace(&mut self.0, true) {
+                    return Err(io::ErrorKind::BrokenPipe.into());
+                }
+                Ok(1)
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut wire = Vec::new();
+        for _ in 0..3 {
+            proto::write_frame(&mut wire, proto::STDIN_DATA, b"ab").unwrap();
+        }
+        proto::write_frame(&mut wire, proto::STDIN_END, b"").unwrap();
+        let mut r = io::Cursor::new(wire.clone());
+        unframe_stdin(&mut r, Some(Closed(false)));
+        assert_eq!(r.position() as usize, wire.len(), "read to the end");
     }
 }

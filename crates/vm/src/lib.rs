@@ -316,13 +316,74 @@ impl Tail {
     }
 }
 
+/// The host's end of the guest command's standard input: what is written goes to the guest
+/// as [`proto::STDIN_DATA`] frames; dropping it (or [`StdinPort::close`]) sends
+/// [`proto::STDIN_END`], so the guest learns of the end in-band, not from the port's close
+/// alone (a control message whose wake-up a guest can lose), and then closes the socket.
+#[derive(Debug)]
+pub struct StdinPort {
+    stream: UnixStream,
+    ended: bool,
+}
+
+/// How long closing the stdin port waits to send its end (a guest that stopped reading
+/// must not hold the host's close back).
+const STDIN_END_TIMEOUT: Duration = Duration::from_secs(2);
+
+impl StdinPort {
+    /// Frames `stream`, the host's side of the stdin port.
+    pub fn new(stream: UnixStream) -> StdinPort {
+        StdinPort {
+            stream,
+            ended: false,
+        }
+    }
+
+    /// Sends the end of the input and closes the port.
+    pub fn close(&mut self) -> io::Result<()> {
+        if std::mem::replace(&mut self.ended, true) {
+            return Ok(());
+        }
+        let _ = self.stream.set_write_timeout(Some(STDIN_END_TIMEOUT));
+        let sent = proto::write_frame(&mut self.stream, proto::STDIN_END, b"");
+        let _ = self.stream.shutdown(std::net::Shutdown::Write);
+        sent
+    }
+}
+
+impl Write for StdinPort {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.ended {
+            return Err(io::ErrorKind::BrokenPipe.into());
+        }
+        let n = buf.len().min(proto::MAX_FRAME);
+        // A frame is written whole or the port is done: half a frame would misframe the rest.
+        if let Err(e) = proto::write_frame(&mut self.stream, proto::STDIN_DATA, &buf[..n]) {
+            self.ended = true;
+            let _ = self.stream.shutdown(std::net::Shutdown::Write);
+            return Err(e);
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for StdinPort {
+    fn drop(&mut self) {
+        let _ = self.close();
+    }
+}
+
 /// A running microVM with one command in it.
 #[derive(Debug)]
 pub struct Vm {
     child: Option<Child>,
     ctl: UnixStream,
-    /// The command's standard input (closing it closes the guest command's stdin).
-    pub stdin: Option<UnixStream>,
+    /// The command's standard input (dropping it closes the guest command's stdin).
+    pub stdin: Option<StdinPort>,
     /// The command's standard output.
     pub stdout: Option<UnixStream>,
     /// The command's standard error.
@@ -811,7 +872,7 @@ impl Vm {
         let mut vm = Vm {
             child: Some(child),
             ctl,
-            stdin,
+            stdin: stdin.map(StdinPort::new),
             stdout,
             stderr,
             events,
@@ -1084,7 +1145,7 @@ pub fn run(
         let data = stdin.to_vec();
         std::thread::spawn(move || {
             let _ = s.write_all(&data);
-            let _ = s.shutdown(std::net::Shutdown::Write);
+            let _ = s.close();
         });
     }
     let exit = vm.wait(timeout);

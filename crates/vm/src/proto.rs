@@ -4,6 +4,9 @@
 //! one request, a sequence of frames ending with [`END`]; the guest answers with status frames
 //! ([`READY`], [`STARTED`], [`EXITED`], [`FAILED`]). Strings are raw bytes (paths and
 //! arguments need not be UTF-8).
+//!
+//! The stdin port uses the same frames: [`STDIN_DATA`] frames, then [`STDIN_END`]
+//! ([`crate::StdinPort`] writes them, the agent reads them).
 
 use std::io::{self, Read, Write};
 
@@ -34,6 +37,11 @@ pub const STARTED: u8 = b'S';
 pub const EXITED: u8 = b'X';
 /// Guest → host: the agent could not do what was asked; payload: why.
 pub const FAILED: u8 = b'F';
+
+/// Host → guest on the stdin port: bytes of the command's standard input.
+pub const STDIN_DATA: u8 = b'I';
+/// Host → guest on the stdin port: the command's standard input ends here.
+pub const STDIN_END: u8 = b'Z';
 
 /// Frames longer than this are a protocol error (a request is a few kilobytes).
 pub const MAX_FRAME: usize = 1 << 20;
