@@ -511,7 +511,10 @@ fn run_case(case: &Case, opts: &Options, lib: &Path, scratch: &Path) -> Result<A
         std::fs::canonicalize(&dir).map_err(|source| Error::Evidence { path: dir, source })?;
     let mut o = AuditOptions::new(case.command.iter().map(Into::into).collect(), dir);
     o.extra_ro = vec![std::fs::canonicalize(lib).unwrap_or_else(|_| lib.to_path_buf())];
-    o.evidence_dir = Some(scratch.join(&case.name));
+    let evidence = scratch.join(&case.name);
+    // An attempt run again starts from nothing the lost one left.
+    let _ = std::fs::remove_dir_all(&evidence);
+    o.evidence_dir = Some(evidence);
     o.recorder = opts.recorder;
     o.isolation = opts.isolation;
     o.session.request_timeout = opts.request_timeout;
