@@ -152,7 +152,12 @@ fn parse_line(line: &str, dir: &Path) -> Result<Launch, String> {
         if rest.is_empty() {
             return Err("no command after --".into());
         }
-        return Ok(Launch::Command(rest.to_vec()));
+        // A launcher line (`-- uvx --from PKG CMD`) is the package it runs, as in a
+        // configuration; one glassbox cannot map stops the batch here.
+        return match config::launch_of(rest.to_vec()) {
+            Launch::Unsupported(why) => Err(why),
+            launch => Ok(launch),
+        };
     }
     let spec = PackageSpec::parse_in(first, dir)
         .map_err(|e| e.to_string())?
@@ -171,7 +176,10 @@ fn parse_line(line: &str, dir: &Path) -> Result<Launch, String> {
             ))
         }
     };
-    Ok(Launch::Package { spec, args })
+    Ok(Launch::Package {
+        package: spec.into(),
+        args,
+    })
 }
 
 /// Splits a line into words as a shell would, expanding nothing.
@@ -263,17 +271,19 @@ mod tests {
         assert_eq!(
             jobs[0].launch,
             Launch::Package {
-                spec: PackageSpec {
+                package: PackageSpec {
                     registry: Registry::Npm,
                     name: "@scope/server".into(),
                     version: Some("1.2.3".into()),
                     tarball: None,
-                },
+                    extras: vec![],
+                }
+                .into(),
                 args: vec![],
             }
         );
         assert!(matches!(&jobs[1].launch,
-            Launch::Package { spec, args } if spec.version.is_none() && args == &["/srv/data", "my files"]));
+            Launch::Package { package, args } if package.spec.version.is_none() && args == &["/srv/data", "my files"]));
         assert_eq!(jobs[2].label, "pypi:mcp-server-time==2026.10.19");
         assert_eq!(
             jobs[3].launch,
@@ -299,6 +309,32 @@ mod tests {
         assert!(!e.contains("line 1:"), "{e}");
         assert!(e.contains("want npm:NAME"), "{e}");
         assert!(e.contains("go after --"), "{e}");
+    }
+
+    #[test]
+    fn launcher_lines_are_the_packages_they_run() {
+        let jobs = parse_list(
+            "-- uvx --from office-word-mcp-server==1.1.11 word_mcp_server\n-- npx -y server-x@1 /d\n",
+            Path::new("/"),
+        )
+        .unwrap();
+        match &jobs[0].launch {
+            Launch::Package { package, args } => {
+                assert_eq!(package.spec.name, "office-word-mcp-server");
+                assert_eq!(package.program.as_deref(), Some("word_mcp_server"));
+                assert!(args.is_empty());
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(
+            matches!(&jobs[1].launch, Launch::Package { package, args } if package.spec.name == "server-x" && args == &["/d"])
+        );
+        let e = parse_list(
+            "-- uvx --from git+https://e.example/r.git r\n",
+            Path::new("/"),
+        )
+        .unwrap_err();
+        assert!(e.contains("line 1:") && e.contains("git repository"), "{e}");
     }
 
     fn temp(name: &str) -> PathBuf {
@@ -328,7 +364,9 @@ mod tests {
         assert_eq!(jobs.len(), 2);
         assert_eq!(jobs[0].label, "a");
         assert_eq!(jobs[0].cwd, Path::new("/work"));
-        assert!(matches!(&jobs[1].launch, Launch::Package { spec, .. } if spec.name == "@scope/b"));
+        assert!(
+            matches!(&jobs[1].launch, Launch::Package { package, .. } if package.spec.name == "@scope/b")
+        );
 
         let reg = d.join("registry");
         std::fs::create_dir_all(reg.join("two")).unwrap();
@@ -354,7 +392,9 @@ mod tests {
             "{}",
             jobs[1].label
         );
-        assert!(matches!(&jobs[1].launch, Launch::Package { spec, .. } if spec.name == "two-mcp"));
+        assert!(
+            matches!(&jobs[1].launch, Launch::Package { package, .. } if package.spec.name == "two-mcp")
+        );
 
         let empty = d.join("empty");
         std::fs::create_dir_all(&empty).unwrap();

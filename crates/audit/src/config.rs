@@ -30,7 +30,7 @@
 //! an entry; `remotes[]` become remote entries (audited over streamable HTTP where the
 //! transport allows it, otherwise reported as not auditable here).
 
-use crate::install::{PackageSpec, Registry};
+use crate::install::{Package, PackageSpec, Registry};
 use crate::Error;
 use serde_json::{Map, Value};
 use std::ffi::OsString;
@@ -40,8 +40,8 @@ use std::ffi::OsString;
 pub enum Launch {
     /// A package to install and run, with the server's arguments.
     Package {
-        /// The package.
-        spec: PackageSpec,
+        /// The package, what is installed beside it, the program.
+        package: Package,
         /// The server's arguments.
         args: Vec<String>,
     },
@@ -203,44 +203,20 @@ fn expand(s: &str, vars: &dyn Vars, inputs: &[(String, bool)]) -> Result<(String
     Ok((out, secret))
 }
 
-/// A command line, as a package when it is one (`npx -y PKG`, `uvx PKG`).
+/// A command line, as a package when a launcher runs one (`npx -y PKG`, `uvx --from SPEC
+/// CMD`: [`crate::launcher`]), refused when it is a launcher line glassbox cannot map.
 pub fn launch_of(argv: Vec<String>) -> Launch {
-    let Some(program) = argv.first() else {
+    if argv.is_empty() {
         return Launch::Unsupported("empty command".into());
-    };
-    let base = program.rsplit('/').next().unwrap_or(program);
-    let rest = &argv[1..];
-    let package = |registry: &str, rest: &[String], flags_with_value: &[&str]| {
-        let mut i = 0;
-        while i < rest.len() && rest[i].starts_with('-') {
-            if flags_with_value.contains(&rest[i].as_str()) {
-                i += 1;
-            }
-            i += 1;
-        }
-        let spec = rest.get(i)?;
-        let spec = match registry {
-            "pypi" => spec.replace("@", "=="),
-            _ => spec.clone(),
-        };
-        let parsed = PackageSpec::parse(&format!("{registry}:{spec}")).ok()??;
-        Some(Launch::Package {
-            spec: parsed,
-            args: rest[i + 1..].to_vec(),
-        })
-    };
-    let found = match base {
-        "npx" => package("npm", rest, &["-p", "--package", "-c", "--call"]),
-        "uvx" => package("pypi", rest, &["--from", "--with", "--python", "-p"]),
-        "pipx" if rest.first().map(String::as_str) == Some("run") => {
-            package("pypi", &rest[1..], &["--spec"])
-        }
-        "docker" | "podman" => Some(Launch::Unsupported(format!(
-            "a {base} container: glassbox audits the server itself, not a container image"
-        ))),
-        _ => None,
-    };
-    found.unwrap_or(Launch::Command(argv))
+    }
+    match crate::launcher::parse(&argv) {
+        crate::launcher::Parsed::Command => Launch::Command(argv),
+        crate::launcher::Parsed::Package(package, args) => Launch::Package {
+            package: *package,
+            args,
+        },
+        crate::launcher::Parsed::Refused(why) => Launch::Unsupported(why),
+    }
 }
 
 /// The `inputs` of a VS Code configuration: `(id, password)`.
@@ -525,13 +501,42 @@ pub fn server_json(text: &str, vars: &dyn Vars) -> Result<Vec<ServerEntry>, Erro
                 "package transport {transport:?}: a server that listens on a port is not \
                  audited by this version yet"
             )),
-            Ok(Some(spec)) if runtime.is_empty() || spec.registry == Registry::Npm => {
-                // npx's own flags (`-y`) change nothing here: the install is glassbox's.
-                Launch::Package { spec, args }
+            // A package alone: its own program (server.json names a package, not a command).
+            Ok(Some(spec)) if runtime.is_empty() => Launch::Package {
+                package: spec.into(),
+                args,
+            },
+            // Runtime arguments are the launcher's (`npx -y`, `uvx --with X`): read as the
+            // line a client would run.
+            Ok(Some(spec)) => {
+                let hint = p.get("runtimeHint").and_then(Value::as_str);
+                let launcher = hint.unwrap_or(match spec.registry {
+                    Registry::Npm => "npx",
+                    Registry::Pypi => "uvx",
+                });
+                let mut argv = vec![launcher.to_string()];
+                argv.extend(runtime.iter().cloned());
+                argv.push(
+                    spec.display()
+                        .split_once(':')
+                        .map(|(_, r)| r.to_string())
+                        .unwrap_or_default(),
+                );
+                argv.extend(args);
+                match launch_of(argv) {
+                    Launch::Package { mut package, args } => {
+                        if package.program.as_deref() == Some(spec.name.as_str()) {
+                            package.program = None;
+                        }
+                        Launch::Package { package, args }
+                    }
+                    Launch::Command(argv) => Launch::Unsupported(format!(
+                        "runtime {:?} is not a launcher glassbox knows",
+                        argv[0]
+                    )),
+                    other => other,
+                }
             }
-            Ok(Some(_)) => Launch::Unsupported(format!(
-                "runtime arguments {runtime:?} for a PyPI package are not supported"
-            )),
             Ok(None) => Launch::Unsupported(format!("{id:?} is not a package")),
             Err(e) => Launch::Unsupported(e.to_string()),
         };
@@ -620,7 +625,8 @@ mod tests {
         assert_eq!(e.len(), 5);
         let by = |n: &str| e.iter().find(|x| x.name == n).unwrap();
         match &by("memory").launch {
-            Launch::Package { spec, args } => {
+            Launch::Package { package, args } => {
+                let spec = &package.spec;
                 assert_eq!(spec.name, "@modelcontextprotocol/server-memory");
                 assert_eq!(spec.version.as_deref(), Some("2026.8.31"));
                 assert!(args.is_empty());
@@ -628,15 +634,17 @@ mod tests {
             other => panic!("{other:?}"),
         }
         match &by("files").launch {
-            Launch::Package { args, spec } => {
+            Launch::Package { args, package } => {
+                let spec = &package.spec;
                 assert_eq!(args, &["/home/me/docs"]);
                 assert_eq!(spec.version, None);
             }
             other => panic!("{other:?}"),
         }
         match &by("time").launch {
-            Launch::Package { spec, args } => {
-                assert_eq!(spec.registry, Registry::Pypi);
+            Launch::Package { package, args } => {
+                assert_eq!(package.spec.registry, Registry::Pypi);
+                assert_eq!(package.program.as_deref(), Some("mcp-server-time"));
                 assert_eq!(args, &["--local-timezone=UTC"]);
             }
             other => panic!("{other:?}"),
@@ -773,7 +781,8 @@ mod tests {
         let e = server_json(text, &env()).unwrap();
         assert_eq!(e.len(), 4);
         match &e[0].launch {
-            Launch::Package { spec, args } => {
+            Launch::Package { package, args } => {
+                let spec = &package.spec;
                 assert_eq!(spec.name, "@example/weather-mcp");
                 assert_eq!(spec.version.as_deref(), Some("1.2.3"));
                 assert_eq!(args, &["--units", "metric", "Oslo"]);

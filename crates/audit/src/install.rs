@@ -1,6 +1,8 @@
 //! Package targets: `npm:NAME[@VERSION]` and `pypi:NAME[==VERSION]`, and a local npm
 //! tarball, `npm:./PATH.tgz` (what `npm pack` makes: a package before it is published, or one
-//! fetched by hand).
+//! fetched by hand); and what a launcher line asks for ([`Package`]: `uvx --from SPEC CMD`,
+//! `npx -p PKG CMD`, see [`crate::launcher`]): the package, what is installed beside it, and
+//! which of its programs runs.
 //!
 //! A package is installed by its own installer (npm; uv, or pip in a venv where uv is not
 //! installed) **inside the sandbox**, in phase `install`, under the same recorder and the same
@@ -11,19 +13,31 @@
 //!
 //! Installs are kept by exact version under `$GLASSBOX_STATE_DIR/packages/` (default
 //! `~/.local/state/glassbox/packages/`): `npm/<name>@<version>/` holds `node_modules`,
-//! `pypi/<name>==<version>/` a venv. A folder is used only once its marker
-//! (`glassbox-install.json`) is written, after a successful install; a second audit of the
-//! same version reuses it and says so in the manifest (`install.cached`, and the run id of the
-//! audit that installed it). The version asked for is resolved on the host first
-//! (`npm view`, `pip index versions`; glassbox's own queries, outside the sandbox), so that a
-//! range or `latest` finds the cache too.
+//! `pypi/<name>==<version>/` a venv (a folder name ends in `+` and a hash when extras,
+//! packages beside it, a Python version or installer options make it another install). A
+//! folder is used only once its marker (`glassbox-install.json`) is written, after a
+//! successful install; a second audit of the same version reuses it and says so in the
+//! manifest (`install.cached`, and the run id of the audit that installed it).
+//!
+//! # Versions
+//!
+//! The version asked for is resolved on the host first (glassbox's own queries, outside the
+//! sandbox), so that a range or `latest` finds the cache too, and so that a package or a
+//! version that does not exist is one line saying so before anything runs: npm with
+//! `npm view --json` (the highest of the versions a range matches, by semver: npm lists them
+//! in publication order), PyPI with `uv pip compile --no-deps` (PEP 440 ranges, pre-release
+//! rules and the interpreter's Python version as the installer will apply them; without uv,
+//! `pip index versions`, which knows no ranges). An exact version whose install is cached is
+//! not asked for again.
 
 use crate::Error;
 use glassbox_model::PackageRef;
 use serde::{Deserialize, Serialize};
 use std::ffi::OsString;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 /// Which registry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -52,7 +66,8 @@ pub struct PackageSpec {
     pub registry: Registry,
     /// Its name.
     pub name: String,
-    /// The version asked for (`None`: the latest).
+    /// The version asked for (`None`: the latest): npm a version, tag or range; PyPI an exact
+    /// version (`1.2.0`) or PEP 440 specifiers (`>=1.2,<2`).
     pub version: Option<String>,
     /// A local npm tarball installed instead of the registry's package (absolute). Its name
     /// and version are its `package.json`'s; its version is filed as
@@ -60,6 +75,53 @@ pub struct PackageSpec {
     /// tarball's SHA-256) so that it is never taken for, nor cached as, the registry's
     /// release of that version.
     pub tarball: Option<PathBuf>,
+    /// PyPI extras (`NAME[cli,http]`), sorted.
+    pub extras: Vec<String>,
+}
+
+/// What a launcher asks to install and run: a package, packages beside it, the program.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Package {
+    /// The package audited (the store files the audit under it).
+    pub spec: PackageSpec,
+    /// Packages installed beside it (`uvx --with X`, a second `npx -p`), same registry.
+    pub with: Vec<PackageSpec>,
+    /// The program to run, by name: the one the launcher named (`uvx --from PKG CMD`,
+    /// `npx -p PKG CMD`, uvx's own `uvx PKG`), looked up in the install's `bin` folder only;
+    /// `None`: the package's own (npm: its only `bin`, or the one named like it; PyPI: the
+    /// console script named like it, or its only one).
+    pub program: Option<String>,
+    /// The Python the launcher asked for (`uvx --python 3.12`): `python3.12` must be on the
+    /// host's `PATH` (glassbox downloads no interpreter).
+    pub python: Option<String>,
+    /// npm install options the launcher line carried that change the install
+    /// (`--legacy-peer-deps`, `--ignore-scripts`).
+    pub installer_args: Vec<String>,
+    /// The launcher line as configured (empty for a `npm:`/`pypi:` target).
+    pub launcher: Vec<String>,
+}
+
+impl From<PackageSpec> for Package {
+    fn from(spec: PackageSpec) -> Package {
+        Package {
+            spec,
+            with: Vec::new(),
+            program: None,
+            python: None,
+            installer_args: Vec::new(),
+            launcher: Vec::new(),
+        }
+    }
+}
+
+/// The exact versions an install is made of: the package's and, in order, those of the
+/// packages beside it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Exact {
+    /// The package's exact version.
+    pub version: String,
+    /// `Package::with`'s, in the same order.
+    pub with: Vec<String>,
 }
 
 /// The marker written once an install succeeded.
@@ -113,10 +175,166 @@ fn valid_version(v: &str) -> bool {
         && !v.starts_with('-')
 }
 
+/// Whether `v` is one exact version (a digit first, then version characters only).
+fn exact_version(v: &str) -> bool {
+    v.len() <= 100
+        && v.starts_with(|c: char| c.is_ascii_digit())
+        && v.chars()
+            .all(|c| c.is_ascii_alphanumeric() || ".-+_!".contains(c))
+}
+
+/// Why `s` is a source glassbox does not install (a git repository, a URL, a local path),
+/// or `None` when it may be a registry package.
+fn foreign_source(s: &str) -> Option<&'static str> {
+    let lower = s.to_ascii_lowercase();
+    if lower.starts_with("git+") || lower.starts_with("git:") || lower.ends_with(".git") {
+        return Some("a git repository");
+    }
+    if lower.contains("://") {
+        return Some("a URL");
+    }
+    for p in ["github:", "gitlab:", "bitbucket:", "gist:"] {
+        if lower.starts_with(p) {
+            return Some("a git repository");
+        }
+    }
+    if lower.starts_with("file:") || lower.starts_with("link:") || lower.starts_with("workspace:") {
+        return Some("a local path");
+    }
+    if s.starts_with(['.', '/', '~']) || s.contains('\\') {
+        return Some("a local path");
+    }
+    if lower.ends_with(".tgz") || lower.ends_with(".tar.gz") || lower.ends_with(".whl") {
+        return Some("a local archive");
+    }
+    None
+}
+
+/// An npm package as launchers take it: `NAME`, `@SCOPE/NAME`, then `@VERSION` (a version,
+/// tag or range; `@latest` is no version). Git, URL, path and alias sources are refused
+/// with why.
+pub(crate) fn npm_spec(s: &str) -> Result<(String, Option<String>), String> {
+    if let Some(why) = foreign_source(s) {
+        return Err(format!(
+            "{s:?} is {why}: glassbox audits packages from the npm registry"
+        ));
+    }
+    if s.starts_with("npm:") {
+        return Err(format!("{s:?} is an npm alias: name the package itself"));
+    }
+    let (name, version) = match s.get(1..).and_then(|r| r.rfind('@')) {
+        Some(i) => (&s[..i + 1], Some(&s[i + 2..])),
+        None => (s, None),
+    };
+    if !name.starts_with('@') && name.contains('/') {
+        return Err(format!(
+            "{s:?} is a GitHub repository (OWNER/REPO): glassbox audits packages from the npm registry"
+        ));
+    }
+    if !valid_name(Registry::Npm, name) {
+        return Err(format!("not a valid npm package name: {name:?}"));
+    }
+    match version {
+        Some(v) if v.contains([':', '/']) => Err(format!(
+            "{s:?} names a source, not a version: glassbox audits packages from the npm registry"
+        )),
+        Some(v) if !valid_version(v) => Err(format!("not a valid version for {name}: {v:?}")),
+        Some("latest") | Some("") | None => Ok((name.to_string(), None)),
+        Some(v) => Ok((name.to_string(), Some(v.to_string()))),
+    }
+}
+
+/// A PyPI requirement as launchers take it: `NAME`, `NAME[EXTRA,...]`, then nothing, PEP 440
+/// specifiers (`==1.2`, `>=1,<2`, `~=1.4`), or, where `at_form` (uvx's command), `@VERSION`
+/// (`@latest` is no version). Returns the name, the extras (sorted) and the version: an exact
+/// one bare (`1.2`), specifiers as written without spaces. URLs, git, paths and markers are
+/// refused with why.
+pub(crate) fn pypi_requirement(
+    s: &str,
+    at_form: bool,
+) -> Result<(String, Vec<String>, Option<String>), String> {
+    let s = s.trim();
+    if s.contains(" @ ") || s.contains(';') {
+        return Err(format!(
+            "{s:?} is a direct reference or has environment markers: glassbox audits packages from PyPI"
+        ));
+    }
+    if let Some(why) = foreign_source(s) {
+        return Err(format!(
+            "{s:?} is {why}: glassbox audits packages from PyPI"
+        ));
+    }
+    let end = s
+        .find(|c: char| !(c.is_ascii_alphanumeric() || "-._".contains(c)))
+        .unwrap_or(s.len());
+    let (name, mut rest) = s.split_at(end);
+    if !valid_name(Registry::Pypi, name) {
+        return Err(format!("not a valid PyPI package name: {s:?}"));
+    }
+    let mut extras = Vec::new();
+    if let Some(r) = rest.strip_prefix('[') {
+        let Some((inner, after)) = r.split_once(']') else {
+            return Err(format!("{s:?}: unclosed extras"));
+        };
+        for e in inner.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+            if !valid_name(Registry::Pypi, e) {
+                return Err(format!("{s:?}: not a valid extra: {e:?}"));
+            }
+            extras.push(e.to_ascii_lowercase());
+        }
+        extras.sort();
+        extras.dedup();
+        rest = after;
+    }
+    let rest = rest.trim();
+    let version = if rest.is_empty() {
+        None
+    } else if let Some(v) = rest.strip_prefix('@').filter(|_| at_form) {
+        match v {
+            "latest" => None,
+            v if exact_version(v) => Some(v.to_string()),
+            v => {
+                return Err(format!(
+                    "{s:?}: `@` takes an exact version ({v:?} is not one; a range goes in --from)"
+                ))
+            }
+        }
+    } else {
+        let mut clauses = Vec::new();
+        for clause in rest.split(',').map(str::trim) {
+            let op = ["===", "==", "!=", ">=", "<=", "~=", ">", "<"]
+                .into_iter()
+                .find(|op| clause.starts_with(op));
+            let Some(op) = op else {
+                return Err(format!("{s:?}: not a version specifier: {clause:?}"));
+            };
+            let v = clause[op.len()..].trim();
+            let ok = !v.is_empty()
+                && v.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || ".-+_!*".contains(c));
+            if !ok {
+                return Err(format!("{s:?}: not a version: {v:?}"));
+            }
+            clauses.push((op, v));
+        }
+        match clauses.as_slice() {
+            [("==", v)] if exact_version(v) => Some(v.to_string()),
+            _ => Some(
+                clauses
+                    .iter()
+                    .map(|(op, v)| format!("{op}{v}"))
+                    .collect::<Vec<_>>()
+                    .join(","),
+            ),
+        }
+    };
+    Ok((name.to_string(), extras, version))
+}
+
 impl PackageSpec {
-    /// Parses `npm:NAME[@VERSION]`, `pypi:NAME[==VERSION]` or `npm:PATH.tgz` (a path starting
-    /// with `/` or `.`; the tarball is read now, relative paths from the working directory);
-    /// `Ok(None)` for anything else (a command).
+    /// Parses `npm:NAME[@VERSION]`, `pypi:NAME[==VERSION]` (or `pypi:NAME[EXTRAS]`, or PEP 440
+    /// specifiers) or `npm:PATH.tgz` (a path starting with `/` or `.`; the tarball is read now,
+    /// relative paths from the working directory); `Ok(None)` for anything else (a command).
     pub fn parse(target: &str) -> Result<Option<PackageSpec>, Error> {
         PackageSpec::parse_in(target, Path::new("."))
     }
@@ -134,35 +352,25 @@ impl PackageSpec {
         if registry == Registry::Npm && rest.starts_with(['/', '.']) {
             return tarball_spec(&base.join(rest)).map(Some);
         }
-        let (name, version) = match registry {
-            Registry::Npm => match rest.get(1..).and_then(|r| r.rfind('@')) {
-                Some(i) => (&rest[..i + 1], Some(&rest[i + 2..])),
-                None => (rest, None),
-            },
-            Registry::Pypi => match rest.split_once("==") {
-                Some((n, v)) => (n, Some(v)),
-                None => (rest, None),
-            },
-        };
-        if !valid_name(registry, name) {
-            return Err(Error::Usage(format!(
-                "not a valid {} package name: {name:?}",
-                registry.name()
-            )));
-        }
-        if let Some(v) = version {
-            if !valid_version(v) {
-                return Err(Error::Usage(format!(
-                    "not a valid version for {name}: {v:?}"
-                )));
+        let spec = match registry {
+            Registry::Npm => npm_spec(rest).map(|(name, version)| PackageSpec {
+                registry,
+                name,
+                version,
+                tarball: None,
+                extras: Vec::new(),
+            }),
+            Registry::Pypi => {
+                pypi_requirement(rest, false).map(|(name, extras, version)| PackageSpec {
+                    registry,
+                    name,
+                    version,
+                    tarball: None,
+                    extras,
+                })
             }
-        }
-        Ok(Some(PackageSpec {
-            registry,
-            name: name.to_string(),
-            version: version.map(str::to_string),
-            tarball: None,
-        }))
+        };
+        spec.map(Some).map_err(Error::Usage)
     }
 
     /// What was asked for, as text.
@@ -170,101 +378,63 @@ impl PackageSpec {
         self.version.clone().unwrap_or_else(|| "latest".into())
     }
 
-    /// The spec as given (`npm:NAME@V`, `pypi:NAME==V`, `npm:PATH`).
+    /// The spec as given (`npm:NAME@V`, `pypi:NAME==V`, `pypi:NAME[X]>=1`, `npm:PATH`).
     pub fn display(&self) -> String {
         if let Some(t) = &self.tarball {
             return format!("npm:{}", t.display());
         }
-        match (self.registry, &self.version) {
-            (Registry::Npm, Some(v)) => format!("npm:{}@{v}", self.name),
-            (Registry::Pypi, Some(v)) => format!("pypi:{}=={v}", self.name),
-            (r, None) => format!("{}:{}", r.name(), self.name),
+        format!(
+            "{}:{}",
+            self.registry.name(),
+            self.requirement(self.version.as_deref())
+        )
+    }
+
+    /// The spec as its installer takes it, at `version` (`NAME@V`; `NAME[X]==V`, or the
+    /// specifiers as written).
+    fn requirement(&self, version: Option<&str>) -> String {
+        match self.registry {
+            Registry::Npm => match version {
+                Some(v) => format!("{}@{v}", self.name),
+                None => self.name.clone(),
+            },
+            Registry::Pypi => {
+                let extras = match self.extras.is_empty() {
+                    true => String::new(),
+                    false => format!("[{}]", self.extras.join(",")),
+                };
+                match version {
+                    Some(v) if exact_version(v) => format!("{}{extras}=={v}", self.name),
+                    Some(v) => format!("{}{extras}{v}", self.name),
+                    None => format!("{}{extras}", self.name),
+                }
+            }
         }
     }
 
     /// PyPI's normalized name (PEP 503): lowercase, runs of `-_.` as one `-`.
     fn normalized(&self) -> String {
-        let mut out = String::new();
-        for c in self.name.chars() {
-            if "-_.".contains(c) {
-                if !out.ends_with('-') {
-                    out.push('-');
-                }
-            } else {
-                out.push(c.to_ascii_lowercase());
-            }
-        }
-        out
+        normalize(&self.name)
     }
 
     /// Whether the version asked for is already exact.
     fn exact(&self) -> Option<&str> {
-        let v = self.version.as_deref()?;
-        let is_exact = v.chars().next().is_some_and(|c| c.is_ascii_digit())
-            && v.chars()
-                .all(|c| c.is_ascii_alphanumeric() || ".-+_".contains(c));
-        is_exact.then_some(v)
+        self.version.as_deref().filter(|v| exact_version(v))
     }
 
-    /// The exact version to install: the one asked for when exact, else what the registry
-    /// resolves it to (asked on the host).
-    pub fn resolve_version(&self) -> Result<String, Error> {
-        if let Some(v) = self.exact() {
-            return Ok(v.to_string());
+    /// The exact version to install: what the registry has for what was asked (asked on the
+    /// host; see the module doc), with `python` the interpreter a PyPI install will use. A
+    /// package or version that does not exist is an [`Error::Install`] of one line saying so.
+    pub fn resolve_version(&self, python: Option<&Path>) -> Result<String, Error> {
+        if self.tarball.is_some() {
+            if let Some(v) = self.exact() {
+                return Ok(v.to_string());
+            }
         }
-        let fail = |why: String| {
-            Error::Install(format!(
-                "cannot resolve {} to an exact version: {why}",
-                self.display()
-            ))
-        };
+        let fail = |why: String| Error::Install(format!("{}: {why}", self.display()));
         match self.registry {
-            Registry::Npm => {
-                let spec = format!("{}@{}", self.name, self.requested());
-                let out = Command::new("npm")
-                    .args(["view", "--json", &spec, "version"])
-                    .output()
-                    .map_err(|e| fail(format!("npm: {e}")))?;
-                if !out.status.success() {
-                    return Err(fail(last_line(&out.stderr)));
-                }
-                // One version as a string, several (a range) as an array: the last is the
-                // highest.
-                let v: serde_json::Value = serde_json::from_slice(&out.stdout)
-                    .map_err(|e| fail(format!("npm view printed no JSON: {e}")))?;
-                let v = match v {
-                    serde_json::Value::String(s) => Some(s),
-                    serde_json::Value::Array(a) => a
-                        .into_iter()
-                        .filter_map(|x| x.as_str().map(str::to_string))
-                        .next_back(),
-                    _ => None,
-                };
-                v.filter(|v| valid_version(v))
-                    .ok_or_else(|| fail("no version matches".into()))
-            }
-            Registry::Pypi => {
-                if self.version.is_some() {
-                    return Err(fail(
-                        "PyPI targets take an exact version (NAME==VERSION) or none".into(),
-                    ));
-                }
-                let out = Command::new("python3")
-                    .args(["-m", "pip", "index", "versions", &self.name])
-                    .output()
-                    .map_err(|e| fail(format!("pip: {e}")))?;
-                if !out.status.success() {
-                    return Err(fail(last_line(&out.stderr)));
-                }
-                // First line: `NAME (VERSION)`.
-                let text = String::from_utf8_lossy(&out.stdout);
-                text.lines()
-                    .next()
-                    .and_then(|l| l.rsplit_once('(').map(|(_, v)| v.trim_end_matches(')')))
-                    .map(str::to_string)
-                    .filter(|v| valid_version(v))
-                    .ok_or_else(|| fail(format!("pip printed {:?}", last_line(&out.stdout))))
-            }
+            Registry::Npm => npm_resolve(&self.name, &self.requested()).map_err(fail),
+            Registry::Pypi => pypi_resolve(self, python).map_err(fail),
         }
     }
 
@@ -288,10 +458,459 @@ impl PackageSpec {
             name: self.name.clone(),
             requested: self.requested(),
             version: version.to_string(),
+            extras: self.extras.clone(),
+            ..Default::default()
         }
     }
 }
 
+/// PEP 503's normalized form of a PyPI name (or a console script's): lowercase, runs of
+/// `-_.` as one `-`.
+fn normalize(name: &str) -> String {
+    let mut out = String::new();
+    for c in name.chars() {
+        if "-_.".contains(c) {
+            if !out.ends_with('-') {
+                out.push('-');
+            }
+        } else {
+            out.push(c.to_ascii_lowercase());
+        }
+    }
+    out
+}
+
+impl Package {
+    /// The launcher's line and the registry's name for what this installs, for messages.
+    pub fn display(&self) -> String {
+        let mut s = self.spec.display();
+        for w in &self.with {
+            s.push_str(&format!(" with {}", w.display()));
+        }
+        s
+    }
+
+    /// The exact versions, when every version asked for already is one (the cache may then
+    /// be used without asking the registry).
+    pub fn exact(&self) -> Option<Exact> {
+        Some(Exact {
+            version: self.spec.exact()?.to_string(),
+            with: self
+                .with
+                .iter()
+                .map(|w| w.exact().map(str::to_string))
+                .collect::<Option<Vec<_>>>()?,
+        })
+    }
+
+    /// Every version resolved on the host ([`PackageSpec::resolve_version`]).
+    pub fn resolve(&self, python: Option<&Path>) -> Result<Exact, Error> {
+        Ok(Exact {
+            version: self.spec.resolve_version(python)?,
+            with: self
+                .with
+                .iter()
+                .map(|w| w.resolve_version(python))
+                .collect::<Result<Vec<_>, _>>()?,
+        })
+    }
+
+    /// The exact versions to install, as [`crate::audit`] takes them: known at once when
+    /// every version asked for is exact and installed already (no registry is asked then),
+    /// else resolved on the host ([`Package::resolve`], for a PyPI package with the
+    /// interpreter its install will use, found from `cwd`).
+    pub fn exact_versions(&self, cwd: &Path) -> Result<Exact, Error> {
+        if let Some(e) = self.exact() {
+            if cached(&self.dir(&e)).is_some() {
+                return Ok(e);
+            }
+        }
+        let python = match self.spec.registry {
+            Registry::Pypi => Some(self.interpreter(cwd)?.program),
+            Registry::Npm => None,
+        };
+        self.resolve(python.as_deref())
+    }
+
+    /// This package with the versions of `exact` asked for (what a batch audits once it has
+    /// resolved them for its store).
+    pub fn pinned(&self, exact: &Exact) -> Package {
+        let mut p = self.clone();
+        p.spec.version = Some(exact.version.clone());
+        for (w, v) in p.with.iter_mut().zip(&exact.with) {
+            w.version = Some(v.clone());
+        }
+        p
+    }
+
+    /// The install folder: the package's ([`PackageSpec::dir`]), with `+` and 12 hex digits
+    /// of a hash when extras, packages beside it, a Python or installer options make it
+    /// another install than the package's alone.
+    pub fn dir(&self, exact: &Exact) -> PathBuf {
+        let base = self.spec.dir(&exact.version);
+        let mut variant = Vec::new();
+        if !self.spec.extras.is_empty() {
+            variant.push(format!("extras={}", self.spec.extras.join(",")));
+        }
+        for (w, v) in self.with.iter().zip(&exact.with) {
+            variant.push(format!("with={}", w.requirement(Some(v))));
+        }
+        if let Some(p) = &self.python {
+            variant.push(format!("python={p}"));
+        }
+        for a in &self.installer_args {
+            variant.push(format!("arg={a}"));
+        }
+        if variant.is_empty() {
+            return base;
+        }
+        use sha2::{Digest, Sha256};
+        let hash = Sha256::digest(variant.join("\n").as_bytes());
+        let hex: String = hash[..6].iter().map(|b| format!("{b:02x}")).collect();
+        let mut name = base.file_name().unwrap_or_default().to_os_string();
+        name.push(format!("+{hex}"));
+        base.with_file_name(name)
+    }
+
+    /// The package as the manifest records it (the program found at run time is added then).
+    pub fn reference(&self, exact: &Exact) -> PackageRef {
+        let mut r = self.spec.reference(&exact.version);
+        r.with = self
+            .with
+            .iter()
+            .zip(&exact.with)
+            .map(|(w, v)| w.requirement(Some(v)))
+            .collect();
+        r.program = self.program.clone();
+        r.launcher = self.launcher.clone();
+        r
+    }
+
+    /// The interpreter a PyPI install uses: `python3`, or the one `--python` asked for.
+    pub fn interpreter(&self, cwd: &Path) -> Result<crate::target::Resolved, Error> {
+        let name = match self.python.as_deref() {
+            None => "python3".to_string(),
+            Some(p) if p.starts_with("python") => p.to_string(),
+            Some(p) if p.starts_with(|c: char| c.is_ascii_digit()) => format!("python{p}"),
+            Some(p) => p.to_string(),
+        };
+        crate::target::resolve(&[name.clone().into()], cwd).map_err(|_| {
+            Error::Install(format!(
+                "{} asks for Python {} ({name}), which this machine does not have: glassbox \
+                 downloads no interpreter (install it, or drop --python from the entry)",
+                self.display(),
+                self.python.as_deref().unwrap_or("3")
+            ))
+        })
+    }
+}
+
+/// How long one of glassbox's own registry queries may take.
+const QUERY_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Runs a query on the host with `input` on its stdin, bounded in time (killed past
+/// `QUERY_TIMEOUT`): its status, stdout and stderr.
+fn query(cmd: &mut Command, input: &str) -> Result<(bool, String, String), String> {
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    if let Some(mut stdin) = child.stdin.take() {
+        let _ = stdin.write_all(input.as_bytes());
+    }
+    let reader = |r: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut out = Vec::new();
+            if let Some(r) = r {
+                let _ = r.take(8 << 20).read_to_end(&mut out);
+            }
+            String::from_utf8_lossy(&out).into_owned()
+        })
+    };
+    let out = reader(
+        child
+            .stdout
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
+    );
+    let err = reader(
+        child
+            .stderr
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
+    );
+    let started = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => break Some(s),
+            Ok(None) if started.elapsed() < QUERY_TIMEOUT => {
+                std::thread::sleep(Duration::from_millis(20))
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+        }
+    };
+    let (out, err) = (
+        out.join().unwrap_or_default(),
+        err.join().unwrap_or_default(),
+    );
+    match status {
+        Some(s) => Ok((s.success(), out, err)),
+        None => Err(format!(
+            "the registry did not answer within {}s",
+            QUERY_TIMEOUT.as_secs()
+        )),
+    }
+}
+
+/// `npm view --json NAME@REQUESTED version`: the highest version it matches.
+fn npm_resolve(name: &str, requested: &str) -> Result<String, String> {
+    let spec = format!("{name}@{requested}");
+    let (ok, out, err) = query(
+        Command::new("npm")
+            .args(["view", "--json", &spec, "version"])
+            .env("NPM_CONFIG_UPDATE_NOTIFIER", "false"),
+        "",
+    )
+    .map_err(|e| format!("npm: {e}"))?;
+    let v: Option<serde_json::Value> = serde_json::from_str(out.trim()).ok();
+    if let Some(e) = v.as_ref().and_then(|v| v.get("error")) {
+        let field = |k: &str| e.get(k).and_then(|x| x.as_str()).unwrap_or("").trim();
+        let (code, summary) = (field("code"), field("summary"));
+        return Err(match (code, summary) {
+            ("E404", s) if s.starts_with("No match found for version") => {
+                format!("no version of {name} matches {requested}")
+            }
+            ("E404", _) => format!("{name} does not exist in the npm registry (E404)"),
+            (c, s) => format!("npm view: {}", first_nonempty(&[s, c]).unwrap_or("failed")),
+        });
+    }
+    if !ok {
+        return Err(format!("npm view: {}", meaningful_line(&err)));
+    }
+    let versions: Vec<String> = match v {
+        Some(serde_json::Value::String(s)) => vec![s],
+        Some(serde_json::Value::Array(a)) => a
+            .into_iter()
+            .filter_map(|x| x.as_str().map(str::to_string))
+            .collect(),
+        // npm prints nothing for a version or range nothing matches.
+        None if out.trim().is_empty() => Vec::new(),
+        _ => {
+            return Err(format!(
+                "npm view printed no version: {}",
+                printable_short(&out)
+            ))
+        }
+    };
+    highest(&versions)
+        .filter(|v| valid_version(v))
+        .ok_or_else(|| format!("no version of {name} matches {requested}"))
+}
+
+fn first_nonempty<'a>(xs: &[&'a str]) -> Option<&'a str> {
+    xs.iter().copied().find(|s| !s.is_empty())
+}
+
+/// The highest of `versions` by semver (npm lists a range's matches in publication order);
+/// one that is not semver only when it is the only one.
+fn highest(versions: &[String]) -> Option<String> {
+    let mut best: Option<(semver::Version, &String)> = None;
+    for v in versions {
+        if let Ok(parsed) = semver::Version::parse(v) {
+            let better = match &best {
+                None => true,
+                Some((b, _)) => parsed > *b,
+            };
+            if better {
+                best = Some((parsed, v));
+            }
+        }
+    }
+    match best {
+        Some((_, v)) => Some(v.clone()),
+        None if versions.len() == 1 => Some(versions[0].clone()),
+        None => None,
+    }
+}
+
+/// The exact version of a PyPI requirement: `uv pip compile --no-deps`, else (no uv)
+/// `pip index versions` for the latest version (an exact one is taken as it is).
+fn pypi_resolve(spec: &PackageSpec, python: Option<&Path>) -> Result<String, String> {
+    let requirement = spec.requirement(spec.version.as_deref());
+    let python = python
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| "python3".into());
+    let uv = crate::target::resolve(&["uv".into()], Path::new("/")).ok();
+    let Some(uv) = uv else {
+        if let Some(v) = spec.exact() {
+            return Ok(v.to_string());
+        }
+        if spec.version.is_some() {
+            return Err(
+                "a version range needs uv to be resolved (scripts/setup installs it)".into(),
+            );
+        }
+        let (ok, out, err) = query(
+            Command::new(&python).args(["-m", "pip", "index", "versions", &spec.name]),
+            "",
+        )
+        .map_err(|e| format!("pip: {e}"))?;
+        if !ok {
+            return Err(meaningful_line(&err));
+        }
+        // First line: `NAME (VERSION)`.
+        return out
+            .lines()
+            .next()
+            .and_then(|l| l.rsplit_once('(').map(|(_, v)| v.trim_end_matches(')')))
+            .map(str::to_string)
+            .filter(|v| exact_version(v))
+            .ok_or_else(|| format!("pip printed {:?}", printable_short(&out)));
+    };
+    let mut cmd = Command::new(&uv.program);
+    cmd.args([
+        "pip",
+        "compile",
+        "-",
+        "--no-deps",
+        "--no-header",
+        "--no-annotate",
+        "--quiet",
+        "--python",
+    ])
+    .arg(&python)
+    .env("UV_NO_CONFIG", "1")
+    .env("UV_NATIVE_TLS", "1")
+    .env("NO_COLOR", "1");
+    let (ok, out, err) =
+        query(&mut cmd, &format!("{requirement}\n")).map_err(|e| format!("uv: {e}"))?;
+    if !ok {
+        return Err(uv_reason(&err));
+    }
+    let want = spec.normalized();
+    out.lines()
+        .filter_map(|l| l.trim().split_once("=="))
+        .find(|(n, _)| normalize(n.split('[').next().unwrap_or(n)) == want)
+        .map(|(_, v)| v.trim().to_string())
+        .filter(|v| exact_version(v))
+        .ok_or_else(|| format!("uv printed no version: {}", printable_short(&out)))
+}
+
+/// uv's reason for a failed resolution, in a line: `cause: Because there is no version of
+/// X==9 and you require X==9, we can conclude that your requirements are unsatisfiable.`
+/// becomes `there is no version of X==9`.
+fn uv_reason(stderr: &str) -> String {
+    let text: Vec<&str> = stderr
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let cause = text
+        .iter()
+        .find_map(|l| l.strip_prefix("cause:").or_else(|| l.strip_prefix("╰─▶")))
+        .map(str::trim);
+    match cause {
+        Some(c) => {
+            let c = c.strip_prefix("Because ").unwrap_or(c);
+            let c = c
+                .split(", we can conclude")
+                .next()
+                .unwrap_or(c)
+                .split(" and you require")
+                .next()
+                .unwrap_or(c);
+            printable_short(c)
+        }
+        None => meaningful_line(stderr),
+    }
+}
+
+fn printable_short(s: &str) -> String {
+    glassbox_model::truncate(&glassbox_model::printable(s.trim()), 300)
+}
+
+/// The line of an installer's (or a registry query's) output that says what went wrong: npm's
+/// first `npm error` line that is not its boilerplate (the log's location, the code, the
+/// path), uv's reason under its `×` headline, pip's `ERROR:` line; else the last line.
+pub(crate) fn meaningful_line(text: &str) -> String {
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let npm = lines.iter().filter_map(|l| {
+        l.strip_prefix("npm error")
+            .or_else(|| l.strip_prefix("npm ERR!"))
+            .map(str::trim)
+            .filter(|l| !npm_boilerplate(l))
+    });
+    if let Some(l) = npm.into_iter().next() {
+        return printable_short(l);
+    }
+    if let Some(l) = lines
+        .iter()
+        .rev()
+        .find_map(|l| l.strip_prefix("╰─▶").or_else(|| l.strip_prefix("cause:")))
+    {
+        return uv_reason(&format!("cause: {l}"));
+    }
+    if let Some(l) = lines
+        .iter()
+        .find(|l| l.starts_with("ERROR:") || l.starts_with("error:") || l.starts_with('×'))
+    {
+        return printable_short(l);
+    }
+    lines.last().map(|l| printable_short(l)).unwrap_or_default()
+}
+
+/// npm's lines around an error that say nothing of it.
+fn npm_boilerplate(l: &str) -> bool {
+    const NOISE: &[&str] = &[
+        "A complete log of this run",
+        "Log files were not written",
+        "You can rerun the command",
+        "code ",
+        "path ",
+        "errno ",
+        "syscall ",
+        "signal ",
+        "command failed",
+        "command sh -c",
+        "command /",
+        "404 Note that you can also install",
+        "404 tarball, folder, http url",
+        "Note that you can also install",
+        "tarball, folder, http url",
+    ];
+    l.is_empty() || l == "404" || NOISE.iter().any(|n| l.starts_with(n))
+}
+
+/// The last `n` lines of `text` that say something (npm's boilerplate left out), each
+/// printable and short.
+pub(crate) fn last_lines(text: &str, n: usize) -> Vec<String> {
+    let says_something = |l: &&str| {
+        let t = l.trim();
+        let npm = t
+            .strip_prefix("npm error")
+            .or_else(|| t.strip_prefix("npm ERR!"));
+        !t.is_empty() && !npm.is_some_and(|rest| npm_boilerplate(rest.trim()))
+    };
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim_end)
+        .filter(says_something)
+        .collect();
+    lines[lines.len().saturating_sub(n)..]
+        .iter()
+        .map(|l| printable_short(l))
+        .collect()
+}
 /// The largest `package.json` read from a tarball.
 const MAX_PACKAGE_JSON: u64 = 1 << 20;
 
@@ -383,14 +1002,8 @@ fn tarball_spec(path: &Path) -> Result<PackageSpec, Error> {
             None => format!("{version}+tarball.{sha}"),
         }),
         tarball: Some(path),
+        extras: Vec::new(),
     })
-}
-
-/// The last non-empty line of a command's output, printable and short.
-fn last_line(bytes: &[u8]) -> String {
-    let text = String::from_utf8_lossy(bytes);
-    let line = text.trim().lines().last().unwrap_or("").trim();
-    glassbox_model::truncate(&glassbox_model::printable(line), 300)
 }
 
 /// The marker of a finished install in `dir`, if there is one.
@@ -490,18 +1103,30 @@ const PASSED_THROUGH: &[&str] = &[
     "NODE_EXTRA_CA_CERTS",
 ];
 
-/// How `spec` at `version` is installed into `dir`.
+/// How `package` at `exact` is installed into `dir`, with `install_env` (`--install-env`:
+/// the installer's alone, never the server's) last.
 ///
 /// The installers are told not to read the user's configuration (`~/.npmrc`,
 /// `pip.conf`, `.netrc`): those are planted secrets, and reading them is left to whatever
 /// else runs during the install (a lifecycle script), where it is evidence.
-pub fn installer(spec: &PackageSpec, version: &str, dir: &Path) -> Result<Installer, Error> {
+pub fn installer(
+    package: &Package,
+    exact: &Exact,
+    dir: &Path,
+    install_env: &[(String, String)],
+) -> Result<Installer, Error> {
+    let spec = &package.spec;
     let d = dir.to_string_lossy().into_owned();
     let mut env: Vec<(String, String)> = PASSED_THROUGH
         .iter()
         .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
         .collect();
     let mut extra_ro = Vec::new();
+    let with = package
+        .with
+        .iter()
+        .zip(&exact.with)
+        .map(|(w, v)| w.requirement(Some(v)));
     let command: Vec<String> = match spec.registry {
         Registry::Npm => {
             env.push(("NPM_CONFIG_USERCONFIG".into(), "/dev/null".into()));
@@ -509,21 +1134,24 @@ pub fn installer(spec: &PackageSpec, version: &str, dir: &Path) -> Result<Instal
             env.push(("NPM_CONFIG_UPDATE_NOTIFIER".into(), "false".into()));
             let npm = crate::target::resolve(&["npm".into()], dir)?;
             extra_ro.extend(npm.extra_ro);
-            vec![
+            let mut c = vec![
                 npm.program.to_string_lossy().into_owned(),
                 "install".into(),
                 "--no-audit".into(),
                 "--no-fund".into(),
                 "--prefix".into(),
                 d.clone(),
-                match &spec.tarball {
-                    Some(t) => {
-                        extra_ro.push(t.clone());
-                        t.to_string_lossy().into_owned()
-                    }
-                    None => format!("{}@{version}", spec.name),
-                },
-            ]
+            ];
+            c.extend(package.installer_args.iter().cloned());
+            c.push(match &spec.tarball {
+                Some(t) => {
+                    extra_ro.push(t.clone());
+                    t.to_string_lossy().into_owned()
+                }
+                None => spec.requirement(Some(&exact.version)),
+            });
+            c.extend(with);
+            c
         }
         Registry::Pypi => {
             env.push(("PIP_CONFIG_FILE".into(), "/dev/null".into()));
@@ -533,40 +1161,49 @@ pub fn installer(spec: &PackageSpec, version: &str, dir: &Path) -> Result<Instal
             env.push(("UV_CACHE_DIR".into(), "/tmp/uv-cache".into()));
             // The machine's certificate store (the registry may sit behind its own CA).
             env.push(("UV_NATIVE_TLS".into(), "1".into()));
-            let py = crate::target::resolve(&["python3".into()], dir)?;
+            let py = package.interpreter(dir)?;
             extra_ro.extend(py.extra_ro);
             let python = py.program.to_string_lossy().into_owned();
-            let req = format!("{}=={version}", spec.name);
+            let mut reqs = vec![spec.requirement(Some(&exact.version))];
+            reqs.extend(with);
             match crate::target::resolve(&["uv".into()], dir) {
                 Ok(uv) => {
                     extra_ro.extend(uv.extra_ro);
                     let uv = uv.program.to_string_lossy().into_owned();
                     // Two steps, one command line: positional parameters, never pasted
                     // into the script.
-                    vec![
+                    let mut c: Vec<String> = vec![
                         "/bin/sh".into(),
                         "-c".into(),
-                        r#""$1" venv --python "$2" "$3/venv" && "$1" pip install --python "$3/venv/bin/python" "$4""#.into(),
+                        r#"uv="$1" py="$2" d="$3"; shift 3; "$uv" venv --python "$py" "$d/venv" && "$uv" pip install --python "$d/venv/bin/python" "$@""#.into(),
                         "sh".into(),
                         uv,
                         python,
                         d.clone(),
-                        req,
-                    ]
+                    ];
+                    c.extend(reqs);
+                    c
                 }
-                Err(_) => vec![
-                    "/bin/sh".into(),
-                    "-c".into(),
-                    r#""$1" -m venv "$2/venv" && "$2/venv/bin/python" -m pip install --no-input "$3""#
-                        .into(),
-                    "sh".into(),
-                    python,
-                    d.clone(),
-                    req,
-                ],
+                Err(_) => {
+                    let mut c: Vec<String> = vec![
+                        "/bin/sh".into(),
+                        "-c".into(),
+                        r#"py="$1" d="$2"; shift 2; "$py" -m venv "$d/venv" && "$d/venv/bin/python" -m pip install --no-input "$@""#
+                            .into(),
+                        "sh".into(),
+                        python,
+                        d.clone(),
+                    ];
+                    c.extend(reqs);
+                    c
+                }
             }
         }
     };
+    for (k, v) in install_env {
+        env.retain(|(n, _)| n != k);
+        env.push((k.clone(), v.clone()));
+    }
     Ok(Installer {
         command: command.into_iter().map(OsString::from).collect(),
         env,
@@ -574,25 +1211,74 @@ pub fn installer(spec: &PackageSpec, version: &str, dir: &Path) -> Result<Instal
     })
 }
 
-/// The server's command line in an installed folder: the package's executable with `args`.
+/// The server's command line in an installed folder: the package's program with `args`, and
+/// the program's name.
 ///
-/// npm: the package's `bin` (its only one, or the one named like the package); PyPI: the
-/// console script named like the package (or the only one the package installed).
+/// A program the launcher named is looked up by that exact name among the install's programs
+/// (`node_modules/.bin`, `venv/bin`), as the launcher would find it; otherwise npm: the
+/// package's `bin` (its only one, or the one named like the package); PyPI: the console script
+/// named like the package (PEP 503: `-`, `_` and `.` alike), or the only one it installed.
 pub fn entry_command(
-    spec: &PackageSpec,
+    package: &Package,
     dir: &Path,
     args: &[OsString],
-) -> Result<Vec<OsString>, Error> {
-    let program = match spec.registry {
-        Registry::Npm => npm_bin(spec, dir)?,
-        Registry::Pypi => pypi_script(spec, dir)?,
+) -> Result<(Vec<OsString>, String), Error> {
+    let spec = &package.spec;
+    let bin = match spec.registry {
+        Registry::Npm => dir.join("node_modules/.bin"),
+        Registry::Pypi => dir.join("venv/bin"),
     };
-    let mut cmd = vec![program.into_os_string()];
+    let name = match &package.program {
+        Some(p) => {
+            let found = !p.contains('/')
+                && !p.starts_with('.')
+                && std::fs::metadata(bin.join(p)).is_ok_and(|m| m.is_file());
+            if !found {
+                let mut have = programs(spec.registry, &bin);
+                have.sort();
+                return Err(Error::Install(format!(
+                    "{} installed no program named {p:?} ({})",
+                    package.display(),
+                    match have.is_empty() {
+                        true => "it installed none".to_string(),
+                        false => format!("it has: {}", have.join(", ")),
+                    }
+                )));
+            }
+            p.clone()
+        }
+        None => match spec.registry {
+            Registry::Npm => npm_bin(spec, dir)?,
+            Registry::Pypi => pypi_script(spec, &bin)?,
+        },
+    };
+    let mut cmd = vec![bin.join(&name).into_os_string()];
     cmd.extend(args.iter().cloned());
-    Ok(cmd)
+    Ok((cmd, name))
 }
 
-fn npm_bin(spec: &PackageSpec, dir: &Path) -> Result<PathBuf, Error> {
+/// The programs in an install's `bin` folder (a venv's interpreter and activation scripts
+/// left out).
+fn programs(registry: Registry, bin: &Path) -> Vec<String> {
+    let mut out: Vec<String> = std::fs::read_dir(bin)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| {
+            registry == Registry::Npm
+                || !(n.starts_with("python")
+                    || n.starts_with("pip")
+                    || n.starts_with("activate")
+                    || n.starts_with("Activate")
+                    || n.starts_with("deactivate"))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+fn npm_bin(spec: &PackageSpec, dir: &Path) -> Result<String, Error> {
     let manifest = dir
         .join("node_modules")
         .join(&spec.name)
@@ -621,49 +1307,41 @@ fn npm_bin(spec: &PackageSpec, dir: &Path) -> Result<PathBuf, Error> {
             .cloned()
             .ok_or_else(|| {
                 Error::Install(format!(
-                    "{} declares several executables ({}); none is named like the package",
+                    "{} declares several executables ({}); none is named like the package: \
+                     name one (npx -p {} NAME)",
                     spec.name,
-                    many.join(", ")
+                    many.join(", "),
+                    spec.name
                 ))
             })?,
     };
     if name.contains('/') || name.starts_with('.') {
         return Err(Error::Install(format!("odd executable name {name:?}")));
     }
-    Ok(dir.join("node_modules/.bin").join(name))
+    Ok(name)
 }
 
-fn pypi_script(spec: &PackageSpec, dir: &Path) -> Result<PathBuf, Error> {
-    let bin = dir.join("venv/bin");
+fn pypi_script(spec: &PackageSpec, bin: &Path) -> Result<String, Error> {
+    if !bin.is_dir() {
+        return Err(Error::Install(format!("{}: no such folder", bin.display())));
+    }
     let want = spec.normalized();
-    let entries =
-        std::fs::read_dir(&bin).map_err(|e| Error::Install(format!("{}: {e}", bin.display())))?;
-    let mut scripts: Vec<String> = entries
-        .filter_map(|e| e.ok())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| {
-            !(n.starts_with("python")
-                || n.starts_with("pip")
-                || n.starts_with("activate")
-                || n.starts_with("Activate")
-                || n.starts_with("deactivate"))
-        })
-        .collect();
-    scripts.sort();
-    let norm = |n: &str| n.to_ascii_lowercase().replace('_', "-");
-    if let Some(s) = scripts.iter().find(|s| norm(s) == want) {
-        return Ok(bin.join(s));
+    let scripts = programs(Registry::Pypi, bin);
+    if let Some(s) = scripts.iter().find(|s| normalize(s) == want) {
+        return Ok(s.clone());
     }
     match scripts.as_slice() {
-        [one] => Ok(bin.join(one)),
+        [one] => Ok(one.clone()),
         [] => Err(Error::Install(format!(
             "{} installed no console script",
             spec.name
         ))),
         many => Err(Error::Install(format!(
-            "{} installed several console scripts ({}); none is named like the package",
+            "{} installed several console scripts ({}); none is named like the package: name \
+             one (uvx --from {} NAME)",
             spec.name,
-            many.join(", ")
+            many.join(", "),
+            spec.name
         ))),
     }
 }
@@ -823,7 +1501,11 @@ mod tests {
         assert_ne!(o.version, s.version);
         assert_ne!(o.dir(o.exact().unwrap()), s.dir(s.exact().unwrap()));
         // Its installer installs the file, visible in the sandbox.
-        let i = installer(&s, &v, &dir.join("install")).unwrap();
+        let exact = Exact {
+            version: v.clone(),
+            with: vec![],
+        };
+        let i = installer(&s.clone().into(), &exact, &dir.join("install"), &[]).unwrap();
         assert_eq!(i.command.last().unwrap(), t.as_os_str());
         assert!(i.extra_ro.contains(&t));
 
@@ -946,13 +1628,36 @@ mod tests {
             r#"{"name":"@scope/tool","bin":{"tool":"x.js","tool-admin":"y.js"}}"#,
         )
         .unwrap();
-        let s = spec("npm:@scope/tool@1.0.0");
-        let cmd = entry_command(&s, &dir, &["/data".into()]).unwrap();
+        let s: Package = spec("npm:@scope/tool@1.0.0").into();
+        let (cmd, name) = entry_command(&s, &dir, &["/data".into()]).unwrap();
         assert_eq!(cmd[0], dir.join("node_modules/.bin/tool").into_os_string());
         assert_eq!(cmd[1], "/data");
+        assert_eq!(name, "tool");
         std::fs::write(pkg.join("package.json"), r#"{"name":"@scope/tool"}"#).unwrap();
         let e = entry_command(&s, &dir, &[]).unwrap_err().to_string();
         assert!(e.contains("no executable"), "{e}");
+        // A program the launcher named is found by its exact name in `.bin`, or refused
+        // with what there is.
+        std::fs::create_dir_all(dir.join("node_modules/.bin")).unwrap();
+        std::fs::write(dir.join("node_modules/.bin/tool-admin"), "").unwrap();
+        let named = Package {
+            program: Some("tool-admin".into()),
+            ..s.clone()
+        };
+        let (cmd, _) = entry_command(&named, &dir, &[]).unwrap();
+        assert_eq!(
+            cmd[0],
+            dir.join("node_modules/.bin/tool-admin").into_os_string()
+        );
+        let missing = Package {
+            program: Some("tool-x".into()),
+            ..s
+        };
+        let e = entry_command(&missing, &dir, &[]).unwrap_err().to_string();
+        assert!(
+            e.contains("no program named \"tool-x\"") && e.contains("tool-admin"),
+            "{e}"
+        );
 
         std::fs::create_dir_all(dir.join("venv/bin")).unwrap();
         for f in [
@@ -965,11 +1670,20 @@ mod tests {
         ] {
             std::fs::write(dir.join("venv/bin").join(f), "").unwrap();
         }
-        let p = spec("pypi:mcp_server_time==1.0");
-        let cmd = entry_command(&p, &dir, &[]).unwrap();
+        let p: Package = spec("pypi:mcp_server_time==1.0").into();
+        let (cmd, _) = entry_command(&p, &dir, &[]).unwrap();
         assert_eq!(
             cmd[0],
             dir.join("venv/bin/mcp-server-time").into_os_string()
+        );
+        // PEP 503: `.`, `_` and `-` alike (awslabs.aws-documentation-mcp-server).
+        std::fs::write(dir.join("venv/bin/awslabs.docs-mcp"), "").unwrap();
+        let p: Package = spec("pypi:awslabs-docs-mcp==1.0").into();
+        let (cmd, name) = entry_command(&p, &dir, &[]).unwrap();
+        assert_eq!(name, "awslabs.docs-mcp");
+        assert_eq!(
+            cmd[0],
+            dir.join("venv/bin/awslabs.docs-mcp").into_os_string()
         );
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -21,6 +21,7 @@ mod canary;
 pub mod config;
 pub mod coverage;
 pub mod install;
+pub mod launcher;
 mod lazykey;
 pub mod microvm;
 mod network;
@@ -116,10 +117,13 @@ pub struct AuditOptions {
     pub network: NetworkChoice,
     /// Destinations the user allows (`HOST` or `HOST:PORT`).
     pub allow_hosts: Vec<String>,
-    /// A package to install and audit; `command` then holds the server's arguments.
-    pub package: Option<install::PackageSpec>,
+    /// A package to install and audit (with what a launcher line asked: packages beside it,
+    /// the program); `command` then holds the server's arguments.
+    pub package: Option<install::Package>,
     /// How long the install phase may take.
     pub install_timeout: Duration,
+    /// Environment variables for the installer alone (`--install-env`), never the server's.
+    pub install_env: Vec<(String, String)>,
     /// The server's environment (a configuration's `env`); secret values are replaced by
     /// canaries.
     pub server_env: Vec<(String, config::EnvValue)>,
@@ -171,6 +175,7 @@ impl AuditOptions {
             allow_hosts: Vec::new(),
             package: None,
             install_timeout: Duration::from_secs(600),
+            install_env: Vec::new(),
             server_env: Vec::new(),
             http: None,
             limits: glassbox_sandbox::Limits::default(),
@@ -301,11 +306,12 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
         opts.session.input_marker = Some(run::input_marker()?);
     }
     let opts = &opts;
-    // A command must resolve before anything is written; a package resolves after its
-    // install.
-    let mut target = match &opts.package {
-        None => Some(target::resolve(&opts.command, &opts.cwd)?),
-        Some(_) => None,
+    // A command must resolve before anything is written, and so must a package's versions
+    // (one that does not exist is one line, with no bundle left behind); its program
+    // resolves after its install.
+    let (mut target, exact) = match &opts.package {
+        None => (Some(target::resolve(&opts.command, &opts.cwd)?), None),
+        Some(p) => (None, Some(p.exact_versions(&opts.cwd)?)),
     };
     let run_id = run_id();
     let dir = opts
@@ -343,9 +349,10 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
     let mut transcript = Vec::new();
     let mut denied_transcript = Vec::new();
     let mut server_cwd = opts.cwd.clone();
-    if let Some(spec) = &opts.package {
+    if let (Some(package), Some(exact)) = (&opts.package, exact) {
         let installed = install_phase(
-            spec,
+            package,
+            exact,
             opts,
             &run_id,
             InstallContext {
@@ -360,7 +367,38 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
         all_events.extend(installed.events);
         limits_reached.extend(installed.limits_reached);
         flows.extend(installed.flows);
-        let command = install::entry_command(spec, &installed.dir, &opts.command)?;
+        if let Some(sandbox) = installed.sandbox {
+            manifest.sandbox = sandbox;
+        }
+        let mut package_ref = installed.package;
+        // A failed install, or one that has not the program asked for, is still an audit:
+        // what the install did went through the recorder and goes through the checks.
+        let entry = match installed.failure {
+            Some(why) => Err(format!("the install failed: {why}")),
+            None => install::entry_command(package, &installed.dir, &opts.command)
+                .map_err(|e| format!("the server could not be started: {e}")),
+        };
+        let (command, program) = match entry {
+            Ok(found) => found,
+            Err(why) => {
+                manifest.target.package = Some(package_ref);
+                manifest.sandbox.limits_reached = limits_reached;
+                return conclude_unstarted(
+                    UnstartedRun {
+                        manifest,
+                        events: all_events,
+                        flows,
+                        why,
+                        secrets: &mut secrets,
+                        sink: &events,
+                    },
+                    opts,
+                    &bundle,
+                    dir,
+                );
+            }
+        };
+        package_ref.program = Some(program);
         // The server runs in its install folder: a package has no business with the
         // directory glassbox was started in (`--ro` makes more visible).
         let mut t = target::resolve(&command, &installed.dir)?;
@@ -373,7 +411,7 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
             .collect();
         manifest.target.program = t.program.to_string_lossy().into_owned();
         manifest.target.cwd = server_cwd.to_string_lossy().into_owned();
-        manifest.target.package = Some(installed.package);
+        manifest.target.package = Some(package_ref);
         bundle.write_manifest(&manifest)?;
         target = Some(t);
     }
@@ -579,6 +617,63 @@ fn conclude(
     })
 }
 
+/// What an audit whose server never ran leaves to be concluded.
+struct UnstartedRun<'a> {
+    manifest: Manifest,
+    events: Vec<glassbox_model::Event>,
+    flows: Vec<glassbox_model::Flow>,
+    /// Why the server did not run (the install failed, its program was not found).
+    why: String,
+    secrets: &'a mut run::Secrets,
+    sink: &'a run::SharedSink,
+}
+
+/// The end of an audit whose server never ran: what was recorded (the install) goes through
+/// every check, the session is not complete (`why` is its failure), and the channels of the
+/// runs that did not happen are not claimed.
+fn conclude_unstarted(
+    run: UnstartedRun<'_>,
+    opts: &AuditOptions,
+    bundle: &bundle::Bundle,
+    dir: PathBuf,
+) -> Result<Audit, Error> {
+    let UnstartedRun {
+        mut manifest,
+        events,
+        mut flows,
+        why,
+        secrets,
+        sink,
+    } = run;
+    manifest.session.completed = false;
+    manifest.session.failure = Some(why);
+    manifest
+        .recorder
+        .channels
+        .retain(|c| c != "mcp-transcript" && c != "network-denied-run");
+    secrets.settle_rsa();
+    manifest.sandbox.honeytokens = secrets.tokens.clone();
+    if let Err(e) = sink.clone().flush() {
+        return Err(Error::Evidence {
+            path: dir.join("events.jsonl"),
+            source: e,
+        });
+    }
+    for (i, f) in flows.iter_mut().enumerate() {
+        f.id = i as u64 + 1;
+    }
+    bundle.write_flows(&flows)?;
+    manifest.finished_at =
+        Some(humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string());
+    let evidence = Evidence {
+        manifest,
+        events,
+        transcript: Vec::new(),
+        flows,
+    };
+    conclude(evidence, &[], opts, bundle, dir)
+}
+
 /// What the install phase shares with the server's runs.
 struct InstallContext<'a> {
     bundle: &'a bundle::Bundle,
@@ -596,6 +691,10 @@ struct Installed {
     flows: Vec<glassbox_model::Flow>,
     /// The limits the install's sandbox reached.
     limits_reached: Vec<String>,
+    /// Why the install failed (its evidence is kept all the same).
+    failure: Option<String>,
+    /// The install's sandbox (the manifest's until a run of the server replaces it).
+    sandbox: Option<glassbox_model::SandboxSettings>,
 }
 
 /// Holds an exclusive lock on a package's install folder (two audits of one version at once
@@ -635,20 +734,32 @@ impl InstallLock {
 }
 
 /// Phase `install`: the package's installer in the sandbox, the registry relayed, the rest
-/// captured; or the install an earlier audit made of this exact version.
+/// captured; or the install an earlier audit made of these exact versions (resolved by
+/// [`install::Package::exact_versions`] before anything was written). An installer that
+/// fails is not an error: its evidence is returned with the failure (the audit is then
+/// inconclusive and its install checked).
 fn install_phase(
-    spec: &install::PackageSpec,
+    package: &install::Package,
+    exact: install::Exact,
     opts: &AuditOptions,
     run_id: &str,
     cx: InstallContext<'_>,
     progress: &dyn Progress,
 ) -> Result<Installed, Error> {
-    let version = spec.resolve_version()?;
-    let dir = spec.dir(&version);
-    let package = spec.reference(&version);
+    let spec = &package.spec;
+    let dir = package.dir(&exact);
+    let reference = package.reference(&exact);
     let _lock = InstallLock::take(&dir)?;
     let registry: Vec<(String, u16)> = install::registry_hosts(spec.registry);
     let registry_text: Vec<String> = registry.iter().map(|(h, p)| format!("{h}:{p}")).collect();
+    let install_env: Vec<String> = opts
+        .install_env
+        .iter()
+        .map(|(k, v)| match config::secret_name(k) {
+            true => format!("{k}=***"),
+            false => format!("{k}={v}"),
+        })
+        .collect();
     if let Some(marker) = install::cached(&dir) {
         cx.manifest.install = Some(glassbox_model::InstallRecord {
             command: marker.command,
@@ -658,15 +769,17 @@ fn install_phase(
             exit: None,
             registry: registry_text,
             packages: marker.packages,
-            failure: None,
+            ..Default::default()
         });
         cx.bundle.write_manifest(cx.manifest)?;
         return Ok(Installed {
             dir,
-            package,
+            package: reference,
             events: Vec::new(),
             flows: Vec::new(),
             limits_reached: Vec::new(),
+            failure: None,
+            sandbox: None,
         });
     }
     // An earlier install that did not finish leaves an unmarked folder: start again.
@@ -684,7 +797,7 @@ fn install_phase(
         uid => uid,
     };
     std::os::unix::fs::chown(&dir, Some(owner), None).map_err(fresh)?;
-    let installer = install::installer(spec, &version, &dir)?;
+    let installer = install::installer(package, &exact, &dir, &opts.install_env)?;
     let command: Vec<String> = installer
         .command
         .iter()
@@ -783,6 +896,16 @@ fn install_phase(
         server_exit: Some(exit.clone()),
         allow: registry_text.clone(),
     });
+    let destinations = install_destinations(&flows, &registry_text);
+    let tail = if err_tail.trim().is_empty() {
+        &out_tail
+    } else {
+        &err_tail
+    };
+    let installer_name = match spec.registry {
+        install::Registry::Npm => "npm install",
+        install::Registry::Pypi => "the PyPI install",
+    };
     let failure = match (&exited, &exit) {
         // Killed by glassbox at the bound (a microVM's guest ends the run there itself).
         (None, _)
@@ -792,34 +915,48 @@ fn install_phase(
             }),
             _,
         ) => Some(format!(
-            "the install did not finish within {}s",
+            "{installer_name} did not finish within {}s (--install-timeout)",
             opts.install_timeout.as_secs()
         )),
         (Some(_), ServerExit::Exited { code: 0 }) => None,
-        (Some(_), how) => {
-            let tail = if err_tail.trim().is_empty() {
-                &out_tail
-            } else {
-                &err_tail
-            };
-            Some(format!(
-                "the installer ended with {}; its output ends: {}",
-                match how {
-                    ServerExit::Exited { code } => format!("status {code}"),
-                    ServerExit::Signaled { signal, .. } => format!("signal {signal}"),
-                    other => format!("{other:?}"),
-                },
-                last_line(tail)
-            ))
-        }
+        (Some(_), how) => Some(format!(
+            "{installer_name} ended with {}: {}",
+            match how {
+                ServerExit::Exited { code } => format!("status {code}"),
+                ServerExit::Signaled { signal, .. } => format!("signal {signal}"),
+                other => format!("{other:?}"),
+            },
+            install::meaningful_line(tail)
+        )),
     }
-    .map(|why| match install_reached.is_empty() {
-        true => why,
-        false => format!(
-            "{why}; the sandbox reached its limits: {}",
-            install_reached.join("; ")
-        ),
+    .map(|why| {
+        let mut why = why;
+        let unreached: Vec<&String> = destinations
+            .iter()
+            .filter(|d| d.ends_with("(captured, not reached)"))
+            .collect();
+        if !unreached.is_empty() {
+            why.push_str(&format!(
+                "; it tried to fetch from {} (not relayed: only the registry is)",
+                unreached
+                    .iter()
+                    .map(|d| d.trim_end_matches(" (captured, not reached)"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        if !install_reached.is_empty() {
+            why.push_str(&format!(
+                "; the sandbox reached its limits: {}",
+                install_reached.join("; ")
+            ));
+        }
+        why
     });
+    let output_tail = match failure {
+        Some(_) => install::last_lines(tail, 10),
+        None => Vec::new(),
+    };
     let packages = install::installed_packages(spec.registry, &dir);
     cx.manifest.install = Some(glassbox_model::InstallRecord {
         command: command.clone(),
@@ -830,33 +967,70 @@ fn install_phase(
         registry: registry_text,
         packages: packages.clone(),
         failure: failure.clone(),
+        output_tail: output_tail.clone(),
+        destinations,
+        env: install_env,
     });
     cx.bundle.write_manifest(cx.manifest)?;
-    if let Some(why) = failure {
-        let _ = cx.events.clone().flush();
-        cx.bundle.write_flows(&flows)?;
-        return Err(Error::Install(format!(
-            "{} could not be installed: {why} (evidence in {})",
-            spec.display(),
-            cx.bundle_path("").display()
-        )));
+    let failure = failure.map(|why| match output_tail.len() {
+        0 => why,
+        n => format!(
+            "{why}; its last lines: {}",
+            output_tail[n.saturating_sub(5)..].join(" | ")
+        ),
+    });
+    if failure.is_none() {
+        install::mark(
+            &dir,
+            &install::Marker {
+                package: reference.clone(),
+                command,
+                installed_by: run_id.to_string(),
+                packages,
+            },
+        )?;
     }
-    install::mark(
-        &dir,
-        &install::Marker {
-            package: package.clone(),
-            command,
-            installed_by: run_id.to_string(),
-            packages,
-        },
-    )?;
     Ok(Installed {
         dir,
-        package,
+        package: reference,
         events: recording.events,
         flows,
         limits_reached: install_reached,
+        failure,
+        sandbox: Some(running.settings().clone()),
     })
+}
+
+/// The destinations an install's flows tried, in order, each once: `HOST:PORT (relayed)` for
+/// the registry, `HOST:PORT (captured, not reached)` for the rest (DNS queries left out).
+fn install_destinations(flows: &[glassbox_model::Flow], relayed: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for f in flows {
+        if f.dns.is_some() || f.mode != NetworkMode::Install {
+            continue;
+        }
+        let (ip, port) = match &f.dst {
+            glassbox_model::SockAddr::Inet { ip, port } => (ip.clone(), *port),
+            glassbox_model::SockAddr::Inet6 { ip, port } => (format!("[{ip}]"), *port),
+            _ => continue,
+        };
+        let host = f
+            .sni
+            .as_ref()
+            .or(f.dns_name.as_ref())
+            .map(|n| glassbox_model::printable(&n.to_string()))
+            .unwrap_or(ip);
+        let dest = format!("{host}:{port}");
+        let how = match relayed.iter().any(|r| r.eq_ignore_ascii_case(&dest)) {
+            true => "relayed",
+            false => "captured, not reached",
+        };
+        let line = format!("{dest} ({how})");
+        if !out.contains(&line) {
+            out.push(line);
+        }
+    }
+    out
 }
 
 impl InstallContext<'_> {
@@ -1535,15 +1709,18 @@ pub fn evaluate(evidence: &Evidence, dir: &Path, proofs: &glassbox_checks::Proof
     report(&evidence.manifest, checks, dir)
 }
 
-/// The report of a run from its check results: the verdict and the tools.
-pub fn report(
+/// The verdict on the server from its check results and what the manifest says of the runs:
+/// inconclusive when the recorder stopped (fail closed: what was recorded is not the whole
+/// run) or when a package's server never ran (its install failed, its program was not there:
+/// the findings of the install stand, nothing is known of the server); else as
+/// [`glassbox_checks::verdict`] decides. The one rule for a live audit, `recheck` and what
+/// the store publishes.
+pub fn verdict(
     manifest: &Manifest,
-    checks: Vec<glassbox_model::CheckResult>,
-    dir: &Path,
-) -> AuditReport {
+    checks: &[glassbox_model::CheckResult],
+) -> (glassbox_model::Verdict, Option<String>) {
     let session = &manifest.session;
-    let (verdict, inconclusive_reason) = match &manifest.recorder.failure {
-        // Fail closed: with a recorder that stopped, what was recorded is not the whole run.
+    match &manifest.recorder.failure {
         Some(f) => (
             glassbox_model::Verdict::Inconclusive,
             Some(format!(
@@ -1551,8 +1728,27 @@ pub fn report(
                  nothing is claimed"
             )),
         ),
-        None => glassbox_checks::verdict(&checks, session.completed, session.failure.as_deref()),
-    };
+        None if manifest.server_never_ran() => (
+            glassbox_model::Verdict::Inconclusive,
+            Some(
+                session
+                    .failure
+                    .clone()
+                    .unwrap_or_else(|| "the server never ran".into()),
+            ),
+        ),
+        None => glassbox_checks::verdict(checks, session.completed, session.failure.as_deref()),
+    }
+}
+
+/// The report of a run from its check results: the verdict and the tools.
+pub fn report(
+    manifest: &Manifest,
+    checks: Vec<glassbox_model::CheckResult>,
+    dir: &Path,
+) -> AuditReport {
+    let session = &manifest.session;
+    let (verdict, inconclusive_reason) = verdict(manifest, &checks);
     AuditReport {
         glassbox_version: GLASSBOX_VERSION.into(),
         run_id: manifest.run_id.clone(),

@@ -806,8 +806,7 @@ pub fn load(dir: &Path) -> Result<glassbox_model::Evidence, Error> {
 /// is `Some(true)` published, `Some(false)` rejected, or `None` withheld.
 pub fn published(
     report: &AuditReport,
-    session_completed: bool,
-    failure: Option<&str>,
+    manifest: &glassbox_model::Manifest,
     status: &dyn Fn(&str, &str) -> Option<bool>,
 ) -> AuditReport {
     let mut out = report.clone();
@@ -844,7 +843,7 @@ pub fn published(
             c.reason = Some("every finding was rejected on review".into());
         }
     }
-    let (verdict, why) = glassbox_checks::verdict(&out.checks, session_completed, failure);
+    let (verdict, why) = crate::verdict(manifest, &out.checks);
     out.verdict = verdict;
     out.inconclusive_reason = why;
     out

@@ -69,7 +69,7 @@ fn the_benign_corpus_completes_unaccused() {
                 .collect(),
             tmp.clone(),
         );
-        o.package = PackageSpec::parse(target).unwrap();
+        o.package = PackageSpec::parse(target).unwrap().map(Into::into);
         o.extra_ro = vec![data.clone()];
         o.evidence_dir = Some(tmp.join(format!("evidence-{i}")));
         o.proofs = Some(Proofs::all_proven());

@@ -104,7 +104,9 @@ fn an_install_script_that_reads_a_secret_and_calls_home_is_caught_in_phase_insta
     shared_state_dir();
 
     let mut o = AuditOptions::new(Vec::new(), tmp.clone());
-    o.package = PackageSpec::parse("pypi:gb-install-probe==1.0.0").unwrap();
+    o.package = PackageSpec::parse("pypi:gb-install-probe==1.0.0")
+        .unwrap()
+        .map(Into::into);
     o.extra_ro = vec![links.clone()];
     o.evidence_dir = Some(tmp.join("evidence"));
     o.proofs = Some(Proofs::all_proven());
@@ -213,21 +215,140 @@ fn install_was_caught(a: &glassbox_audit::Audit, secret: &str) {
 /// package whose `postinstall` reads `~/.npmrc` (npm itself is told not to) and starts a child
 /// `node` that connects to `collector.example`; its bin is a minimal MCP server in Node.
 fn npm_tarball(dir: &Path) -> std::path::PathBuf {
+    pack(dir, "npm-postinstall", "gb-npm-install-probe-1.0.0.tgz")
+}
+
+/// `tests/data/DATA` packed as `npm pack` would, into `dir/FILE`.
+fn pack(dir: &Path, data: &str, file: &str) -> std::path::PathBuf {
     let pkg = dir.join("package");
     std::fs::create_dir_all(&pkg).unwrap();
-    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/npm-postinstall");
+    let data = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(data);
     for f in ["package.json", "postinstall.js", "server.js"] {
         std::fs::copy(data.join(f), pkg.join(f)).unwrap();
     }
     let ok = std::process::Command::new("tar")
-        .args(["czf", "gb-npm-install-probe-1.0.0.tgz", "package"])
+        .args(["czf", file, "package"])
         .current_dir(dir)
         .status()
         .unwrap()
         .success();
     assert!(ok, "tar failed");
     std::fs::remove_dir_all(&pkg).unwrap();
-    dir.join("gb-npm-install-probe-1.0.0.tgz")
+    dir.join(file)
+}
+
+/// A failed install is an audit: a `postinstall` that reads `~/.npmrc`, then fails at a
+/// download cut at the edge (puppeteer's way, and npm malware's). The audit is inconclusive
+/// with the installer's reason and last lines, its install evidence went through every
+/// check (the read is flagged, in phase install), and what it tried to fetch is listed.
+/// `--install-env` reaches the installer alone: with the skip variable the same package
+/// installs and its server runs.
+#[test]
+fn a_failed_install_is_an_inconclusive_audit_whose_install_is_checked() {
+    let tmp = std::env::temp_dir().join(format!("gb-npm-failing-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).unwrap();
+    let tgz = pack(
+        &tmp,
+        "npm-postinstall-fails",
+        "gb-npm-failing-probe-1.0.0.tgz",
+    );
+    shared_state_dir();
+    let spec = PackageSpec::parse(&format!("npm:{}", tgz.display()))
+        .unwrap()
+        .unwrap();
+    let mut o = AuditOptions::new(Vec::new(), tmp.clone());
+    o.package = Some(spec.into());
+    o.evidence_dir = Some(tmp.join("evidence"));
+    o.proofs = Some(Proofs::all_proven());
+    let a = audit(&o, &Quiet).expect("a failed install is an audit, not an error");
+    let m = &a.evidence.manifest;
+    let install = m.install.as_ref().expect("install record");
+    let failure = install.failure.as_deref().expect("the failure is recorded");
+    assert!(
+        failure.starts_with("npm install ended with status ")
+            && failure.contains("ERROR: Failed to set up the browser"),
+        "the installer's reason, not its last line: {failure}"
+    );
+    assert!(
+        install
+            .output_tail
+            .iter()
+            .any(|l| l.contains("GB_PROBE_SKIP_DOWNLOAD")),
+        "{install:?}"
+    );
+    assert!(
+        install
+            .destinations
+            .iter()
+            .any(|d| d == "downloads.example:443 (captured, not reached)"),
+        "what it tried to fetch: {:?}",
+        install.destinations
+    );
+    assert!(failure.contains("downloads.example:443"), "{failure}");
+    assert_eq!(
+        a.report.verdict,
+        glassbox_model::Verdict::Inconclusive,
+        "{:?}",
+        a.report
+    );
+    let reason = a.report.inconclusive_reason.as_deref().unwrap_or_default();
+    assert!(
+        reason.starts_with("the install failed: npm install ended with status")
+            && reason.contains("its last lines:"),
+        "{reason}"
+    );
+    // The server never ran: no run but the install's, no session, nothing claimed of it.
+    assert!(m
+        .network
+        .runs
+        .iter()
+        .all(|r| r.mode == NetworkMode::Install));
+    assert!(!m.session.completed && a.evidence.transcript.is_empty());
+    assert!(!m.recorder.channels.iter().any(|c| c == "mcp-transcript"));
+    assert!(a.report.checks.iter().all(|c| c.outcome != Outcome::Pass));
+    // Its install went through every check: the read of ~/.npmrc is flagged, in phase install.
+    let cred = a
+        .report
+        .checks
+        .iter()
+        .find(|c| c.id == "credential-probe")
+        .unwrap();
+    assert_eq!(cred.outcome, Outcome::Flag, "{cred:?}");
+    assert!(cred
+        .findings
+        .iter()
+        .any(|f| f.summary.contains(".npmrc") && f.phase == Some(Phase::Install)));
+    // The bundle is whole: the report and the manifest are written, the flows too.
+    for f in [
+        "report.json",
+        "manifest.json",
+        "network.jsonl",
+        "events.jsonl",
+    ] {
+        assert!(tmp.join("evidence").join(f).is_file(), "{f}");
+    }
+    // Nothing is cached of a failed install: the next audit installs again, and with the
+    // variable the installer alone gets, the install passes and the server runs.
+    let mut o2 = o.clone();
+    o2.evidence_dir = Some(tmp.join("evidence2"));
+    o2.install_env = vec![("GB_PROBE_SKIP_DOWNLOAD".into(), "1".into())];
+    let b = audit(&o2, &Quiet).expect("audit");
+    let m2 = &b.evidence.manifest;
+    let install2 = m2.install.as_ref().unwrap();
+    assert!(
+        !install2.cached && install2.failure.is_none(),
+        "{install2:?}"
+    );
+    assert_eq!(install2.env, vec!["GB_PROBE_SKIP_DOWNLOAD=1".to_string()]);
+    assert!(m2.session.completed, "{:?}", m2.session);
+    assert_eq!(
+        m2.target.package.as_ref().unwrap().program.as_deref(),
+        Some("gb-npm-failing-probe")
+    );
+    let _ = std::fs::remove_dir_all(&tmp);
 }
 
 #[test]
@@ -245,7 +366,7 @@ fn an_npm_postinstall_script_that_reads_a_secret_and_calls_home_is_caught_in_pha
     let version = spec.version.clone().unwrap();
     assert!(version.starts_with("1.0.0+tarball."), "{version}");
     let mut o = AuditOptions::new(Vec::new(), tmp.clone());
-    o.package = Some(spec);
+    o.package = Some(spec.into());
     o.evidence_dir = Some(tmp.join("evidence"));
     o.proofs = Some(Proofs::all_proven());
     let a = audit(&o, &Quiet).expect("audit");

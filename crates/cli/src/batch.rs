@@ -104,6 +104,10 @@ pub(crate) struct BatchArgs {
     /// Seconds the install of a package may take.
     #[arg(long, value_name = "SECS", default_value_t = 600)]
     install_timeout: u64,
+    /// An environment variable for every package's installer alone, never its server:
+    /// NAME=VALUE (repeatable; `PUPPETEER_SKIP_DOWNLOAD=1`).
+    #[arg(long = "install-env", value_name = "NAME=VALUE")]
+    install_env: Vec<String>,
     /// Which runs to make (as for `audit`).
     #[arg(long, value_enum, default_value_t = Network::Both)]
     network: Network,
@@ -187,7 +191,21 @@ fn canonical(job: &Job) -> String {
             .join("\0")
     };
     match &job.launch {
-        Launch::Package { spec, args } => join(format!("package\0{}", spec.display()), args),
+        Launch::Package { package, args } => {
+            // A plain package keeps the text it always had; what a launcher added goes after.
+            let mut head = format!("package\0{}", package.spec.display());
+            for w in &package.with {
+                head.push_str(&format!("\0with={}", w.display()));
+            }
+            if let Some(p) = package
+                .program
+                .as_ref()
+                .filter(|p| **p != package.spec.name)
+            {
+                head.push_str(&format!("\0program={p}"));
+            }
+            join(head, args)
+        }
         Launch::Command(argv) => join("command".into(), argv),
         Launch::Remote { url, transport } => format!("remote\0{transport}\0{url}"),
         Launch::Unsupported(_) => format!("unsupported\0{}", job.label),
@@ -259,7 +277,9 @@ fn verdict_name(v: Verdict) -> &'static str {
 struct Row {
     /// Its place in the list (1-based), whichever shard runs it.
     number: usize,
-    label: String,
+    /// The target's label as the lines and the summary show it (60 characters, the part that tells
+    /// it from the others kept: [`distinct`]).
+    shown: String,
     version: Option<String>,
     outcome: Outcome,
     /// `None` when nothing ran.
@@ -278,6 +298,9 @@ struct Shared<'a> {
     running: Mutex<BTreeMap<usize, String>>,
     quiet: bool,
     width: usize,
+    /// By a target's index: its label as the bar shows it (40 characters) and as lines show
+    /// it (60), each keeping what tells it from the others ([`distinct`]).
+    shown: BTreeMap<usize, (String, String)>,
 }
 
 impl Shared<'_> {
@@ -311,7 +334,7 @@ impl Shared<'_> {
             self.bar.length().unwrap_or(0),
             index + 1,
             row.outcome.verdict(),
-            short(&printable(&row.label), 60),
+            row.shown,
             match &row.outcome {
                 Outcome::Audited { .. } | Outcome::Skipped { .. } => row.outcome.detail(),
                 _ => short(&row.outcome.detail(), 200),
@@ -350,6 +373,55 @@ fn short(s: &str, max: usize) -> String {
     let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
     out.push('…');
     out
+}
+
+/// Each of `labels` made to fit `width` characters, keeping the part that tells it from the
+/// others: what every label starts with (up to a `/` or a space: `-- /path/python
+/// /path/run.py /path/`) is left out of a label too long to show whole (`…a/server.py`); what
+/// is still too long keeps its first and last characters, the middle elided.
+fn distinct(labels: &[&str], width: usize) -> Vec<String> {
+    let chars: Vec<Vec<char>> = labels.iter().map(|l| l.chars().collect()).collect();
+    // What the labels too long to show whole have in common (the others are shown whole).
+    let long: Vec<&Vec<char>> = chars.iter().filter(|c| c.len() > width).collect();
+    let mut common = match long.as_slice() {
+        [] | [_] => 0,
+        [first, more @ ..] => more.iter().fold(first.len(), |n, c| {
+            n.min(
+                c.iter()
+                    .zip(first.iter())
+                    .take_while(|(a, b)| a == b)
+                    .count(),
+            )
+        }),
+    };
+    // Whole words and path components: back off to just after a separator.
+    while common > 0 && !matches!(long[0][common - 1], '/' | ' ') {
+        common -= 1;
+    }
+    chars
+        .iter()
+        .map(|c| {
+            if c.len() <= width {
+                return c.iter().collect();
+            }
+            let (lead, rest) = match common {
+                0 => ("", &c[..]),
+                n if c.len() <= n => ("", &c[..]),
+                n => ("…", &c[n..]),
+            };
+            let budget = width.saturating_sub(lead.chars().count());
+            if rest.len() <= budget {
+                return format!("{lead}{}", rest.iter().collect::<String>());
+            }
+            let head = budget.saturating_sub(1) / 2 + budget.saturating_sub(1) % 2;
+            let tail = budget.saturating_sub(1) / 2;
+            format!(
+                "{lead}{}…{}",
+                rest[..head].iter().collect::<String>(),
+                rest[rest.len() - tail..].iter().collect::<String>()
+            )
+        })
+        .collect()
 }
 
 /// A folder name for a target: its label's letters and digits, the rest as `-`.
@@ -409,29 +481,41 @@ fn already_audited(
 /// Runs one target to its row.
 fn one(job: &Job, index: usize, sh: &Shared<'_>) -> Row {
     let label = printable(&job.label);
+    let (bar_label, line_label) = sh
+        .shown
+        .get(&index)
+        .cloned()
+        .unwrap_or_else(|| (short(&label, 40), short(&label, 60)));
     let mut row = Row {
         number: index + 1,
-        label: job.label.clone(),
+        shown: line_label,
         version: None,
         outcome: Outcome::Failed(String::new()),
         took: None,
     };
-    sh.set(index, short(&label, 40));
+    sh.set(index, bar_label.clone());
     let mut o = sh.base.clone();
     o.cwd = job.cwd.clone();
     o.server_env = job.env.clone();
     match &job.launch {
-        Launch::Package { spec, args } => {
-            // The exact version first: what the store files the audit under.
-            let version = match spec.resolve_version() {
+        Launch::Package { package, args } => {
+            // The exact version first: what the store files the audit under (one asked for
+            // exactly needs no registry to be looked up in the store; the audit then finds
+            // whether it exists).
+            let exact = match package
+                .exact()
+                .map_or_else(|| package.exact_versions(&job.cwd), Ok)
+            {
                 Ok(v) => v,
                 Err(e) => {
                     row.outcome = Outcome::Failed(e.to_string());
                     return row;
                 }
             };
+            let version = exact.version.clone();
             row.version = Some(version.clone());
             if !sh.force {
+                let spec = &package.spec;
                 let target = format!("{}:{}", spec.registry.name(), spec.name);
                 let found = glassbox_store::Store::open_location(sh.store)
                     .map_err(anyhow::Error::from)
@@ -451,9 +535,7 @@ fn one(job: &Job, index: usize, sh: &Shared<'_>) -> Row {
                     }
                 }
             }
-            let mut spec = spec.clone();
-            spec.version = Some(version);
-            o.package = Some(spec);
+            o.package = Some(package.pinned(&exact));
             o.command = glassbox_audit::config::os_args(args);
         }
         Launch::Command(argv) => {
@@ -477,7 +559,7 @@ fn one(job: &Job, index: usize, sh: &Shared<'_>) -> Row {
     let progress = JobProgress {
         shared: sh,
         index,
-        label: short(&label, 40),
+        label: bar_label,
     };
     let start = Instant::now();
     let audit = match &job.launch {
@@ -557,6 +639,7 @@ pub(crate) fn run(args: BatchArgs, cwd: PathBuf, vars: &dyn Vars) -> Result<i32>
     base.network = args.network.into();
     base.allow_hosts = args.allow_host;
     base.install_timeout = Duration::from_secs(args.install_timeout.max(1));
+    base.install_env = crate::install_env(&args.install_env)?;
     base.session.request_timeout = Duration::from_secs(args.request_timeout.max(1));
     base.session.session_timeout = Duration::from_secs(args.session_timeout.max(1));
     base.extra_ro = crate::absolute(args.read_only)?;
@@ -591,6 +674,16 @@ pub(crate) fn run(args: BatchArgs, cwd: PathBuf, vars: &dyn Vars) -> Result<i32>
         running: Mutex::new(BTreeMap::new()),
         quiet: args.quiet,
         width: total.to_string().len(),
+        shown: {
+            let labels: Vec<String> = jobs.iter().map(|(_, j)| printable(&j.label)).collect();
+            let labels: Vec<&str> = labels.iter().map(String::as_str).collect();
+            let bar = distinct(&labels, 40);
+            let lines = distinct(&labels, 60);
+            jobs.iter()
+                .zip(bar.into_iter().zip(lines))
+                .map(|((n, _), shown)| (*n, shown))
+                .collect()
+        },
     };
     if !args.quiet {
         eprintln!(
@@ -662,7 +755,7 @@ fn summary(
         .map(|r| {
             [
                 r.number.to_string(),
-                short(&printable(&r.label), 60),
+                r.shown.clone(),
                 r.version
                     .as_deref()
                     .map(printable)
@@ -740,6 +833,42 @@ mod tests {
     use super::*;
 
     #[test]
+    fn labels_show_what_tells_them_apart() {
+        let long = |t: &str| {
+            format!("-- /root/.pyenv/versions/3.11.7/bin/python3 /work/main/fixtures/lib/run.py /work/main/fixtures/{t}/server.py")
+        };
+        let labels = [
+            long("reads-ssh-key"),
+            long("benign-echo"),
+            "npm:a@1.0.0".to_string(),
+        ];
+        let refs: Vec<&str> = labels.iter().map(String::as_str).collect();
+        for width in [40, 60] {
+            let shown = distinct(&refs, width);
+            assert!(
+                shown.iter().all(|s| s.chars().count() <= width),
+                "{shown:?}"
+            );
+            assert_ne!(shown[0], shown[1], "{shown:?}");
+            assert!(shown[0].contains("reads-ssh-key"), "{shown:?}");
+            assert!(shown[1].contains("benign-echo"), "{shown:?}");
+            assert_eq!(shown[2], "npm:a@1.0.0");
+        }
+        // Labels alike to their last characters keep both ends.
+        let a = format!("npm:{}a", "x".repeat(80));
+        let b = format!("npm:{}b", "x".repeat(80));
+        let shown = distinct(&[&a, &b], 40);
+        assert!(
+            shown[0].ends_with('a') && shown[1].ends_with('b'),
+            "{shown:?}"
+        );
+        assert_eq!(
+            distinct(&["é".repeat(50).as_str()], 10)[0].chars().count(),
+            10
+        );
+    }
+
+    #[test]
     fn folder_names_are_safe() {
         assert_eq!(slug("npm:@scope/server@1.2.3"), "npm-scope-server-1.2.3");
         assert_eq!(slug("-- python3 ../x/server.py"), "python3-..-x-server.py");
@@ -753,7 +882,7 @@ mod tests {
         let rows = vec![
             Row {
                 number: 1,
-                label: "npm:a@1.0.0".into(),
+                shown: "npm:a@1.0.0".into(),
                 version: Some("1.0.0".into()),
                 outcome: Outcome::Audited {
                     id: 7,
@@ -763,7 +892,7 @@ mod tests {
             },
             Row {
                 number: 2,
-                label: "-- python3 bomb/server.py".into(),
+                shown: "-- python3 bomb/server.py".into(),
                 version: None,
                 outcome: Outcome::Audited {
                     id: 8,
@@ -773,7 +902,7 @@ mod tests {
             },
             Row {
                 number: 3,
-                label: "npm:b".into(),
+                shown: "npm:b".into(),
                 version: Some("2.0.0".into()),
                 outcome: Outcome::Skipped {
                     id: 3,
@@ -783,7 +912,7 @@ mod tests {
             },
             Row {
                 number: 4,
-                label: "pypi:gone".into(),
+                shown: "pypi:gone".into(),
                 version: None,
                 outcome: Outcome::Failed("cannot resolve pypi:gone\nto a version".into()),
                 took: None,
@@ -915,7 +1044,7 @@ mod tests {
     fn a_shards_summary_says_which_and_of_how_many() {
         let rows = vec![Row {
             number: 5,
-            label: "npm:a@1.0.0".into(),
+            shown: "npm:a@1.0.0".into(),
             version: Some("1.0.0".into()),
             outcome: Outcome::Skipped {
                 id: 7,

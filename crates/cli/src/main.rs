@@ -89,6 +89,10 @@ enum Command {
         /// Seconds the install of a package may take.
         #[arg(long, value_name = "SECS", default_value_t = 600)]
         install_timeout: u64,
+        /// An environment variable for the package's installer alone, never the server:
+        /// NAME=VALUE (repeatable; `PUPPETEER_SKIP_DOWNLOAD=1`). Recorded in the manifest.
+        #[arg(long = "install-env", value_name = "NAME=VALUE")]
+        install_env: Vec<String>,
         /// Audit the servers of an MCP client configuration (Claude Desktop, Cursor, Claude
         /// Code `.mcp.json` or `~/.claude.json`, VS Code `mcp.json`/`settings.json`).
         #[arg(long, value_name = "FILE", conflicts_with_all = ["target", "server_json"])]
@@ -458,8 +462,22 @@ impl<W: Write + Send> EventSink for Readable<W> {
     }
 }
 
-/// Runs one audit (`run`, with a progress display unless `quiet`), prints its report (and
-/// writes `--json`/`--sarif`), records it in the store.
+/// Runs one audit (`run`, with a progress display unless `quiet`).
+fn run_audit(
+    run: impl Fn(&dyn Progress) -> Result<glassbox_audit::Audit, glassbox_audit::Error>,
+    quiet: bool,
+) -> Result<glassbox_audit::Audit, glassbox_audit::Error> {
+    if quiet {
+        run(&glassbox_audit::Quiet)
+    } else {
+        run(&StderrProgress {
+            start: Instant::now(),
+        })
+    }
+}
+
+/// Runs one audit, prints its report (and writes `--json`/`--sarif`), records it in the
+/// store.
 fn audit_one(
     run: impl Fn(&dyn Progress) -> Result<glassbox_audit::Audit, glassbox_audit::Error>,
     json: &Option<PathBuf>,
@@ -467,14 +485,31 @@ fn audit_one(
     quiet: bool,
     store: &glassbox_store::StoreLocation,
 ) -> Result<i32> {
-    let audit = if quiet {
-        run(&glassbox_audit::Quiet)
-    } else {
-        run(&StderrProgress {
-            start: Instant::now(),
-        })
-    }?;
+    let audit = run_audit(run, quiet)?;
     publish(&audit, json, sarif, quiet, store)
+}
+
+/// Whether `--json`/`--sarif` name standard output.
+fn is_stdout(p: &Option<PathBuf>) -> bool {
+    p.as_deref().is_some_and(|p| p.as_os_str() == "-")
+}
+
+/// Writes a document to FILE, or to standard output for `-`.
+fn write_doc(path: &Path, doc: &str) -> Result<()> {
+    if path.as_os_str() == "-" {
+        print!("{doc}");
+        return Ok(());
+    }
+    std::fs::write(path, doc).with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// The terminal summary of an audit, on standard output.
+fn print_terminal(audit: &glassbox_audit::Audit) {
+    let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    print!(
+        "{}",
+        glassbox_report::terminal(&audit.evidence, &audit.report, color)
+    );
 }
 
 /// Prints an audit's report (and writes `--json`/`--sarif`), records it in the store; the
@@ -486,34 +521,32 @@ fn publish(
     quiet: bool,
     store: &glassbox_store::StoreLocation,
 ) -> Result<i32> {
-    let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    let text = glassbox_report::terminal(&audit.evidence, &audit.report, color);
-    let json_text = glassbox_report::json(&audit.report) + "\n";
-    let sarif_text = sarif.as_ref().map(|_| {
-        glassbox_report::sarif(
+    // The terminal summary, unless a document goes to standard output instead.
+    if !is_stdout(json) && !is_stdout(sarif) {
+        print_terminal(audit);
+    }
+    if let Some(p) = json {
+        write_doc(p, &(glassbox_report::json(&audit.report) + "\n"))?;
+    }
+    if let Some(p) = sarif {
+        let doc = glassbox_report::sarif(
             &audit.evidence,
             &audit.report,
             &glassbox_report::Publication::unreviewed,
-        )
-    });
-    // The terminal summary, unless a document goes to standard output instead.
-    let mut terminal = Some(text);
-    for (path, doc) in [(&json, Some(json_text)), (&sarif, sarif_text)] {
-        match (path.as_deref(), doc) {
-            (Some(p), Some(doc)) if p.as_os_str() == "-" => {
-                print!("{doc}");
-                terminal = None;
-            }
-            (Some(p), Some(doc)) => {
-                std::fs::write(p, doc).with_context(|| format!("cannot write {}", p.display()))?
-            }
-            _ => {}
-        }
+        );
+        write_doc(p, &doc)?;
     }
-    if let Some(text) = terminal {
-        print!("{text}");
-    }
-    // Every audit goes to the store; the bundle is on disk whatever happens here.
+    record(audit, quiet, store)?;
+    Ok(audit.report.verdict.exit_code())
+}
+
+/// Records an audit in the store (the bundle is on disk whatever happens here) and says how
+/// its tool definitions changed since the previous audit of the same exact version; its id.
+fn record(
+    audit: &glassbox_audit::Audit,
+    quiet: bool,
+    store: &glassbox_store::StoreLocation,
+) -> Result<i64> {
     let path = store;
     let id = glassbox_store::Store::open_location(path)
         .and_then(|mut s| {
@@ -559,7 +592,51 @@ fn publish(
             }
         }
     }
-    Ok(audit.report.verdict.exit_code())
+    Ok(id)
+}
+
+/// What became of one server of a configuration, for the document `--json` writes
+/// (`schemas/audits.schema.json`).
+enum EntryOutcome {
+    /// Audited; its id in the store, when it could be recorded.
+    Audited(Box<glassbox_audit::Audit>, Option<i64>, Option<String>),
+    /// Not audited by this version (a remote over TLS, a container, a launcher line glassbox
+    /// will not map), with why.
+    NotAudited(String),
+    /// The audit could not be carried out (a package that does not exist), with why.
+    Failed(String),
+}
+
+/// One item of the `--json` document of a configuration's audits.
+fn entry_json(name: &str, outcome: &EntryOutcome) -> serde_json::Value {
+    match outcome {
+        EntryOutcome::Audited(a, id, store_error) => {
+            let m = &a.evidence.manifest;
+            let mut v = serde_json::json!({
+                "server": name,
+                "status": "audited",
+                "target": glassbox_store::target_of(m),
+                "evidence_dir": a.evidence_dir.to_string_lossy(),
+                "report": serde_json::to_value(&a.report).unwrap_or_default(),
+            });
+            if let Some(p) = &m.target.package {
+                v["version"] = serde_json::json!(p.version);
+            }
+            if let Some(id) = id {
+                v["audit_id"] = serde_json::json!(id);
+            }
+            if let Some(e) = store_error {
+                v["reason"] = serde_json::json!(e);
+            }
+            v
+        }
+        EntryOutcome::NotAudited(why) => {
+            serde_json::json!({"server": name, "status": "not-audited", "reason": why})
+        }
+        EntryOutcome::Failed(why) => {
+            serde_json::json!({"server": name, "status": "error", "reason": why})
+        }
+    }
 }
 
 /// `history`: the audits of a target, oldest first, each with what changed since the one
@@ -701,6 +778,24 @@ fn wire<T: serde::Serialize>(v: &T) -> String {
         .unwrap_or_default()
 }
 
+/// `--install-env NAME=VALUE` values, checked.
+pub(crate) fn install_env(given: &[String]) -> Result<Vec<(String, String)>> {
+    given
+        .iter()
+        .map(|kv| {
+            let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+            let ok = !k.is_empty()
+                && kv.contains('=')
+                && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                && !k.starts_with(|c: char| c.is_ascii_digit());
+            if !ok {
+                anyhow::bail!("--install-env takes NAME=VALUE (a shell variable name), not {kv:?}");
+            }
+            Ok((k.to_string(), v.to_string()))
+        })
+        .collect()
+}
+
 /// A file named on the command line, as text.
 fn read_text(path: &Path) -> Result<String> {
     std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))
@@ -751,6 +846,7 @@ fn run(cli: Cli) -> Result<i32> {
             store,
             target,
             install_timeout,
+            install_env,
             config,
             server,
             server_json,
@@ -790,15 +886,17 @@ fn run(cli: Cli) -> Result<i32> {
             }
             let package = match &target {
                 _ if declared.is_some() => None,
-                Some(t) => Some(glassbox_audit::install::PackageSpec::parse(t)?.ok_or_else(
-                    || {
-                        anyhow::anyhow!(
-                            "{t:?} is not a package (npm:NAME[@VERSION], pypi:NAME[==VERSION] or \
-                             npm:./PATH.tgz); \
-                             a command goes after --"
-                        )
-                    },
-                )?),
+                Some(t) => Some(
+                    glassbox_audit::install::PackageSpec::parse(t)?
+                        .ok_or_else(|| {
+                            anyhow::anyhow!(
+                                "{t:?} is not a package (npm:NAME[@VERSION], pypi:NAME[==VERSION] or \
+                                 npm:./PATH.tgz); \
+                                 a command goes after --"
+                            )
+                        })?
+                        .into(),
+                ),
                 None if cmd.is_empty() => {
                     anyhow::bail!(
                         "nothing to audit: give a package (npm:NAME, pypi:NAME) or -- COMMAND"
@@ -821,6 +919,7 @@ fn run(cli: Cli) -> Result<i32> {
             opts.package = package;
             opts.http = http;
             opts.install_timeout = Duration::from_secs(install_timeout.max(1));
+            opts.install_env = crate::install_env(&install_env)?;
             opts.limits = limits;
             opts.isolation = isolation.into();
             opts.proofs = Some(proofs_or_selftest(
@@ -847,14 +946,11 @@ fn run(cli: Cli) -> Result<i32> {
                     &store,
                 );
             };
-            if entries.len() > 1 && (json.is_some() || sarif.is_some()) {
-                anyhow::bail!(
-                    "--json and --sarif name one file: with {} servers, pick one with --server \
-                     (or use `glassbox report` on each audit afterwards)",
-                    entries.len()
-                );
-            }
+            // One document for every server: `--json` an array (schemas/audits.schema.json),
+            // `--sarif` one log with a run per audited server.
+            let to_stdout = is_stdout(&json) || is_stdout(&sarif);
             let mut code = 0;
+            let mut outcomes: Vec<(String, EntryOutcome)> = Vec::new();
             for (i, entry) in entries.into_iter().enumerate() {
                 let label = glassbox_model::printable(&entry.name);
                 let mut o = opts.clone();
@@ -873,55 +969,88 @@ fn run(cli: Cli) -> Result<i32> {
                 if let Some(dir) = &opts.evidence_dir {
                     o.evidence_dir = Some(dir.join(format!("{}", i + 1)));
                 }
+                let mut remote = None;
                 match entry.launch {
-                    Launch::Package { spec, args } => {
-                        o.package = Some(spec);
+                    Launch::Package { package, args } => {
+                        o.package = Some(package);
                         o.command = glassbox_audit::config::os_args(&args);
                     }
                     Launch::Command(argv) => o.command = glassbox_audit::config::os_args(&argv),
-                    Launch::Remote { url, transport } => {
-                        if !quiet {
-                            eprintln!("glassbox: auditing {label} (remote, {transport})");
-                        }
-                        let legacy = transport == "sse";
-                        match audit_one(
-                            |p| glassbox_audit::audit_remote(&url, legacy, &o, p),
-                            &json,
-                            &sarif,
-                            quiet,
-                            &store,
-                        ) {
-                            Ok(c) => code = code.max(c),
-                            Err(e) => {
-                                eprintln!("glassbox: {label}: not audited: {e:#}");
-                                code = code.max(glassbox_model::Verdict::Inconclusive.exit_code());
-                            }
-                        }
-                        continue;
-                    }
+                    Launch::Remote { url, transport } => remote = Some((url, transport)),
                     Launch::Unsupported(why) => {
                         eprintln!("glassbox: {label}: not audited: {why}");
                         code = code.max(glassbox_model::Verdict::Inconclusive.exit_code());
+                        outcomes.push((entry.name, EntryOutcome::NotAudited(why)));
                         continue;
                     }
                 }
                 if !quiet {
-                    eprintln!("glassbox: auditing {label}");
+                    match &remote {
+                        Some((_, transport)) => {
+                            eprintln!("glassbox: auditing {label} (remote, {transport})")
+                        }
+                        None => eprintln!("glassbox: auditing {label}"),
+                    }
                 }
-                match audit_one(
-                    |p| glassbox_audit::audit(&o, p),
-                    &json,
-                    &sarif,
-                    quiet,
-                    &store,
-                ) {
-                    Ok(c) => code = code.max(c),
-                    // One server that cannot be audited does not stop the others.
+                let audited = match &remote {
+                    Some((url, transport)) => run_audit(
+                        |p| glassbox_audit::audit_remote(url, transport == "sse", &o, p),
+                        quiet,
+                    ),
+                    None => run_audit(|p| glassbox_audit::audit(&o, p), quiet),
+                };
+                let outcome = match audited {
+                    Ok(a) => {
+                        if !to_stdout {
+                            print_terminal(&a);
+                        }
+                        code = code.max(a.report.verdict.exit_code());
+                        match record(&a, quiet, &store) {
+                            Ok(id) => EntryOutcome::Audited(Box::new(a), Some(id), None),
+                            Err(e) => {
+                                eprintln!("glassbox: {label}: error: {e:#}");
+                                code = code.max(2);
+                                EntryOutcome::Audited(Box::new(a), None, Some(format!("{e:#}")))
+                            }
+                        }
+                    }
+                    // A remote server this version cannot speak to is not audited; one server
+                    // that cannot be audited does not stop the others.
+                    Err(e) if remote.is_some() => {
+                        eprintln!("glassbox: {label}: not audited: {e:#}");
+                        code = code.max(glassbox_model::Verdict::Inconclusive.exit_code());
+                        EntryOutcome::NotAudited(format!("{e:#}"))
+                    }
                     Err(e) => {
                         eprintln!("glassbox: {label}: error: {e:#}");
                         code = code.max(2);
+                        EntryOutcome::Failed(format!("{e:#}"))
                     }
-                }
+                };
+                outcomes.push((entry.name, outcome));
+            }
+            if let Some(p) = &json {
+                let items: Vec<serde_json::Value> = outcomes
+                    .iter()
+                    .map(|(name, o)| entry_json(name, o))
+                    .collect();
+                let doc = serde_json::to_string_pretty(&items)? + "\n";
+                write_doc(p, &doc)?;
+            }
+            if let Some(p) = &sarif {
+                let runs: Vec<glassbox_report::SarifRun<'_>> = outcomes
+                    .iter()
+                    .filter_map(|(name, o)| match o {
+                        EntryOutcome::Audited(a, _, _) => Some(glassbox_report::SarifRun {
+                            evidence: &a.evidence,
+                            report: &a.report,
+                            publication: &glassbox_report::Publication::unreviewed,
+                            name,
+                        }),
+                        _ => None,
+                    })
+                    .collect();
+                write_doc(p, &glassbox_report::sarif_many(&runs))?;
             }
             Ok(code)
         }
@@ -1332,13 +1461,7 @@ fn published(
                 glassbox_store::FindingStatus::Withheld => None,
             })
     };
-    let session = &ev.manifest.session;
-    glassbox_audit::recheck::published(
-        &stored,
-        session.completed,
-        session.failure.as_deref(),
-        &status,
-    )
+    glassbox_audit::recheck::published(&stored, &ev.manifest, &status)
 }
 
 /// `report --format sarif`: like [`published`], except that each finding awaiting review stays
@@ -1360,13 +1483,9 @@ fn report_sarif(
             .find(|f| f.check_id == check && f.summary == summary)
             .map(|f| f.status)
     };
-    let session = &ev.manifest.session;
-    let report = glassbox_audit::recheck::published(
-        &stored,
-        session.completed,
-        session.failure.as_deref(),
-        &|check, summary| Some(status(check, summary) != Some(FindingStatus::Rejected)),
-    );
+    let report = glassbox_audit::recheck::published(&stored, &ev.manifest, &|check, summary| {
+        Some(status(check, summary) != Some(FindingStatus::Rejected))
+    });
     let publication = |f: &glassbox_model::Finding| match status(&f.check, &f.summary) {
         Some(FindingStatus::Published) => Publication::Published,
         None if !f.accusation => Publication::Published,

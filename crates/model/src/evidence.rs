@@ -919,6 +919,21 @@ pub struct PackageRef {
     pub requested: String,
     /// The exact version installed.
     pub version: String,
+    /// The package's program that was run, by name (`word_mcp_server`): the one a launcher
+    /// named (`uvx --from PKG CMD`, `npx -p PKG CMD`), else the package's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program: Option<String>,
+    /// PyPI extras installed with it (`PKG[cli]`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extras: Vec<String>,
+    /// Packages installed beside it, exact (`uvx --with X`, a second `npx -p`): `name==version`
+    /// (PyPI) or `name@version` (npm).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub with: Vec<String>,
+    /// The launcher command line it was configured with (`uvx --from PKG==1.0 CMD`), when it
+    /// came from one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub launcher: Vec<String>,
 }
 
 /// The install phase: how the package was installed (or found installed) for this audit.
@@ -941,9 +956,21 @@ pub struct InstallRecord {
     /// The installed packages with their exact versions (the whole dependency tree).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub packages: Vec<String>,
-    /// Why the install failed, when it did.
+    /// Why the install failed, when it did: the installer's exit and the line of its
+    /// output that says why (the audit is then inconclusive, its install evidence checked).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<String>,
+    /// The installer's last lines of output (stderr, else stdout), when it failed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub output_tail: Vec<String>,
+    /// Every destination the install tried, `HOST:PORT (relayed)` for the registry, `HOST:PORT
+    /// (captured, not reached)` for the rest (what a failed download tried to fetch).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub destinations: Vec<String>,
+    /// Environment variables given to the installer alone (`--install-env NAME=VALUE`; a
+    /// value whose name says it is secret is recorded as `***`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<String>,
 }
 
 /// How the server process ended.
@@ -1008,6 +1035,21 @@ pub struct Manifest {
     /// namespace backend.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vm: Option<VmRecord>,
+}
+
+impl Manifest {
+    /// Whether the audit of a package ended before its server ran: the install failed, or
+    /// the program asked for was not there. Its session is then not complete, and the only
+    /// run (if any) is the install's.
+    pub fn server_never_ran(&self) -> bool {
+        self.install.is_some()
+            && !self.session.completed
+            && self
+                .network
+                .runs
+                .iter()
+                .all(|r| r.mode == crate::NetworkMode::Install)
+    }
 }
 
 /// The microVM a run's sandbox ran in: one fresh guest per run, the namespace sandbox and the

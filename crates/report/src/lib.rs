@@ -38,7 +38,7 @@
 
 use glassbox_model::{AuditReport, Evidence, Finding};
 
-pub use sarif::{Publication, EVIDENCE_BASE, FINGERPRINT_KEY, RELATED_CAP};
+pub use sarif::{Publication, Run as SarifRun, EVIDENCE_BASE, FINGERPRINT_KEY, RELATED_CAP};
 
 pub mod allowlist;
 mod escape;
@@ -101,6 +101,13 @@ pub fn sarif(
     publication: &dyn Fn(&Finding) -> Publication,
 ) -> String {
     sarif::render(ev, report, publication)
+}
+
+/// Several audits (the servers of one configuration) as one SARIF 2.1.0 log, a run each, in
+/// order, each as [`sarif`] writes it, with `automationDetails.id` `glassbox/NAME/` and the
+/// server's name in its properties.
+pub fn sarif_many(runs: &[SarifRun<'_>]) -> String {
+    sarif::render_many(runs)
 }
 
 /// The report as pretty-printed JSON (`report.json`).

@@ -3,7 +3,9 @@
 //!
 //! # Mapping
 //!
-//! One run. `tool.driver` is glassbox at the report's version (no `informationUri`). Every
+//! One run per audit ([`crate::sarif_many`]: one log for a configuration's servers, a run each,
+//! each with `automationDetails.id` `glassbox/NAME/` so that code scanning keeps them apart).
+//! `tool.driver` is glassbox at the report's version (no `informationUri`). Every
 //! check of the report is a rule, in the report's order, so a result's `ruleIndex` is its
 //! check's index in `checks`: `id` is the check id, `name` the id in PascalCase,
 //! `shortDescription` the check's claim, `properties.tags` include `security`, and
@@ -112,6 +114,59 @@ pub(crate) fn render(
     report: &AuditReport,
     publication: &dyn Fn(&Finding) -> Publication,
 ) -> String {
+    log(vec![run(ev, report, publication, None)])
+}
+
+/// One log holding `runs`.
+fn log(runs: Vec<Value>) -> String {
+    let log = json!({
+        "$schema": SCHEMA_URI,
+        "version": "2.1.0",
+        "runs": runs,
+    });
+    // A `Value` has only string keys and no non-finite numbers: it always serializes.
+    let mut out = serde_json::to_string_pretty(&log).expect("a JSON value always serializes");
+    out.push('\n');
+    out
+}
+
+/// One audit of several (a configuration's servers), for [`render_many`].
+#[derive(Clone, Copy)]
+pub struct Run<'a> {
+    /// The evidence the report was made from.
+    pub evidence: &'a Evidence,
+    /// The report.
+    pub report: &'a AuditReport,
+    /// What may be shown of each finding.
+    pub publication: &'a dyn Fn(&Finding) -> Publication,
+    /// The server's name in its configuration: the run's `automationDetails.id` is
+    /// `glassbox/NAME/` (code scanning's category, distinct per run).
+    pub name: &'a str,
+}
+
+impl std::fmt::Debug for Run<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Run")
+            .field("name", &self.name)
+            .field("run_id", &self.report.run_id)
+            .finish_non_exhaustive()
+    }
+}
+
+pub(crate) fn render_many(runs: &[Run<'_>]) -> String {
+    log(runs
+        .iter()
+        .map(|r| run(r.evidence, r.report, r.publication, Some(r.name)))
+        .collect())
+}
+
+/// One audit as a SARIF run (`name`: its server's name in a configuration of several).
+fn run(
+    ev: &Evidence,
+    report: &AuditReport,
+    publication: &dyn Fn(&Finding) -> Publication,
+    name: Option<&str>,
+) -> Value {
     let lines = Lines::new(ev);
     let mut seen: HashMap<String, usize> = HashMap::new();
     let mut results = Vec::new();
@@ -158,10 +213,7 @@ pub(crate) fn render(
     if let Some(why) = &report.inconclusive_reason {
         properties["inconclusiveReason"] = json!(escape::text(why));
     }
-    let log = json!({
-        "$schema": SCHEMA_URI,
-        "version": "2.1.0",
-        "runs": [{
+    let mut run = json!({
             "tool": {
                 "driver": {
                     "name": "glassbox",
@@ -181,12 +233,17 @@ pub(crate) fn render(
             }],
             "results": results,
             "properties": properties,
-        }]
     });
-    // A `Value` has only string keys and no non-finite numbers: it always serializes.
-    let mut out = serde_json::to_string_pretty(&log).expect("a JSON value always serializes");
-    out.push('\n');
-    out
+    if let Some(name) = name {
+        // Code scanning takes one run per category: the server's name makes it distinct.
+        let id: String = escape::text(name)
+            .chars()
+            .map(|c| if c == '/' { '_' } else { c })
+            .collect();
+        run["automationDetails"] = json!({ "id": format!("glassbox/{id}/") });
+        run["properties"]["server"] = json!(escape::text(name));
+    }
+    run
 }
 
 /// The lines of events and flows in the bundle's files.

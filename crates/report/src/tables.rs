@@ -399,9 +399,11 @@ pub(crate) fn install(ev: &Evidence) -> Option<String> {
             escape::text(&i.installed_by)
         )
     } else {
-        match (&i.failure, &i.exit) {
-            (Some(f), _) => format!("failed: {}", escape::text(f)),
-            (None, _) => "installed in the sandbox (phase install)".into(),
+        match &i.failure {
+            // The verdict's reason says why, with the installer's last lines.
+            Some(_) if ev.manifest.server_never_ran() => "failed (see the verdict's reason)".into(),
+            Some(f) => format!("failed: {}", escape::text(f)),
+            None => "installed in the sandbox (phase install)".into(),
         }
     };
     let registry = if i.registry.is_empty() {
@@ -409,7 +411,25 @@ pub(crate) fn install(ev: &Evidence) -> Option<String> {
     } else {
         format!("; registry {}", escape::text(&i.registry.join(", ")))
     };
-    Some(format!("{how}; {} package(s){registry}", i.packages.len()))
+    let mut s = format!("{how}; {} package(s){registry}", i.packages.len());
+    let unreached: Vec<&str> = i
+        .destinations
+        .iter()
+        .filter_map(|d| d.strip_suffix(" (captured, not reached)"))
+        .collect();
+    if !unreached.is_empty() {
+        s.push_str(&format!(
+            "; tried to reach, captured: {}",
+            escape::text(&unreached.join(", "))
+        ));
+    }
+    if !i.env.is_empty() {
+        s.push_str(&format!(
+            "; installer environment {}",
+            escape::text(&i.env.join(" "))
+        ));
+    }
+    Some(s)
 }
 
 /// How the session went, printable.
@@ -417,6 +437,9 @@ pub(crate) fn session(ev: &Evidence) -> String {
     let s = &ev.manifest.session;
     match (&s.completed, &s.failure) {
         (true, _) => "completed".to_string(),
+        (false, Some(_)) if ev.manifest.server_never_ran() => {
+            "none: the server never ran (see the verdict's reason)".to_string()
+        }
         (false, Some(f)) => format!("did not complete: {}", escape::text(f)),
         (false, None) => "did not complete".to_string(),
     }

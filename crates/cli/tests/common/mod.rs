@@ -80,6 +80,7 @@ pub fn record_as_package(
         name: name.into(),
         requested: version.into(),
         version: version.into(),
+        ..Default::default()
     });
     if stale_check {
         report.checks[0].version += 100;
