@@ -853,7 +853,7 @@ fn run(cli: Cli) -> Result<i32> {
             secret_host,
             http,
             sse,
-            cmd,
+            mut cmd,
             limits,
         } => {
             let limits = limits.limits()?;
@@ -902,10 +902,25 @@ fn run(cli: Cli) -> Result<i32> {
                         "nothing to audit: give a package (npm:NAME, pypi:NAME) or -- COMMAND"
                     )
                 }
-                // A command that cannot run is a usage error before anything else.
+                // A launcher line (`-- npx -y PKG`, `-- uvx --from SPEC CMD`) is the package it
+                // runs, as in a configuration; a command that cannot run is a usage error
+                // before anything else.
                 None => {
-                    glassbox_audit::target::resolve(&cmd, &cwd)?;
-                    None
+                    let words: Vec<String> =
+                        cmd.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+                    match glassbox_audit::launcher::parse(&words) {
+                        glassbox_audit::launcher::Parsed::Package(package, args) => {
+                            cmd = glassbox_audit::config::os_args(&args);
+                            Some(*package)
+                        }
+                        glassbox_audit::launcher::Parsed::Refused(why) => {
+                            anyhow::bail!("not audited: {why}")
+                        }
+                        glassbox_audit::launcher::Parsed::Command => {
+                            glassbox_audit::target::resolve(&cmd, &cwd)?;
+                            None
+                        }
+                    }
                 }
             };
             let dash = |p: &Option<PathBuf>| p.as_deref().is_some_and(|p| p.as_os_str() == "-");

@@ -655,6 +655,54 @@ fn every_launcher_form_installs_the_configured_package_from_the_real_registries(
         // One line on the terminal too.
         assert!(all.contains(&format!("glassbox: {name}: error: ")), "{all}");
     }
+    // The same lines after `--` on the command line are the packages they run too.
+    let out = gb(&w)
+        .args([
+            "audit",
+            "--no-selftest",
+            "--network",
+            "capture",
+            "--json",
+            "-",
+        ])
+        .args([
+            "--",
+            "uvx",
+            "--from",
+            "mcp-server-time==2026.10.19",
+            "mcp-server-time",
+        ])
+        .output()
+        .unwrap();
+    let report = json_of(&out.stdout);
+    let m = json_of(
+        &std::fs::read(Path::new(report["evidence_dir"].as_str().unwrap()).join("manifest.json"))
+            .unwrap(),
+    );
+    assert_eq!(
+        m["target"]["package"]["name"],
+        "mcp-server-time",
+        "{}",
+        text(&out)
+    );
+    assert_eq!(m["target"]["package"]["program"], "mcp-server-time");
+    let out = gb(&w)
+        .args([
+            "audit",
+            "--no-selftest",
+            "--",
+            "npx",
+            "-y",
+            "github:someone/server",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("is a git repository"),
+        "{}",
+        text(&out)
+    );
     // The store files each audit under the package it installed.
     let hist = gb(&w)
         .args([
