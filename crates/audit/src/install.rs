@@ -844,13 +844,19 @@ pub(crate) fn meaningful_line(text: &str) -> String {
         .map(str::trim)
         .filter(|l| !l.is_empty())
         .collect();
-    let npm = lines.iter().filter_map(|l| {
-        l.strip_prefix("npm error")
-            .or_else(|| l.strip_prefix("npm ERR!"))
-            .map(str::trim)
-            .filter(|l| !npm_boilerplate(l))
-    });
-    if let Some(l) = npm.into_iter().next() {
+    let npm: Vec<&str> = lines
+        .iter()
+        .filter_map(|l| {
+            l.strip_prefix("npm error")
+                .or_else(|| l.strip_prefix("npm ERR!"))
+                .map(str::trim)
+                .filter(|l| !npm_boilerplate(l) && !noise(l))
+        })
+        .collect();
+    // A script's own output comes first (`**INFO** Skipping Firefox download`): its error
+    // line, where it has one, says why.
+    let says_error = |l: &&&str| l.to_ascii_lowercase().contains("error");
+    if let Some(l) = npm.iter().find(says_error).or(npm.first()) {
         return printable_short(l);
     }
     if let Some(l) = lines
@@ -867,6 +873,12 @@ pub(crate) fn meaningful_line(text: &str) -> String {
         return printable_short(l);
     }
     lines.last().map(|l| printable_short(l)).unwrap_or_default()
+}
+
+/// A line of a stack trace or of a dumped object's brackets: no reason in it.
+fn noise(l: &str) -> bool {
+    let t = l.trim();
+    t.starts_with("at ") || t.chars().all(|c| "{}[](),;".contains(c))
 }
 
 /// npm's lines around an error that say nothing of it.
@@ -899,7 +911,8 @@ pub(crate) fn last_lines(text: &str, n: usize) -> Vec<String> {
         let npm = t
             .strip_prefix("npm error")
             .or_else(|| t.strip_prefix("npm ERR!"));
-        !t.is_empty() && !npm.is_some_and(|rest| npm_boilerplate(rest.trim()))
+        let said = npm.unwrap_or(t).trim();
+        !t.is_empty() && !noise(said) && !npm.is_some_and(|rest| npm_boilerplate(rest.trim()))
     };
     let lines: Vec<&str> = text
         .lines()
@@ -1580,6 +1593,56 @@ mod tests {
             .to_string();
         assert!(e.contains("not a .tgz"), "{e}");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn the_line_that_says_why_an_install_failed() {
+        let puppeteer = "npm error code 1
+npm error path /x/node_modules/puppeteer
+npm error command failed
+npm error command sh -c node install.mjs
+npm error **INFO** Skipping Firefox download as instructed.
+npm error Error: ERROR: Failed to set up chrome v131.0.6778.204! Set \"PUPPETEER_SKIP_DOWNLOAD\" env variable to skip download.
+npm error     at downloadBrowser (file:///x/install.js:26:15)
+npm error   [cause]: Error: Client network socket disconnected before secure TLS connection was established
+npm error       at TLSSocket.onConnectEnd (node:_tls_wrap:1752:19) {
+npm error     code: 'ECONNRESET',
+npm error   }
+npm error }
+npm error A complete log of this run can be found in: /tmp/npm-cache/_logs/x-debug-0.log
+";
+        assert!(
+            meaningful_line(puppeteer).starts_with("Error: ERROR: Failed to set up chrome"),
+            "{}",
+            meaningful_line(puppeteer)
+        );
+        // The last lines that say something: no stack frames, brackets, npm's boilerplate.
+        assert_eq!(
+            last_lines(puppeteer, 3),
+            [
+                "npm error Error: ERROR: Failed to set up chrome v131.0.6778.204! Set \"PUPPETEER_SKIP_DOWNLOAD\" env variable to skip download.",
+                "npm error   [cause]: Error: Client network socket disconnected before secure TLS connection was established",
+                "npm error     code: 'ECONNRESET',",
+            ]
+        );
+        let e404 = "npm error code E404
+npm error 404 Not Found - GET https://registry.npmjs.org/nope - Not found
+npm error 404
+npm error 404  'nope@*' is not in this registry.
+npm error A complete log of this run can be found in: /x.log";
+        assert_eq!(
+            meaningful_line(e404),
+            "404 Not Found - GET https://registry.npmjs.org/nope - Not found"
+        );
+        let uv = "  × No solution found when resolving dependencies:
+  ╰─▶ Because there is no version of gone==9 and you require gone==9, we can conclude that your requirements are unsatisfiable.";
+        assert_eq!(meaningful_line(uv), "there is no version of gone==9");
+        let pip = "Collecting x\nERROR: Could not find a version that satisfies the requirement x==9\nERROR: No matching distribution found for x==9\n";
+        assert_eq!(
+            meaningful_line(pip),
+            "ERROR: Could not find a version that satisfies the requirement x==9"
+        );
+        assert_eq!(meaningful_line("one\ntwo\n"), "two");
     }
 
     #[test]
