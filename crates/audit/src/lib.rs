@@ -310,7 +310,10 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
     // (one that does not exist is one line, with no bundle left behind); its program
     // resolves after its install.
     let (mut target, exact) = match &opts.package {
-        None => (Some(target::resolve(&opts.command, &opts.cwd)?), None),
+        None => {
+            target::check_working_folder(&opts.cwd)?;
+            (Some(target::resolve(&opts.command, &opts.cwd)?), None)
+        }
         Some(p) => (None, Some(p.exact_versions(&opts.cwd)?)),
     };
     let run_id = run_id();
@@ -1789,6 +1792,7 @@ pub fn trace(
     sink: Box<dyn EventSink>,
     recorder: RecorderChoice,
 ) -> Result<Traced, Error> {
+    target::check_working_folder(cwd)?;
     let mut target = target::resolve(command, cwd)?;
     target.extra_ro.extend(extra_ro.iter().cloned());
     target.env.extend(env.iter().cloned());

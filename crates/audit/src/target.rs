@@ -89,7 +89,70 @@ fn shebang_interpreter(p: &Path) -> Option<PathBuf> {
     path.is_absolute().then_some(path)
 }
 
+/// The home folders of this machine's people: the caller's (`$HOME`), root's, and those of
+/// the accounts of `/etc/passwd` with a uid of 1000 or more (not `nobody`), canonical.
+/// They hold real credentials (`~/.ssh`, `~/.aws`, `~/.npmrc`): glassbox never binds one, nor a
+/// folder above one, into the sandbox on its own accord ([`check_working_folder`], and the
+/// folders [`resolve`] would bind for a program's prefix or an argument).
+fn homes() -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    let mut add = |p: &Path| {
+        if p.is_absolute() && p != Path::new("/") {
+            let p = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+            if !out.contains(&p) {
+                out.push(p);
+            }
+        }
+    };
+    if let Some(h) = std::env::var_os("HOME") {
+        add(Path::new(&h));
+    }
+    add(Path::new("/root"));
+    for line in std::fs::read_to_string("/etc/passwd")
+        .unwrap_or_default()
+        .lines()
+    {
+        let fields: Vec<&str> = line.split(':').collect();
+        if let [_, _, uid, _, _, home, ..] = fields.as_slice() {
+            if uid.parse::<u32>().is_ok_and(|u| (1000..65534).contains(&u)) {
+                add(Path::new(home));
+            }
+        }
+    }
+    out
+}
+
+/// The home folder `dir` is, or is above (`/home` above `/home/ann`); `/` is never bound.
+fn holds_home(dir: &Path, homes: &[PathBuf]) -> Option<PathBuf> {
+    if dir == Path::new("/") {
+        return None;
+    }
+    let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    homes.iter().find(|h| h.starts_with(&dir)).cloned()
+}
+
+/// The folder glassbox is started in is bound into the sandbox (read-only, at its path): it
+/// may not be a home folder or above one, whose real credentials the server would then see.
+pub fn check_working_folder(cwd: &Path) -> Result<(), Error> {
+    match holds_home(cwd, &homes()) {
+        Some(home) => Err(Error::Usage(format!(
+            "glassbox was started in {}, which {} the home folder {} and its real credentials \
+             (~/.ssh, ~/.aws...): the server would see them. Start it from the server's own \
+             folder, or from an empty one (cd \"$(mktemp -d)\"), and name what the server needs \
+             with --ro",
+            cwd.display(),
+            if home == cwd { "is" } else { "holds" },
+            home.display()
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// Resolves `command` (run from `cwd`) for the sandbox.
+///
+/// What it makes visible besides the program is never a home folder nor above one
+/// ([`homes`]): a program in `~/bin` brings `~/bin`, not its "prefix" `~`; a script named as
+/// `~/server.py` brings that file alone, not `~`.
 pub fn resolve(command: &[OsString], cwd: &Path) -> Result<Resolved, Error> {
     let Some(first) = command.first() else {
         return Err(Error::Usage("no command given after --".into()));
@@ -98,12 +161,25 @@ pub fn resolve(command: &[OsString], cwd: &Path) -> Result<Resolved, Error> {
         .ok_or_else(|| Error::CommandNotFound(first.to_string_lossy().into_owned()))?;
     let program = through_pyenv_shim(&found, first).unwrap_or(found);
     let real = std::fs::canonicalize(&program).unwrap_or_else(|_| program.clone());
+    let homes = homes();
+    // The folder that makes `p` work, or, where that would be a home (or above one), a
+    // narrower one: its own folder, else the file alone.
+    let visible = |p: &Path, wide: PathBuf| -> PathBuf {
+        let narrow = p
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| p.to_path_buf());
+        [wide, narrow, p.to_path_buf()]
+            .into_iter()
+            .find(|d| holds_home(d, &homes).is_none())
+            .unwrap_or_else(|| p.to_path_buf())
+    };
     let mut extra_ro = Vec::new();
     let mut path_prefix = Vec::new();
     for p in [&program, &real] {
         if !in_system_dir(p) && !p.starts_with(cwd) {
             if let Some(prefix) = install_prefix(p) {
-                extra_ro.push(prefix);
+                extra_ro.push(visible(p, prefix));
             }
         }
     }
@@ -114,7 +190,7 @@ pub fn resolve(command: &[OsString], cwd: &Path) -> Result<Resolved, Error> {
         for p in [&interp, &interp_real] {
             if !in_system_dir(p) && !p.starts_with(cwd) {
                 if let Some(prefix) = install_prefix(p) {
-                    extra_ro.push(prefix);
+                    extra_ro.push(visible(p, prefix));
                 }
             }
         }
@@ -128,12 +204,12 @@ pub fn resolve(command: &[OsString], cwd: &Path) -> Result<Resolved, Error> {
     for arg in &command[1..] {
         let p = Path::new(arg);
         if p.is_absolute() && p.exists() && !in_system_dir(p) && !p.starts_with(cwd) {
-            let dir = if p.is_dir() {
-                p.to_path_buf()
+            if p.is_dir() {
+                // A folder named outright is the user's choice, as with --ro.
+                extra_ro.push(p.to_path_buf());
             } else {
-                p.parent().unwrap_or(p).to_path_buf()
-            };
-            extra_ro.push(dir);
+                extra_ro.push(visible(p, p.parent().unwrap_or(p).to_path_buf()));
+            }
         }
     }
     extra_ro.sort();
@@ -177,5 +253,40 @@ mod tests {
         .unwrap();
         assert_eq!(r.extra_ro, vec![tmp.clone()]);
         std::fs::remove_dir_all(&tmp).unwrap();
+    }
+
+    #[test]
+    fn a_home_folder_is_never_made_visible_on_its_own_accord() {
+        let homes = vec![PathBuf::from("/home/ann"), PathBuf::from("/root")];
+        assert_eq!(
+            holds_home(Path::new("/home/ann"), &homes),
+            Some("/home/ann".into())
+        );
+        assert_eq!(
+            holds_home(Path::new("/home"), &homes),
+            Some("/home/ann".into())
+        );
+        assert_eq!(holds_home(Path::new("/home/ann/project"), &homes), None);
+        assert_eq!(holds_home(Path::new("/"), &homes), None);
+        // This process's own home (root's here, or the user's).
+        let home = std::fs::canonicalize(std::env::var_os("HOME").unwrap()).unwrap();
+        let e = check_working_folder(&home).unwrap_err().to_string();
+        assert!(
+            e.contains("real credentials") && e.contains("mktemp"),
+            "{e}"
+        );
+        if let Some(parent) = home.parent().filter(|p| *p != Path::new("/")) {
+            assert!(check_working_folder(parent).is_err());
+        }
+        assert!(check_working_folder(&home.join("some-project")).is_ok());
+        // A script in the home folder brings itself, not the folder.
+        let script = home.join(format!("gb-target-home-{}.sh", std::process::id()));
+        std::fs::write(&script, "#!/bin/sh\n").unwrap();
+        let r = resolve(
+            &["sh".into(), script.clone().into()],
+            Path::new("/nonexistent"),
+        );
+        std::fs::remove_file(&script).unwrap();
+        assert_eq!(r.unwrap().extra_ro, vec![script]);
     }
 }

@@ -5,7 +5,7 @@
 //! child never returns into glassbox's code: it ends with `_exit`, panics included.
 
 use crate::limits::Rlimit;
-use crate::{io_err, netdev, seccomp, sys, Config, Error, MountPlan, SANDBOX_UID};
+use crate::{idmap, io_err, netdev, seccomp, sys, Config, Error, MountPlan, SANDBOX_UID};
 use std::ffi::{CString, OsStr};
 use std::fs::File;
 use std::io::{self, Write};
@@ -56,8 +56,13 @@ fn to_cstring(s: &OsStr) -> CString {
     })
 }
 
+/// `trees` holds, for each step of `plan`, the idmapped tree to attach in its place (made by
+/// the caller, [`idmap::idmapped_tree`]), or `None` for a plain bind.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn spawn(
     cfg: &Config,
+    plan: &[MountPlan],
+    trees: Vec<Option<OwnedFd>>,
     host_uid: u32,
     host_gid: u32,
     join: &[PathBuf],
@@ -66,7 +71,7 @@ pub(crate) fn spawn(
 ) -> Result<Parts, Error> {
     let prep = Prepared {
         cfg,
-        plan: cfg.mount_plan(),
+        plan: plan.to_vec(),
         program: to_cstring(cfg.program.as_os_str()),
         argv: cfg.argv.iter().map(|a| to_cstring(a)).collect(),
         env: cfg
@@ -118,6 +123,7 @@ pub(crate) fn spawn(
                     ready: ready_w,
                     status: status_w,
                     ctl: ctl_child,
+                    trees,
                 },
             )
         });
@@ -125,7 +131,7 @@ pub(crate) fn spawn(
         unsafe { libc::_exit(code) };
     }
     drop((
-        stdin_r, stdout_w, stderr_w, err_w, go_r, ready_w, status_w, ctl_child,
+        stdin_r, stdout_w, stderr_w, err_w, go_r, ready_w, status_w, ctl_child, trees,
     ));
 
     let fail = |fallback: String| -> Error {
@@ -260,6 +266,8 @@ struct Fds {
     ready: OwnedFd,
     status: OwnedFd,
     ctl: OwnedFd,
+    /// The idmapped trees pid 1 attaches, by step of the plan.
+    trees: Vec<Option<OwnedFd>>,
 }
 
 /// Runs a child's body; on error writes the message to `err_fd`. Returns the exit code.
@@ -355,7 +363,7 @@ fn outer(p: &Prepared<'_>, parent_pid: i32, fds: Fds) -> Result<(), String> {
     }
     if pid == 0 {
         let err = fds.err;
-        let code = run_child(err, || init(p, fds, &sources, tun_dev));
+        let code = run_child(err, || init(p, fds, sources, tun_dev));
         // SAFETY: leaving the child.
         unsafe { libc::_exit(code) };
     }
@@ -409,9 +417,18 @@ fn locked_flags(path: &Path) -> libc::c_ulong {
     f
 }
 
-/// Mount points at or below `dst`, from /proc/self/mountinfo.
-fn mounts_under(dst: &Path) -> Vec<PathBuf> {
-    let info = std::fs::read("/proc/self/mountinfo").unwrap_or_default();
+/// Mount points at or below `dst` (which must be one), from this process's mountinfo.
+///
+/// It is read through the host's `/proc`, still at `/oldroot/proc` while the binds are made
+/// ("self" there is this process, its mount points relative to its root, the tmpfs): the root
+/// has no `/proc` of its own yet. (Read at `/proc/self/mountinfo`, which is not there, it said
+/// nothing, and no bind was ever remounted read-only: a server run by a user could write in
+/// that user's working folder.) A mountinfo that cannot be read, or without `dst`, is an error.
+fn mounts_under(dst: &Path) -> Result<Vec<PathBuf>, String> {
+    let info = ctx(
+        "read /oldroot/proc/self/mountinfo",
+        std::fs::read("/oldroot/proc/self/mountinfo"),
+    )?;
     let mut out = Vec::new();
     for line in info.split(|&b| b == b'\n') {
         if let Some(mp) = line.split(|&b| b == b' ').nth(4) {
@@ -421,7 +438,13 @@ fn mounts_under(dst: &Path) -> Vec<PathBuf> {
             }
         }
     }
-    out
+    if !out.iter().any(|p| p == dst) {
+        return Err(format!(
+            "{} is not in the mountinfo after its bind",
+            dst.display()
+        ));
+    }
+    Ok(out)
 }
 
 /// mountinfo escapes space, tab, newline and backslash as `\ooo`.
@@ -443,8 +466,8 @@ fn unescape_mountinfo(s: &[u8]) -> Vec<u8> {
     out
 }
 
-fn bind(src: &Path, dst: &Path, read_only: bool) -> Result<(), String> {
-    let is_dir = std::fs::metadata(src).map(|m| m.is_dir()).unwrap_or(true);
+/// The mount point of a bind: a directory, or an empty file for a file's bind.
+fn make_target(dst: &Path, is_dir: bool) -> Result<(), String> {
     if is_dir {
         mkdirs(dst, 0o755)?;
     } else {
@@ -455,6 +478,12 @@ fn bind(src: &Path, dst: &Path, read_only: bool) -> Result<(), String> {
             ctx(&format!("create {}", dst.display()), File::create(dst))?;
         }
     }
+    Ok(())
+}
+
+fn bind(src: &Path, dst: &Path, read_only: bool) -> Result<(), String> {
+    let is_dir = std::fs::metadata(src).map(|m| m.is_dir()).unwrap_or(true);
+    make_target(dst, is_dir)?;
     ctx(
         &format!("bind {} to {}", src.display(), dst.display()),
         sys::mount(
@@ -466,7 +495,7 @@ fn bind(src: &Path, dst: &Path, read_only: bool) -> Result<(), String> {
         ),
     )?;
     let ro = if read_only { libc::MS_RDONLY } else { 0 };
-    for mp in mounts_under(dst) {
+    for mp in mounts_under(dst)? {
         let flags = libc::MS_BIND | libc::MS_REMOUNT | ro | libc::MS_NOSUID | locked_flags(&mp);
         ctx(
             &format!(
@@ -529,12 +558,11 @@ fn loopback_up() -> Result<(), String> {
 fn init(
     p: &Prepared<'_>,
     fds: Fds,
-    sources: &[Option<OwnedFd>],
+    sources: Vec<Option<OwnedFd>>,
     tun_dev: Option<OwnedFd>,
 ) -> Result<(), String> {
     // The outer process is outside this pid namespace: getppid() says 0 while it lives.
     set_pdeathsig(0)?;
-    let tun = build_root(p, sources, tun_dev)?;
     let Fds {
         stdin,
         stdout,
@@ -544,7 +572,9 @@ fn init(
         ready,
         status,
         ctl,
+        trees,
     } = fds;
+    let tun = build_root(p, sources, trees, tun_dev)?;
     drop((go, ready));
     if let Some(tun) = tun {
         ctx(
@@ -587,6 +617,8 @@ fn init(
 fn open_sources(plan: &[MountPlan]) -> Vec<Option<OwnedFd>> {
     plan.iter()
         .map(|step| match step {
+            // Attached from its idmapped tree instead.
+            MountPlan::Bind { idmap: Some(_), .. } => None,
             MountPlan::Bind { src, .. } => std::fs::OpenOptions::new()
                 .read(true)
                 .custom_flags(libc::O_PATH | libc::O_CLOEXEC)
@@ -601,7 +633,8 @@ fn open_sources(plan: &[MountPlan]) -> Vec<Option<OwnedFd>> {
 /// Builds the private root; returns the network edge's descriptor when there is one.
 fn build_root(
     p: &Prepared<'_>,
-    sources: &[Option<OwnedFd>],
+    sources: Vec<Option<OwnedFd>>,
+    trees: Vec<Option<OwnedFd>>,
     tun_dev: Option<OwnedFd>,
 ) -> Result<Option<OwnedFd>, String> {
     let cfg = p.cfg;
@@ -688,7 +721,7 @@ fn build_root(
     }
     // The binds last: a working directory under /tmp, /run, /var or home goes on top of the
     // tmpfs mounted there, not under it.
-    for (step, fd) in p.plan.iter().zip(sources) {
+    for ((step, fd), tree) in p.plan.iter().zip(sources).zip(trees) {
         match step {
             MountPlan::Symlink { link, target } => {
                 ctx(
@@ -696,15 +729,42 @@ fn build_root(
                     symlink(target, new.join(rel(link))),
                 )?;
             }
-            MountPlan::Bind { src, dst, writable } => {
+            MountPlan::Bind {
+                src,
+                dst,
+                idmap: Some((private, _)),
+                ..
+            } => {
+                let Some(tree) = tree else {
+                    return Err(format!("no idmapped mount of {} was made", src.display()));
+                };
+                let at = new.join(rel(dst));
+                make_target(&at, private.is_dir)?;
+                // Read-only, nosuid and nodev already, recursively ([`idmap::idmapped_tree`]).
+                ctx(
+                    &format!(
+                        "attach the idmapped mount of {} at {}",
+                        src.display(),
+                        dst.display()
+                    ),
+                    idmap::attach(tree.as_raw_fd(), &c(&at)),
+                )?;
+                // The mount is attached; no descriptor of it stays in the sandbox.
+                drop(tree);
+            }
+            MountPlan::Bind {
+                src, dst, writable, ..
+            } => {
                 // The host's /proc is still at /oldroot/proc; "self" there is this process.
-                let from = match fd {
+                let from = match &fd {
                     Some(fd) => PathBuf::from(format!("/oldroot/proc/self/fd/{}", fd.as_raw_fd())),
                     None => old.join(rel(src)),
                 };
                 bind(&from, &new.join(rel(dst)), !*writable).map_err(|e| {
                     e.replace(&from.display().to_string(), &src.display().to_string())
-                })?
+                })?;
+                // Bound; the source's descriptor goes (none stays for the server to inherit).
+                drop(fd);
             }
         }
     }

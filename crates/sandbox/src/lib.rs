@@ -15,7 +15,10 @@
 //!    `/dev`, tmpfs `/tmp`, `/run`, `/var` and home (each `size=` the disk limit), the
 //!    working directory and the program's own
 //!    install prefix bound read-only at their host paths, the planted files; then brings up
-//!    loopback (the only network there is) and sets the hostname.
+//!    loopback (the only network there is) and sets the hostname. When glassbox runs as root,
+//!    a read-only source the unprivileged host uid could not use (a `mktemp -d` folder: mode
+//!    0700, owner root) is bound through an idmapped mount that glassbox made before step 1
+//!    and pid 1 attaches ([`idmap`]: the owner is seen as the sandbox user; still read-only).
 //! 4. pid 1 forks the server process, which sets its rlimits (`RLIMIT_CORE` 0,
 //!    `RLIMIT_FSIZE`, and the fallbacks of [`limits`]) and `no_new_privs`, tells glassbox its pid,
 //!    installs the seccomp filter ([`seccomp`]) with a user-notification listener, hands the
@@ -40,6 +43,7 @@ compile_error!(
 
 mod child;
 pub mod honeytokens;
+pub mod idmap;
 pub mod limits;
 mod netdev;
 
@@ -82,6 +86,9 @@ pub enum Error {
     /// A step of the set-up failed.
     #[error("sandbox set-up failed: {0}")]
     Setup(String),
+    /// A read-only source is private to the sandbox user and could not be idmapped for it.
+    #[error(transparent)]
+    Private(#[from] idmap::Error),
     /// A system call failed in glassbox itself.
     #[error("{what}: {source}")]
     Io {
@@ -208,8 +215,12 @@ impl Config {
             .to_vec()
     }
 
-    /// The mounts of the private root, in the order they are made.
-    pub(crate) fn mount_plan(&self) -> Vec<MountPlan> {
+    /// The mounts of the private root, in the order they are made. With `idmap_to` (the
+    /// sandbox user's host uid and gid, when glassbox runs as root and may idmap), a read-only
+    /// source of the caller's (the working directory, `extra_ro`) that those ids could not use
+    /// is marked to be bound through an idmapped mount ([`idmap`]); the system directories never
+    /// are (`/etc` holds root's secrets, and is readable where it must be).
+    pub(crate) fn mount_plan(&self, idmap_to: Option<(u32, u32)>) -> Vec<MountPlan> {
         let mut plan = Vec::new();
         for d in SYSTEM_DIRS {
             let host = Path::new("/").join(d);
@@ -226,21 +237,36 @@ impl Config {
                     src: host.clone(),
                     dst: host,
                     writable: false,
+                    idmap: None,
                 }),
                 _ => {}
             }
         }
-        let mut binds: Vec<(PathBuf, bool)> = vec![(self.cwd.clone(), false)];
-        binds.extend(self.extra_ro.iter().map(|p| (p.clone(), false)));
-        for (b, writable) in binds {
+        let mut binds: Vec<(PathBuf, idmap::Role)> =
+            vec![(self.cwd.clone(), idmap::Role::WorkingFolder)];
+        binds.extend(
+            self.extra_ro
+                .iter()
+                .map(|p| (p.clone(), idmap::Role::ReadOnly)),
+        );
+        for (b, role) in binds {
             let covered = SYSTEM_DIRS
                 .iter()
                 .any(|d| b.starts_with(Path::new("/").join(d)));
-            if b != Path::new("/") && !covered && b.exists() {
+            if b == Path::new("/") || !b.exists() {
+                continue;
+            }
+            let idmap = idmap_to
+                .and_then(|(uid, gid)| idmap::private_for(&b, uid, gid))
+                .map(|p| (p, role));
+            // A path under a system directory is visible already, unless it is private (then
+            // its idmapped mount goes on top of the system directory's bind).
+            if !covered || idmap.is_some() {
                 plan.push(MountPlan::Bind {
                     src: b.clone(),
                     dst: b,
-                    writable,
+                    writable: false,
+                    idmap,
                 });
             }
         }
@@ -252,13 +278,14 @@ impl Config {
                     src: b.clone(),
                     dst: b.clone(),
                     writable: true,
+                    idmap: None,
                 });
             }
         }
         plan
     }
 
-    fn settings(&self, host_uid: u32) -> SandboxSettings {
+    fn settings(&self, host_uid: u32, plan: &[MountPlan]) -> SandboxSettings {
         let mut mounts = vec![
             MountRecord {
                 target: "/".into(),
@@ -283,11 +310,19 @@ impl Config {
                 read_only: false,
             });
         }
-        for p in self.mount_plan() {
+        for p in plan {
             match p {
-                MountPlan::Bind { src, dst, writable } => mounts.push(MountRecord {
+                MountPlan::Bind {
+                    src,
+                    dst,
+                    writable,
+                    idmap,
+                } => mounts.push(MountRecord {
                     target: dst.to_string_lossy().into_owned(),
-                    source: format!("bind:{}", src.display()),
+                    source: match idmap {
+                        Some((p, _)) => format!("bind:{} ({})", src.display(), p.describe()),
+                        None => format!("bind:{}", src.display()),
+                    },
                     read_only: !writable,
                 }),
                 MountPlan::Symlink { link, target } => mounts.push(MountRecord {
@@ -328,11 +363,13 @@ impl Config {
 /// One step of the private root beyond the fixed ones.
 #[derive(Clone, Debug)]
 pub(crate) enum MountPlan {
-    /// Bind a host path (read-only unless `writable`).
+    /// Bind a host path (read-only unless `writable`); through an idmapped mount when it is
+    /// private to the sandbox user ([`idmap`]).
     Bind {
         src: PathBuf,
         dst: PathBuf,
         writable: bool,
+        idmap: Option<(idmap::Private, idmap::Role)>,
     },
     /// Recreate a host symlink (`/bin -> usr/bin`).
     Symlink { link: PathBuf, target: PathBuf },
@@ -437,6 +474,20 @@ impl Sandbox {
         } else {
             (euid, egid)
         };
+        // Only root may idmap (and only root's sandbox user is a uid that owns nothing); the
+        // idmapped trees are made now, while glassbox is still the host's root and before
+        // anything else of the sandbox exists, so that a refusal leaves nothing behind.
+        let plan = cfg.mount_plan((euid == 0).then_some((host_uid, host_gid)));
+        let trees = plan
+            .iter()
+            .map(|step| match step {
+                MountPlan::Bind {
+                    idmap: Some((p, role)),
+                    ..
+                } => idmap::idmapped_tree(p, *role, host_uid, host_gid).map(Some),
+                _ => Ok(None),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         // The limits are in place before anything of the sandbox runs; a failed set-up
         // removes the cgroup again (on drop).
         let applied = limits::apply(&cfg.limits).map_err(Error::Setup)?;
@@ -447,13 +498,15 @@ impl Sandbox {
             .unwrap_or_default();
         let parts = child::spawn(
             cfg,
+            &plan,
+            trees,
             host_uid,
             host_gid,
             &join,
             &applied.rlimits,
             before_exec,
         )?;
-        let mut settings = cfg.settings(host_uid);
+        let mut settings = cfg.settings(host_uid, &plan);
         settings.limits = applied.record;
         Ok(Sandbox {
             stdin: Some(parts.stdin),

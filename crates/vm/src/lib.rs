@@ -31,7 +31,11 @@
 //! - **Privileges**: when glassbox runs as root, QEMU drops to an unprivileged uid
 //!   ([`QEMU_UID_WHEN_ROOT`]) before it starts, so the 9p server reads only what any user may
 //!   read, whatever the guest's root asks for. The caller's shares are bound first, in a mount
-//!   namespace of QEMU's own, where that uid can reach them (a folder under `/root`).
+//!   namespace of QEMU's own, where that uid can reach them (a folder under `/root`); a
+//!   read-only share that uid could not use even so (a `mktemp -d` folder: mode 0700, owner
+//!   root) is attached there through an idmapped mount whose owner is seen as that uid
+//!   (`glassbox_sandbox::idmap`, the namespace sandbox's own), so the guest sees it as its
+//!   sandbox user's (the same uid), read-only.
 //! - **Agent** ([`agent`]): pid 1 of the guest; runs one command and powers off.
 //!
 //! # Lifetime
@@ -472,9 +476,9 @@ pub fn prepare(config: &VmConfig) -> Result<Prepared> {
 const SHARES_DIR: &str = "/run/glassbox/vm-shares";
 
 /// In QEMU's child, before it drops root: a mount namespace of its own, a tmpfs on `dir`, and
-/// each `(source, target)` of `binds` bound there. Only raw system calls: this runs between
-/// fork and exec.
-fn bind_shares(dir: &CString, binds: &[(CString, CString)]) -> io::Result<()> {
+/// each `(source, target, tree)` of `binds` bound there (the idmapped `tree` attached instead
+/// when there is one). Only raw system calls: this runs between fork and exec.
+fn bind_shares(dir: &CString, binds: &[(CString, CString, Option<RawFd>)]) -> io::Result<()> {
     let check = |r: libc::c_int| {
         if r < 0 {
             Err(io::Error::last_os_error())
@@ -500,8 +504,12 @@ fn bind_shares(dir: &CString, binds: &[(CString, CString)]) -> io::Result<()> {
             libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
             c"mode=0755,size=64k".as_ptr().cast(),
         ))?;
-        for (source, target) in binds {
+        for (source, target, tree) in binds {
             check(libc::mkdir(target.as_ptr(), 0o755))?;
+            if let Some(tree) = tree {
+                glassbox_sandbox::idmap::attach(*tree, target)?;
+                continue;
+            }
             check(libc::mount(
                 source.as_ptr(),
                 target.as_ptr(),
@@ -720,16 +728,43 @@ impl Vm {
         // private parent (a project under /root, glassbox's state under ~/.local): each of the
         // caller's shares is bound, in a mount namespace of QEMU's own, under a tmpfs at
         // SHARES_DIR, and QEMU serves it from there. The system folders need no bind.
-        let mut binds: Vec<(CString, CString)> = Vec::new();
+        // A read-only share the uid could not use (mode 0700, another owner) gets an idmapped
+        // tree, made now while glassbox is still root; it stays open until QEMU started.
+        let mut trees: Vec<OwnedFd> = Vec::new();
+        let mut binds: Vec<(CString, CString, Option<RawFd>)> = Vec::new();
         for (i, host) in shares.iter().enumerate() {
-            let served = if drop_to.is_some()
-                && !SYSTEM_DIRS.iter().any(|d| host == &Path::new("/").join(d))
+            let served = if let Some((uid, _)) = drop_to
+                .as_ref()
+                .filter(|_| !SYSTEM_DIRS.iter().any(|d| host == &Path::new("/").join(d)))
             {
                 let at = PathBuf::from(format!("{SHARES_DIR}/{i}"));
+                let private = if writable[i] {
+                    None
+                } else {
+                    glassbox_sandbox::idmap::private_for(host, *uid, *uid)
+                };
+                let tree = match private {
+                    Some(p) => {
+                        let role = if host == &cmd.cwd {
+                            glassbox_sandbox::idmap::Role::WorkingFolder
+                        } else {
+                            glassbox_sandbox::idmap::Role::ReadOnly
+                        };
+                        let t = glassbox_sandbox::idmap::idmapped_tree(&p, role, *uid, *uid)
+                            .map_err(|e| Error::Setup(e.to_string()))?;
+                        // Above the numbers the child's dup2 onto 3.. overwrites.
+                        let t = high_fd(t)?;
+                        let raw = t.as_raw_fd();
+                        trees.push(t);
+                        Some(raw)
+                    }
+                    None => None,
+                };
                 binds.push((
                     CString::new(host.as_os_str().as_bytes())
                         .map_err(|_| Error::Setup(format!("cannot share {}", host.display())))?,
                     CString::new(at.as_os_str().as_bytes()).expect("no NUL"),
+                    tree,
                 ));
                 at
             } else {
@@ -785,10 +820,11 @@ impl Vm {
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
         // SAFETY: the closure runs in the child between fork and exec and only makes
-        // async-signal-safe calls (dup2, unshare, mount, mkdir, raw set*id system calls,
-        // prctl) on integers and on `groups`, `shares_dir` and `binds`, which live in the
-        // closure. The raw system calls change the credentials
-        // of the calling thread only, which is the whole child after fork.
+        // async-signal-safe calls (dup2, unshare, mount, mkdir, move_mount, raw set*id system
+        // calls, prctl) on integers and on `groups`, `shares_dir` and `binds` (whose trees stay
+        // open in this process until QEMU started), which live in the closure. The raw system
+        // calls change the credentials of the calling thread only, which is the whole child
+        // after fork.
         unsafe {
             command.pre_exec(move || {
                 for (i, &fd) in raw.iter().enumerate() {
@@ -819,7 +855,7 @@ impl Vm {
         let mut child = command
             .spawn()
             .map_err(Error::io(format!("cannot start {}", qemu.display())))?;
-        drop(theirs);
+        drop((theirs, trees));
         let mut command_line = vec![qemu.into_os_string()];
         command_line.extend(args);
 
