@@ -384,14 +384,24 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
         let (command, program) = match entry {
             Ok(found) => found,
             Err(why) => {
+                // The server never ran: what was recorded (the install) goes through every
+                // check, the session is not complete, the channels of the runs that did not
+                // happen are not claimed.
                 manifest.target.package = Some(package_ref);
                 manifest.sandbox.limits_reached = limits_reached;
-                return conclude_unstarted(
-                    UnstartedRun {
+                manifest.session.completed = false;
+                manifest.session.failure = Some(why);
+                manifest
+                    .recorder
+                    .channels
+                    .retain(|c| c != "mcp-transcript" && c != "network-denied-run");
+                return finish(
+                    Recorded {
                         manifest,
                         events: all_events,
                         flows,
-                        why,
+                        transcript: Vec::new(),
+                        denied_transcript: Vec::new(),
                         secrets: &mut secrets,
                         sink: &events,
                     },
@@ -571,10 +581,55 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
         flows.extend(run_flows);
         bundle.write_manifest(&manifest)?;
     }
+    finish(
+        Recorded {
+            manifest,
+            events: all_events,
+            flows,
+            transcript,
+            denied_transcript,
+            secrets: &mut secrets,
+            sink: &events,
+        },
+        opts,
+        &bundle,
+        dir,
+    )
+}
+
+/// What an audit recorded, ready for the checks.
+struct Recorded<'a> {
+    manifest: Manifest,
+    events: Vec<glassbox_model::Event>,
+    flows: Vec<glassbox_model::Flow>,
+    transcript: Vec<TranscriptEntry>,
+    /// The denied run's, for the checks that compare the runs (tool-definition-drift).
+    denied_transcript: Vec<TranscriptEntry>,
+    secrets: &'a mut run::Secrets,
+    sink: &'a run::SharedSink,
+}
+
+/// The bundle completed (planted secrets, events flushed, flows numbered and written, the
+/// end time), then [`conclude`].
+fn finish(
+    r: Recorded<'_>,
+    opts: &AuditOptions,
+    bundle: &bundle::Bundle,
+    dir: PathBuf,
+) -> Result<Audit, Error> {
+    let Recorded {
+        mut manifest,
+        events,
+        mut flows,
+        transcript,
+        denied_transcript,
+        secrets,
+        sink,
+    } = r;
     // The key made on first open (if it was opened) is a planted secret like the others.
     secrets.settle_rsa();
     manifest.sandbox.honeytokens = secrets.tokens.clone();
-    if let Err(e) = events.clone().flush() {
+    if let Err(e) = sink.clone().flush() {
         return Err(Error::Evidence {
             path: dir.join("events.jsonl"),
             source: e,
@@ -586,14 +641,13 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
     bundle.write_flows(&flows)?;
     manifest.finished_at =
         Some(humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string());
-
     let evidence = Evidence {
         manifest,
-        events: all_events,
+        events,
         transcript,
         flows,
     };
-    conclude(evidence, &denied_transcript, opts, &bundle, dir)
+    conclude(evidence, &denied_transcript, opts, bundle, dir)
 }
 
 /// The end of every audit: the checks over the evidence, the verdict, the final manifest and
@@ -618,63 +672,6 @@ fn conclude(
         report,
         evidence_dir: dir,
     })
-}
-
-/// What an audit whose server never ran leaves to be concluded.
-struct UnstartedRun<'a> {
-    manifest: Manifest,
-    events: Vec<glassbox_model::Event>,
-    flows: Vec<glassbox_model::Flow>,
-    /// Why the server did not run (the install failed, its program was not found).
-    why: String,
-    secrets: &'a mut run::Secrets,
-    sink: &'a run::SharedSink,
-}
-
-/// The end of an audit whose server never ran: what was recorded (the install) goes through
-/// every check, the session is not complete (`why` is its failure), and the channels of the
-/// runs that did not happen are not claimed.
-fn conclude_unstarted(
-    run: UnstartedRun<'_>,
-    opts: &AuditOptions,
-    bundle: &bundle::Bundle,
-    dir: PathBuf,
-) -> Result<Audit, Error> {
-    let UnstartedRun {
-        mut manifest,
-        events,
-        mut flows,
-        why,
-        secrets,
-        sink,
-    } = run;
-    manifest.session.completed = false;
-    manifest.session.failure = Some(why);
-    manifest
-        .recorder
-        .channels
-        .retain(|c| c != "mcp-transcript" && c != "network-denied-run");
-    secrets.settle_rsa();
-    manifest.sandbox.honeytokens = secrets.tokens.clone();
-    if let Err(e) = sink.clone().flush() {
-        return Err(Error::Evidence {
-            path: dir.join("events.jsonl"),
-            source: e,
-        });
-    }
-    for (i, f) in flows.iter_mut().enumerate() {
-        f.id = i as u64 + 1;
-    }
-    bundle.write_flows(&flows)?;
-    manifest.finished_at =
-        Some(humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string());
-    let evidence = Evidence {
-        manifest,
-        events,
-        transcript: Vec::new(),
-        flows,
-    };
-    conclude(evidence, &[], opts, bundle, dir)
 }
 
 /// What the install phase shares with the server's runs.

@@ -225,9 +225,15 @@ fn pack(dir: &Path, data: &str, file: &str) -> std::path::PathBuf {
     let data = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data")
         .join(data);
-    for f in ["package.json", "postinstall.js", "server.js"] {
+    for f in ["package.json", "postinstall.js"] {
         std::fs::copy(data.join(f), pkg.join(f)).unwrap();
     }
+    // One MCP server for both packages.
+    std::fs::copy(
+        data.join("../npm-postinstall/server.js"),
+        pkg.join("server.js"),
+    )
+    .unwrap();
     let ok = std::process::Command::new("tar")
         .args(["czf", file, "package"])
         .current_dir(dir)

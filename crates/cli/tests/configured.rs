@@ -62,9 +62,14 @@ fn failing_tarball(dir: &Path) -> PathBuf {
     let pkg = dir.join("package");
     std::fs::create_dir_all(&pkg).unwrap();
     let data = repo().join("crates/audit/tests/data/npm-postinstall-fails");
-    for f in ["package.json", "postinstall.js", "server.js"] {
+    for f in ["package.json", "postinstall.js"] {
         std::fs::copy(data.join(f), pkg.join(f)).unwrap();
     }
+    std::fs::copy(
+        data.join("../npm-postinstall/server.js"),
+        pkg.join("server.js"),
+    )
+    .unwrap();
     let ok = Command::new("tar")
         .args(["czf", "probe.tgz", "package"])
         .current_dir(dir)
