@@ -1,5 +1,8 @@
 //! The command line: clear errors, exit statuses, and what survives a killed glassbox.
 
+mod common;
+
+use common::eventually;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -113,7 +116,13 @@ fn a_killed_glassbox_leaves_its_evidence_and_no_process() {
         assert!(Instant::now() < deadline, "no transcript line written");
         std::thread::sleep(Duration::from_millis(50));
     }
-    std::thread::sleep(Duration::from_millis(300));
+    // Killed once the server's start is recorded (its exec event written).
+    let events = dir.join("events.jsonl");
+    assert!(
+        eventually(Duration::from_secs(20), || std::fs::read_to_string(&events)
+            .is_ok_and(|e| e.lines().any(|l| l.contains("\"kind\":\"exec\"")))),
+        "no exec event written"
+    );
     child.kill().unwrap();
     child.wait().unwrap();
     // What was recorded until then is on disk.
@@ -130,16 +139,18 @@ fn a_killed_glassbox_leaves_its_evidence_and_no_process() {
     );
     let lines = std::fs::read_to_string(&transcript).unwrap();
     assert!(lines.contains("initialize"));
-    // And the server died with it.
-    std::thread::sleep(Duration::from_millis(500));
-    let ps = Command::new("pgrep")
-        .args(["-f", &marker])
-        .output()
-        .unwrap();
+    // And the server died with it (reaped within moments, not left running).
+    let survivors = || {
+        Command::new("pgrep")
+            .args(["-f", &marker])
+            .output()
+            .unwrap()
+            .stdout
+    };
     assert!(
-        ps.stdout.is_empty(),
+        eventually(Duration::from_secs(10), || survivors().is_empty()),
         "server survived: {}",
-        String::from_utf8_lossy(&ps.stdout)
+        String::from_utf8_lossy(&survivors())
     );
     std::fs::remove_dir_all(dir).ok();
 }

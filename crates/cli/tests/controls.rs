@@ -2,6 +2,8 @@
 //! with both recorders; every check proven; and nothing left behind (no process, mount or
 //! namespace), the hostile controls included.
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -84,18 +86,26 @@ fn selftest_proves_every_check_with_both_recorders_and_leaves_nothing_behind() {
     let saved: Vec<_> = std::fs::read_dir(state.join("selftest")).unwrap().collect();
     assert_eq!(saved.len(), 1);
 
-    std::thread::sleep(std::time::Duration::from_millis(200));
-    let leaked: Vec<_> = namespaces().difference(&ns_before).cloned().collect();
-    assert!(leaked.is_empty(), "namespaces left behind: {leaked:?}");
-    assert_eq!(mounts(), mounts_before, "mounts changed on the host");
-    let ps = Command::new("pgrep")
-        .args(["-f", "server\\.(py|js)"])
-        .output()
-        .unwrap();
+    // The last sandboxes' processes are reaped within moments: waited for, boundedly.
+    let leaked = || -> Vec<_> { namespaces().difference(&ns_before).cloned().collect() };
+    let servers = || {
+        Command::new("pgrep")
+            .args(["-f", "server\\.(py|js)"])
+            .output()
+            .unwrap()
+            .stdout
+    };
+    let settle = std::time::Duration::from_secs(10);
     assert!(
-        ps.stdout.is_empty(),
+        common::eventually(settle, || leaked().is_empty()),
+        "namespaces left behind: {:?}",
+        leaked()
+    );
+    assert_eq!(mounts(), mounts_before, "mounts changed on the host");
+    assert!(
+        common::eventually(settle, || servers().is_empty()),
         "processes left behind: {}",
-        String::from_utf8_lossy(&ps.stdout)
+        String::from_utf8_lossy(&servers())
     );
     std::fs::remove_dir_all(&state).ok();
 }

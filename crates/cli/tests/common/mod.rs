@@ -49,6 +49,22 @@ pub fn work(name: &str, cases: &[&str]) -> Work {
     Work(w)
 }
 
+/// Whether `done` becomes true within `bound`, looked at every 20 ms: for what happens a moment
+/// after something else (a process reaped, a line flushed), so that a loaded machine's delay is
+/// not taken for a failure, and a failure is still one.
+pub fn eventually(bound: std::time::Duration, mut done: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + bound;
+    loop {
+        if done() {
+            return true;
+        }
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 pub fn text(o: &Output) -> String {
     format!(
         "status {:?}\nstdout:\n{}\nstderr:\n{}",
