@@ -175,6 +175,7 @@ fn serve(
                         Service::Docker => "canary socket: a fake Docker daemon".into(),
                         Service::SshAgent => "canary socket: a fake SSH agent".into(),
                     }),
+                    ..Default::default()
                 });
             }
         }

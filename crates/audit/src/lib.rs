@@ -1088,6 +1088,7 @@ fn new_manifest(
             resolver: format!("{}:53", glassbox_net::RESOLVER_V4),
             synthetic_range: glassbox_net::SYNTHETIC_RANGE.into(),
             canary_sockets: Vec::new(),
+            ..Default::default()
         },
         install: None,
         vm: None,

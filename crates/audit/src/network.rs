@@ -233,6 +233,7 @@ mod tests {
             sample_truncated: false,
             events: vec![],
             note: None,
+            ..Default::default()
         }
     }
 

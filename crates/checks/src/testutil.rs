@@ -299,6 +299,7 @@ impl F {
             sample_truncated: false,
             events: Vec::new(),
             note: None,
+            ..Default::default()
         })
     }
 

@@ -9,6 +9,11 @@ use std::fmt;
 pub struct Bytes(pub Vec<u8>);
 
 impl Bytes {
+    /// Whether it holds no byte.
+    pub fn is_empty(&self) -> bool {
+        self.as_slice().is_empty()
+    }
+
     /// The raw bytes.
     pub fn as_slice(&self) -> &[u8] {
         &self.0

@@ -746,6 +746,13 @@ pub enum SockAddr {
     },
 }
 
+impl Default for SockAddr {
+    /// An address that could not be read.
+    fn default() -> SockAddr {
+        SockAddr::Other { family_id: 0 }
+    }
+}
+
 impl fmt::Display for SockAddr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

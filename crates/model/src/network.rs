@@ -34,7 +34,7 @@ impl NetworkMode {
 }
 
 /// What kind of traffic a flow is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FlowProtocol {
     /// A TCP connection (one per 4-tuple).
@@ -48,6 +48,7 @@ pub enum FlowProtocol {
     /// A connection to one of glassbox's canary Unix sockets.
     Unix,
     /// Any other IP protocol, or a packet the edge could not parse.
+    #[default]
     Other,
 }
 
@@ -79,7 +80,7 @@ pub struct HttpRequest {
 pub const FLOW_SAMPLE_LIMIT: usize = 64 * 1024;
 
 /// One flow at the network edge (or at a canary socket): one line of `network.jsonl`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Flow {
     /// Unique within the bundle, in the order flows began.
     pub id: u64,
@@ -125,6 +126,108 @@ pub struct Flow {
     /// Anything odd about it (malformed packets, a parse that failed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// TLS at the edge: the stream began with a ClientHello (capture runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<TlsRecord>,
+    /// The first decrypted bytes the sandbox sent inside TLS, up to [`FLOW_SAMPLE_LIMIT`]
+    /// (what `sample` is for a stream in clear).
+    #[serde(default, skip_serializing_if = "Bytes::is_empty")]
+    pub cleartext: Bytes,
+    /// Decrypted bytes beyond what `cleartext` kept.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cleartext_cut: u64,
+    /// The HTTP exchanges read on the stream (in clear, or inside TLS), in order, at most
+    /// [`EXCHANGE_LIMIT`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exchanges: Vec<HttpExchange>,
+    /// Exchanges beyond [`EXCHANGE_LIMIT`], counted.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub exchanges_cut: u64,
+    /// Why what this flow carried could not be read, when it could not (a client that refused
+    /// glassbox's certificate, TLS that does not start the stream, QUIC): no check may say
+    /// it saw nothing there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unread: Option<String>,
+}
+
+/// Exchanges kept per flow; the others are counted (`Flow::exchanges_cut`).
+pub const EXCHANGE_LIMIT: usize = 64;
+
+/// The most of a request body kept per exchange, decoded (de-chunked, decompressed); the rest
+/// is counted.
+pub const BODY_LIMIT: usize = 64 * 1024;
+
+/// TLS at the edge, for one flow.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TlsRecord {
+    /// The application protocols the client offered (ALPN), as sent.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub alpn_offered: Vec<Bytes>,
+    /// The protocol agreed, once the handshake finished (`http/1.1`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alpn: Option<String>,
+    /// The TLS version agreed (`TLSv1_3`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// The name on the certificate glassbox presented (the SNI, or the address asked for).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub certificate_for: Option<String>,
+    /// What came of it.
+    pub outcome: TlsOutcome,
+}
+
+/// What became of a TLS stream at the edge.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum TlsOutcome {
+    /// The client accepted glassbox's certificate: what it sent was read in clear.
+    Read,
+    /// The client did not go on with glassbox's certificate (an alert, or it closed during
+    /// the handshake): encrypted, not read.
+    Refused {
+        /// What it said or did.
+        why: String,
+    },
+    /// Not terminated (`--responder refuse`, a relayed registry connection): encrypted, not
+    /// read by glassbox.
+    NotTerminated {
+        /// Why.
+        why: String,
+    },
+}
+
+/// One HTTP/1.x request read at the edge and what glassbox answered it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HttpExchange {
+    /// The method.
+    pub method: String,
+    /// The request target (path or absolute URL).
+    pub target: Bytes,
+    /// The headers, in order, as sent (at most 100; their values as bytes).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub headers: Vec<(String, Bytes)>,
+    /// The body, de-chunked and decompressed (`Content-Encoding` gzip, deflate, br), at most
+    /// [`BODY_LIMIT`] bytes.
+    #[serde(default, skip_serializing_if = "Bytes::is_empty")]
+    pub body: Bytes,
+    /// The body's length as decoded (what `body` kept and what it did not).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub body_len: u64,
+    /// Why the body could not be decoded, when it could not (its raw bytes are then `body`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body_error: Option<String>,
+    /// The status glassbox answered with (its own synthetic response; 0: not answered).
+    pub status: u16,
+}
+
+impl HttpExchange {
+    /// A header's value, by name (ASCII case-insensitive), the first one.
+    pub fn header(&self, name: &str) -> Option<&Bytes> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v)
+    }
 }
 
 /// Counters of one run's edge.
@@ -211,6 +314,24 @@ pub struct NetworkSettings {
     /// The canary Unix sockets (paths inside the sandbox).
     #[serde(default)]
     pub canary_sockets: Vec<String>,
+    /// The certificate authority made for this audit, which the sandbox trusts and the edge
+    /// signs its certificates with (its key never leaves glassbox's process).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_authority: Option<TlsAuthority>,
+    /// What the edge answers: `ok` (synthetic responses, TLS terminated) or `refuse`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub responder: String,
+}
+
+/// The audit's own certificate authority, as the manifest records it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TlsAuthority {
+    /// Its certificate, PEM.
+    pub certificate_pem: String,
+    /// The SHA-256 of its certificate's DER, hex.
+    pub sha256: String,
+    /// Its subject.
+    pub subject: String,
 }
 
 impl NetworkSettings {

@@ -121,6 +121,7 @@ impl FlowKey {
             sample_truncated: false,
             events: Vec::new(),
             note,
+            ..Default::default()
         }
     }
 }

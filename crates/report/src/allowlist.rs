@@ -115,6 +115,7 @@ mod tests {
             sample_truncated: false,
             events: vec![],
             note: None,
+            ..Default::default()
         }
     }
 

@@ -95,6 +95,7 @@ fn flow(id: u64, mode: NetworkMode) -> Flow {
         sample_truncated: false,
         events: vec![9],
         note: None,
+        ..Default::default()
     }
 }
 

@@ -723,6 +723,7 @@ mod network_tests {
             sample_truncated: false,
             events: vec![7],
             note: None,
+            ..Default::default()
         }
     }
 
