@@ -65,7 +65,17 @@ fn check_entries(entries: &[ServerEntry]) {
             }
         }
         match &e.launch {
-            Launch::Package { spec, .. } => check_spec(spec),
+            Launch::Package { package, .. } => {
+                check_spec(&package.spec);
+                package.with.iter().for_each(check_spec);
+                // A launcher's program is a name among the install's programs, never a path.
+                if let Some(p) = &package.program {
+                    assert!(
+                        !p.is_empty() && !p.contains('/') && !p.starts_with('.'),
+                        "{p:?}"
+                    );
+                }
+            }
             Launch::Remote { url, .. } => {
                 if let Ok(t) = HttpTarget::from_url(url, unused()) {
                     assert!(
