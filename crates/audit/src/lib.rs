@@ -133,6 +133,31 @@ pub struct AuditOptions {
     pub limits: glassbox_sandbox::Limits,
     /// Where the server runs.
     pub isolation: Isolation,
+    /// What the network edge answers.
+    pub responder: ResponderChoice,
+}
+
+/// What the network edge answers (`--responder`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ResponderChoice {
+    /// TLS terminated with the audit's own certificate authority (which the sandbox trusts),
+    /// every HTTP request read in full and answered `200` (`{}` for an API call): the
+    /// network is simulated, so a server goes on past its first request.
+    #[default]
+    Ok,
+    /// The edge before it answered: TLS closed after the ClientHello, HTTP answered `503`;
+    /// what TLS carried is then unread (and no check says `pass` over it).
+    Refuse,
+}
+
+impl ResponderChoice {
+    /// `ok` or `refuse`, as the manifest records it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ResponderChoice::Ok => "ok",
+            ResponderChoice::Refuse => "refuse",
+        }
+    }
 }
 
 /// Which runs an audit makes: each mode is a full run of the server.
@@ -180,6 +205,7 @@ impl AuditOptions {
             http: None,
             limits: glassbox_sandbox::Limits::default(),
             isolation: Isolation::Namespace,
+            responder: ResponderChoice::Ok,
         }
     }
 }
@@ -337,6 +363,19 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
             .unwrap_or_default(),
         channels,
     );
+    // The audit's own certificate authority: the sandbox trusts it, the edge signs with it;
+    // its key never leaves this process (the manifest records the certificate).
+    let answer = match opts.responder {
+        ResponderChoice::Ok => {
+            let a = glassbox_net::Authority::fresh()
+                .map_err(|e| Error::Internal(format!("cannot make the audit's CA: {e}")))?;
+            manifest.network.tls_authority = Some(a.manifest());
+            Some(a)
+        }
+        ResponderChoice::Refuse => None,
+    };
+    manifest.network.responder = opts.responder.name().into();
+    let trust = answer.as_ref().map(run::CaCertificate::of);
     bundle.write_manifest(&manifest)?;
 
     let events = run::SharedSink::new(bundle.events_writer()?);
@@ -364,6 +403,7 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
                 clock: &clock,
                 secrets: &mut secrets,
                 manifest: &mut manifest,
+                answer: answer.clone(),
             },
             progress,
         )?;
@@ -481,6 +521,8 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
                 relay: None,
                 wire: None,
                 limits: opts.limits.clone(),
+                answer: answer.clone(),
+                trust: trust.clone(),
             },
             progress,
             &mut |settings, mechanism| {
@@ -681,6 +723,9 @@ struct InstallContext<'a> {
     clock: &'a Arc<glassbox_trace::Clock>,
     secrets: &'a mut run::Secrets,
     manifest: &'a mut Manifest,
+    /// The audit's CA, when the edge answers (the install's captured flows are answered too;
+    /// its relayed registry traffic stays byte for byte).
+    answer: Option<glassbox_net::Authority>,
 }
 
 /// What the install phase leaves for the server's runs.
@@ -832,6 +877,8 @@ fn install_phase(
             relay: Some(glassbox_net::Relay::to(registry.clone())),
             wire: None,
             limits: opts.limits.clone(),
+            answer: cx.answer.clone(),
+            trust: cx.answer.as_ref().map(run::CaCertificate::of),
         },
         Some(opts.install_timeout),
     )?;
@@ -1808,6 +1855,8 @@ pub fn trace(
             relay: None,
             wire: None,
             limits: glassbox_sandbox::Limits::default(),
+            answer: None,
+            trust: None,
         },
     )?;
     let pump = |from: Option<std::fs::File>, mut to: Box<dyn std::io::Write + Send>| {

@@ -185,6 +185,10 @@ pub(crate) struct GuestRequest {
     /// relay to it, and to nothing else.
     #[serde(default)]
     http_port: Option<u16>,
+    /// The audit's CA certificate the guest's sandbox trusts (never its key: the edge that
+    /// terminates TLS is the host's).
+    #[serde(default)]
+    trust: Option<run::CaCertificate>,
 }
 
 /// The recorder's counters as they cross to the host.
@@ -505,6 +509,7 @@ pub(crate) fn start(
         linger_ms: vp.linger.as_millis() as u64,
         limits: WireLimits::from(&plan.limits),
         http_port: vp.http_port,
+        trust: plan.trust.clone(),
     };
     let exe = std::env::current_exe()
         .map_err(|e| Error::Internal(format!("cannot find glassbox's own executable: {e}")))?;
@@ -579,6 +584,7 @@ pub(crate) fn start(
             glassbox_net::Framing::Ethernet,
             mode,
             plan.relay.clone(),
+            plan.answer.clone(),
             plan.clock.clone(),
         )?),
         (Some(_), None) => {
@@ -1116,6 +1122,8 @@ fn guest_run(sink: &run::SharedSink) -> Result<Record, Error> {
             // card, which the host serves.
             wire: req.network.map(|_| GUEST_CARD.to_string()),
             limits: req.limits.into(),
+            answer: None,
+            trust: req.trust,
         },
     )?;
     let (isolation, canary_sockets) = running

@@ -754,15 +754,13 @@ pub fn recheck(dir: &Path, proofs: &Proofs) -> Result<Recheck, Error> {
     });
     let events = read_events(&dir.join("events.jsonl"), |e| run.event(e))?;
     let report = crate::report(&manifest, run.finish(proofs), dir);
-    let session = &manifest.session;
     let rpath = dir.join("report.json");
     let (stored, withdrawn) = if rpath.exists() {
         let mut r: AuditReport =
             serde_json::from_slice(&read(&rpath)?).map_err(|e| bad(&rpath, 1, e))?;
-        let n = glassbox_checks::apply_retractions(&mut r.checks);
+        let n = glassbox_checks::apply_retractions(&mut r.checks, &flows);
         if n > 0 {
-            let (v, why) =
-                glassbox_checks::verdict(&r.checks, session.completed, session.failure.as_deref());
+            let (v, why) = crate::verdict(&manifest, &r.checks);
             r.verdict = v;
             r.inconclusive_reason = why;
         }

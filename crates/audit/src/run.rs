@@ -8,6 +8,7 @@ use crate::Error;
 use glassbox_model::{EdgeCounters, Event, Flow, Honeytoken, NetworkMode, SandboxSettings};
 use glassbox_sandbox::{honeytokens, Config, NetworkSetup, Sandbox};
 use glassbox_trace::{rules, Clock, FileChannel, Recorder, RecorderStats};
+use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::os::fd::OwnedFd;
 use std::path::Path;
@@ -162,6 +163,7 @@ impl EdgeServer {
         framing: glassbox_net::Framing,
         mode: NetworkMode,
         relay: Option<glassbox_net::Relay>,
+        answer: Option<glassbox_net::Authority>,
         clock: Arc<Clock>,
     ) -> Result<EdgeServer, Error> {
         EdgeServer::spawn(move |stop| {
@@ -169,6 +171,9 @@ impl EdgeServer {
             let mut edge = glassbox_net::Edge::new(mode, 0, glassbox_net::Limits::default());
             if let Some(r) = relay {
                 edge = edge.with_relay(r);
+            }
+            if let Some(a) = answer {
+                edge = edge.with_responder(glassbox_net::Responder::Answer(a));
             }
             let error = glassbox_net::serve_framed(
                 fd.as_fd(),
@@ -349,6 +354,30 @@ pub(crate) struct RunPlan {
     pub wire: Option<String>,
     /// The sandbox's resource limits.
     pub limits: glassbox_sandbox::Limits,
+    /// The audit's certificate authority, when the edge answers (`--responder ok`): the edge
+    /// served here terminates TLS with it (its key stays in this process).
+    pub answer: Option<glassbox_net::Authority>,
+    /// The certificate the sandbox trusts (the authority's, without its key: what a microVM
+    /// guest gets), when the edge answers.
+    pub trust: Option<CaCertificate>,
+}
+
+/// The audit's CA certificate, as a sandbox trusts it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct CaCertificate {
+    /// PEM.
+    pub pem: String,
+    /// DER.
+    pub der: Vec<u8>,
+}
+
+impl CaCertificate {
+    pub(crate) fn of(a: &glassbox_net::Authority) -> CaCertificate {
+        CaCertificate {
+            pem: a.certificate_pem(),
+            der: a.certificate_der(),
+        }
+    }
 }
 
 /// Plants fresh secrets, starts `target` in the sandbox, and records it into `sink`.
@@ -408,6 +437,19 @@ pub(crate) fn start(
         network: plan.network.map(|_| network_setup()),
         refusals: glassbox_sandbox::seccomp::Refusals::Recorded,
         limits: plan.limits.clone(),
+        // The server trusts the audit's CA wherever its runtime looks, and Python's certifi
+        // bundles under what it sees read-only (never under an install's writable folder:
+        // the installer may replace them).
+        trust: plan.trust.as_ref().map(|ca| {
+            let mut roots = target.extra_ro.clone();
+            roots.push(cwd.to_path_buf());
+            roots.retain(|r| !target.extra_rw.iter().any(|w| r.starts_with(w)));
+            glassbox_sandbox::Trust {
+                ca_pem: ca.pem.clone(),
+                ca_der: ca.der.clone(),
+                extra_bundles: glassbox_sandbox::certifi_bundles(&roots),
+            }
+        }),
     };
     let clock = plan.clock.clone();
     let mut files = None;
@@ -491,6 +533,7 @@ pub(crate) fn start(
                     glassbox_net::Framing::Ip,
                     mode,
                     plan.relay.clone(),
+                    plan.answer.clone(),
                     clock.clone(),
                 )?,
             };

@@ -137,7 +137,9 @@ impl Controls {
                 if glassbox_checks::find(id).is_none() {
                     problems.push(format!("{}: unknown check {id}", case.name));
                 }
-                if !["flag", "pass", "todo-flag", "todo-pass"].contains(&want.as_str()) {
+                if !["flag", "pass", "not-observed", "todo-flag", "todo-pass"]
+                    .contains(&want.as_str())
+                {
                     problems.push(format!(
                         "{}: unknown expectation {want} for {id}",
                         case.name
@@ -453,6 +455,10 @@ fn tally(id: &str, version: u32, controls: &Controls, cases: &[CaseResult]) -> T
             ("flag", false) => t.fn_ += 1,
             ("pass", false) if got == Some(&Outcome::Pass) => t.tn += 1,
             ("pass", _) => t.fp += 1,
+            // What the check could not read: saying so is right; a pass there is a false
+            // assurance and a flag a false accusation.
+            ("not-observed", _) if got == Some(&Outcome::NotObserved) => t.tn += 1,
+            ("not-observed", _) => t.fp += 1,
             ("todo-flag", false) | ("todo-pass", true) => t.todo += 1,
             _ => {}
         }
@@ -567,6 +573,7 @@ fn run_case(case: &Case, opts: &Options, lib: &Path, scratch: &Path) -> Result<A
         let ok = match want.as_str() {
             "flag" => got == Some(Outcome::Flag),
             "pass" => got == Some(Outcome::Pass),
+            "not-observed" => got == Some(Outcome::NotObserved),
             _ => {
                 let gap = match want.as_str() {
                     "todo-flag" => got != Some(Outcome::Flag),

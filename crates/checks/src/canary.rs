@@ -7,8 +7,17 @@
 //! Searched, per flow (of either run, the Unix canary sockets included): the outbound `sample`,
 //! the DNS question (as is, and with its labels concatenated without dots, lower-cased, so a
 //! secret cut into labels is found), the TLS SNI (likewise), the HTTP request target and
-//! `Host`. Each field is searched as is and, when it holds `%`, percent-decoded too (any
-//! URL-encoder's choice of escaped characters, hex digits in either case).
+//! `Host`; and what the edge read inside TLS and of each HTTP exchange: the decrypted bytes
+//! (`cleartext`), each request's target, header values and body (de-chunked and decompressed).
+//! Each field is searched as is and, when it holds `%`, percent-decoded too (any URL-encoder's
+//! choice of escaped characters, hex digits in either case).
+//!
+//! A flow the edge could not read (`unread`: a client that refused glassbox's certificate,
+//! TLS not terminated, QUIC) may have carried a secret unseen: without a finding the check
+//! then says `not-observed`, naming those flows, never `pass`. The install's connections to
+//! the package registry, relayed byte for byte by design, are the one exception: they are
+//! counted in a note of the check, and the report lists them unread like any other (version 2 said `pass` over TLS
+//! flows of which it had read only the ClientHello, and is retracted for runs with such flows).
 //!
 //! Needles, all in one Aho-Corasick automaton matching ASCII case-insensitively (hex may be
 //! upper- or lower-case, DNS does not keep case; a random 12-character needle matching by
@@ -46,7 +55,7 @@ use std::collections::HashMap;
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "canary-exfiltration",
-    version: 2,
+    version: 3,
     claim: "no planted secret leaves the sandbox",
     severity: Severity::High,
     channels: &[Channel::PacketEdge],
@@ -261,9 +270,18 @@ fn labels_joined(name: &[u8]) -> Vec<u8> {
         .collect()
 }
 
-/// The fields of a flow searched, with their names.
+/// The fields of a flow searched, with their names: what it carried in clear, and what the
+/// edge decrypted of it and read of its HTTP exchanges (a body de-chunked and decompressed).
 pub(crate) fn fields(f: &Flow) -> Vec<(&'static str, Vec<u8>)> {
     let mut out = vec![("payload", f.sample.as_slice().to_vec())];
+    out.push(("decrypted payload", f.cleartext.as_slice().to_vec()));
+    for x in &f.exchanges {
+        out.push(("HTTP target", x.target.as_slice().to_vec()));
+        for (_, value) in &x.headers {
+            out.push(("HTTP header", value.as_slice().to_vec()));
+        }
+        out.push(("HTTP body", x.body.as_slice().to_vec()));
+    }
     if let Some(q) = &f.dns {
         out.push(("DNS query", q.name.as_slice().to_vec()));
         out.push(("DNS query", labels_joined(q.name.as_slice())));
@@ -280,6 +298,41 @@ pub(crate) fn fields(f: &Flow) -> Vec<(&'static str, Vec<u8>)> {
     }
     out.retain(|(_, b)| !b.is_empty());
     out
+}
+
+/// The flows among `flows` (those `keep` keeps) whose content the edge could not read, each
+/// named for a reason: `flow 3 (TCP to 198.18.1.0:443, SNI api.example.test): why`.
+pub(crate) fn unread<'a>(
+    flows: impl IntoIterator<Item = &'a Flow>,
+    keep: impl Fn(&Flow) -> bool,
+) -> Vec<String> {
+    flows
+        .into_iter()
+        .filter(|f| keep(f))
+        .filter_map(|f| {
+            // An edge from before TLS was terminated recorded a ClientHello's SNI and closed:
+            // what followed was never read.
+            let old_tls = (f.tls.is_none() && f.sni.is_some()).then_some(
+                "TLS recorded by an edge that did not terminate it: encrypted, not read",
+            );
+            let why = f.unread.as_deref().or(old_tls)?;
+            let names: Vec<String> = net::names(f)
+                .into_iter()
+                .map(|(what, n)| format!("{what} {}", net::show(&n)))
+                .collect();
+            let named = match names.is_empty() {
+                true => String::new(),
+                false => format!(", {}", names.join(", ")),
+            };
+            Some(format!(
+                "flow {} ({} to {}{named}): {}",
+                f.id,
+                net::protocol(f.protocol),
+                net::addr(&f.dst),
+                net::show(why)
+            ))
+        })
+        .collect()
 }
 
 /// What was found of one planted file in one flow.
@@ -328,12 +381,27 @@ pub(crate) struct State {
     /// Per flagged flow and honeytoken (by index): what was found.
     leaks: Keyed<(usize, usize), Leak>,
     phases: PhaseOf,
+    /// The flows whose content the edge could not read (a secret could have left there).
+    unread: Vec<String>,
+    /// The install's connections relayed to the package registry: not read either, by
+    /// design (the one destination a run may really reach); listed in a note.
+    relayed: usize,
+}
+
+/// Whether `f` is a connection of the install relayed to the package registry, byte for byte.
+fn relayed(f: &Flow) -> bool {
+    f.mode == NetworkMode::Install
+        && f.note
+            .as_deref()
+            .is_some_and(|n| n.starts_with("relayed to "))
 }
 
 pub(crate) fn start(c: &crate::Context<'_>) -> Box<dyn Evaluator> {
     let mut s = State {
         leaks: Keyed::new(),
         phases: PhaseOf::default(),
+        unread: unread(c.flows, |f| !relayed(f)),
+        relayed: c.flows.iter().filter(|f| relayed(f)).count(),
     };
     let Some(m) = Matcher::new(&c.manifest.sandbox.honeytokens) else {
         return Box::new(s);
@@ -380,7 +448,12 @@ impl Evaluator for State {
     }
 
     fn finish_with(self: Box<Self>, ctx: &crate::Context<'_>) -> Evaluation {
-        let State { leaks, phases } = *self;
+        let State {
+            leaks,
+            phases,
+            relayed,
+            ..
+        } = *self;
         let tokens = &ctx.manifest.sandbox.honeytokens;
         let mut findings = Vec::new();
         let mut notes = Vec::new();
@@ -451,7 +524,22 @@ impl Evaluator for State {
             f.accusation = true;
             findings.push(f);
         }
+        if relayed > 0 {
+            notes.push(INFO.finding(
+                format!(
+                    "{} of the install relayed to the package registry byte for byte: not \
+                     read (the registry is the one destination a run may reach)",
+                    net::count(relayed as u64, "connection", "connections")
+                ),
+                Vec::new(),
+                Some(glassbox_model::Phase::Install),
+            ));
+        }
         Evaluation { findings, notes }
+    }
+
+    fn unread(&self) -> Vec<String> {
+        self.unread.clone()
     }
 }
 

@@ -8,9 +8,12 @@
 //!
 //! - the marker in anything that went towards the network edge, in a server run (the install
 //!   run has no arguments): a flow's outbound bytes, its DNS question (also with its labels
-//!   joined), TLS SNI, HTTP request target and `Host`, each as is and percent-decoded, the
-//!   marker raw, hex, base64 or base64url (the canary check's fields and encodings), case
-//!   ignored; the Unix canary sockets count too;
+//!   joined), TLS SNI, HTTP request target and `Host`, what the edge decrypted and read of its
+//!   HTTP exchanges (targets, header values, decoded bodies), each as is and percent-decoded,
+//!   the marker raw, hex, base64 or base64url (the canary check's fields and encodings), case
+//!   ignored; the Unix canary sockets count too. A server run's flow the edge could not read
+//!   makes the check `not-observed` (naming it) unless it flags: never `pass` over what it
+//!   could not see (version 1 did, over TLS flows, and is retracted for runs with such flows);
 //! - the marker in the path of a file opened for writing (or created) outside the workspace:
 //!   neither under the working directory nor under `/tmp` or `/var/tmp` (scratch space any
 //!   tool may use): the user's input naming a file in their home, say.
@@ -20,7 +23,7 @@
 //! given (a fetcher, a search) is flagged during its own call: the finding names the tool, so
 //! a reviewer sees whether that was the tool's job. Not an accusation.
 
-use crate::canary::{encodings, fields, percent_decoded};
+use crate::canary::{encodings, fields, percent_decoded, unread};
 use crate::flags::has_write_intent;
 use crate::net::{self, Keyed, PhaseOf};
 use crate::paths::NormPath;
@@ -31,7 +34,7 @@ use glassbox_model::{Event, EventKind, NetworkMode, Severity};
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "input-exposure",
-    version: 1,
+    version: 2,
     claim: "keeps tool input inside the sandbox and its workspace",
     severity: Severity::Medium,
     channels: &[
@@ -65,6 +68,8 @@ struct Seen {
 
 /// The check's state over one run.
 pub(crate) struct State {
+    /// The server runs' flows the edge could not read (the input could have left there).
+    unread: Vec<String>,
     marker: Option<(AhoCorasick, Vec<&'static str>)>,
     cwd: Vec<u8>,
     /// Destinations (by name) and files the marker reached.
@@ -94,6 +99,7 @@ pub(crate) fn start(c: &crate::Context<'_>) -> Box<dyn Evaluator> {
         .filter(|m| m.len() >= 4)
         .and_then(matcher);
     let mut s = State {
+        unread: unread(c.flows, |f| f.mode != NetworkMode::Install),
         cwd: c.manifest.target.cwd.as_bytes().to_vec(),
         seen: Keyed::new(),
         phases: PhaseOf::default(),
@@ -224,6 +230,10 @@ impl Evaluator for State {
             ));
         }
         Evaluation { findings, notes }
+    }
+
+    fn unread(&self) -> Vec<String> {
+        self.unread.clone()
     }
 }
 

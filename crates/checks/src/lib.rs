@@ -101,7 +101,7 @@ mod spawn;
 mod text;
 mod unix;
 
-pub use lock::{retraction, retractions, Retraction, LOCK};
+pub use lock::{retraction, retractions, Condition, Retraction, LOCK};
 
 #[cfg(test)]
 mod testutil;
@@ -202,6 +202,9 @@ pub struct Evaluation {
     pub notes: Vec<Finding>,
 }
 
+/// Unread parts named in a reason, at most.
+const UNREAD_SHOWN: usize = 5;
+
 /// The bundle except its event stream: what a check may consult at any time.
 #[derive(Clone, Copy, Debug)]
 pub struct Context<'a> {
@@ -229,6 +232,12 @@ pub trait Evaluator {
     fn finish_with(self: Box<Self>, ctx: &Context<'_>) -> Evaluation {
         let _ = ctx;
         self.finish()
+    }
+    /// What the check needed to read on a channel it has but could not read (a TLS flow whose
+    /// client refused glassbox's certificate, QUIC), each named: without a finding, the check
+    /// then says `not-observed` with these, never `pass`. Asked before [`Evaluator::finish`].
+    fn unread(&self) -> Vec<String> {
+        Vec::new()
     }
 }
 
@@ -321,13 +330,22 @@ impl<'a> Run<'a> {
         let ctx = self.ctx;
         self.evaluators
             .into_iter()
-            .map(|(check, ev)| result(&check.info, ev.finish_with(&ctx), &ctx, proofs))
+            .map(|(check, ev)| {
+                let unread = ev.unread();
+                result(&check.info, ev.finish_with(&ctx), &unread, &ctx, proofs)
+            })
             .collect()
     }
 }
 
-fn result(info: &CheckInfo, eval: Evaluation, ctx: &Context<'_>, proofs: &Proofs) -> CheckResult {
-    let (outcome, reason) = outcome(info, &eval, ctx, proofs);
+fn result(
+    info: &CheckInfo,
+    eval: Evaluation,
+    unread: &[String],
+    ctx: &Context<'_>,
+    proofs: &Proofs,
+) -> CheckResult {
+    let (outcome, reason) = outcome(info, &eval, unread, ctx, proofs);
     CheckResult {
         id: info.id.to_string(),
         version: info.version,
@@ -343,6 +361,7 @@ fn result(info: &CheckInfo, eval: Evaluation, ctx: &Context<'_>, proofs: &Proofs
 fn outcome(
     info: &CheckInfo,
     eval: &Evaluation,
+    unread: &[String],
     ctx: &Context<'_>,
     proofs: &Proofs,
 ) -> (Outcome, Option<String>) {
@@ -362,6 +381,22 @@ fn outcome(
                 "needed channel not observed in this run: {}",
                 missing.join(", ")
             )),
+        );
+    }
+    if !unread.is_empty() {
+        let mut shown: Vec<&str> = unread
+            .iter()
+            .take(UNREAD_SHOWN)
+            .map(String::as_str)
+            .collect();
+        let more = unread.len().saturating_sub(UNREAD_SHOWN);
+        let more = format!("and {more} more");
+        if unread.len() > UNREAD_SHOWN {
+            shown.push(&more);
+        }
+        return (
+            Outcome::NotObserved,
+            Some(format!("could not read: {}", shown.join("; "))),
         );
     }
     let session = &ctx.manifest.session;
@@ -494,17 +529,29 @@ pub(crate) fn evaluate_one(
     e.finish_with(&ctx)
 }
 
-/// Withdraws every result made by a retracted check version: outcome `retracted`, findings
-/// and notes dropped, the retraction's reason and date given. Returns how many were withdrawn.
-pub fn apply_retractions(results: &mut [CheckResult]) -> usize {
-    apply_retractions_from(results, &retractions())
+/// Withdraws every result made by a retracted check version (of the outcome it names, in a
+/// run of the kind it names: see [`Retraction`]): outcome `retracted`, findings and notes
+/// dropped, the retraction's reason and date given. `flows` are the run's (what a
+/// retraction's condition looks at). Returns how many were withdrawn.
+pub fn apply_retractions(results: &mut [CheckResult], flows: &[Flow]) -> usize {
+    apply_retractions_from(results, flows, &retractions())
 }
 
 /// [`apply_retractions`] with a given list of retractions.
-pub fn apply_retractions_from(results: &mut [CheckResult], list: &[Retraction]) -> usize {
+pub fn apply_retractions_from(
+    results: &mut [CheckResult],
+    flows: &[Flow],
+    list: &[Retraction],
+) -> usize {
     let mut n = 0;
     for r in results.iter_mut() {
-        if let Some(x) = list.iter().find(|x| x.id == r.id && x.version == r.version) {
+        let applies = |x: &&Retraction| {
+            x.id == r.id
+                && x.version == r.version
+                && x.outcome.is_none_or(|o| o == r.outcome)
+                && x.only_with.is_none_or(|c| c.holds(flows))
+        };
+        if let Some(x) = list.iter().find(applies) {
             r.outcome = Outcome::Retracted;
             r.reason = Some(format!(
                 "{} v{} retracted on {}: {}",
@@ -754,8 +801,10 @@ mod tests {
             version: persistence::INFO.version,
             reason: "flagged reads as writes".into(),
             date: "2026-11-30".into(),
+            outcome: None,
+            only_with: None,
         }];
-        assert_eq!(apply_retractions_from(&mut results, &list), 1);
+        assert_eq!(apply_retractions_from(&mut results, &ev.flows, &list), 1);
         let p = results.iter().find(|r| r.id == "persistence").unwrap();
         assert_eq!(p.outcome, Outcome::Retracted);
         assert!(p.findings.is_empty());
@@ -768,6 +817,84 @@ mod tests {
         let (v, why) = verdict(&results, true, None);
         assert_eq!(v, Verdict::Inconclusive);
         assert!(why.unwrap().contains("persistence retracted"));
+    }
+
+    #[test]
+    fn a_retraction_of_a_pass_over_tls_flows_withdraws_only_that() {
+        let list = [Retraction {
+            id: "canary-exfiltration".into(),
+            version: canary::INFO.version,
+            reason: "said pass over TLS it had not read".into(),
+            date: "2026-12-01".into(),
+            outcome: Some(Outcome::Pass),
+            only_with: Some(Condition::TlsFlows),
+        }];
+        // A stored report of that version: `results` of `ev`, the run's flows `flows`.
+        let retract = |ev: &Evidence, flows: &[Flow]| {
+            let mut results = evaluate_all(ev, &Proofs::all_proven());
+            let n = apply_retractions_from(&mut results, flows, &list);
+            let c = results
+                .iter()
+                .find(|r| r.id == "canary-exfiltration")
+                .unwrap()
+                .outcome;
+            (n, c)
+        };
+        // A run without TLS: the claim stands.
+        let plain = Ev::new()
+            .flow(F::tcp("198.51.100.7:80").sample(&b"GET / HTTP/1.1\r\n\r\n"[..]))
+            .build();
+        assert_eq!(retract(&plain, &plain.flows), (0, Outcome::Pass));
+        // A run with a TLS flow (its SNI, as the old edge recorded it): withdrawn.
+        let tls = Ev::new()
+            .flow(F::tcp("198.18.1.0:8443").sni("api.example.test"))
+            .build();
+        assert_eq!(retract(&plain, &tls.flows), (1, Outcome::Retracted));
+        // Or a TCP flow to port 443 without SNI.
+        let ip = Ev::new().flow(F::tcp("198.51.100.7:443")).build();
+        assert_eq!(retract(&plain, &ip.flows), (1, Outcome::Retracted));
+        // A flag of that version is not withdrawn: what it found was there.
+        let mut flagged = plain.clone();
+        flagged.manifest.sandbox.honeytokens = vec![glassbox_model::Honeytoken {
+            path: "env:TOKEN".into(),
+            kind: "declared-secret".into(),
+            secrets: vec!["gbx_0123456789abcdefghij".into()],
+            hosts: vec![],
+        }];
+        flagged.flows[0].sample = (&b"token=gbx_0123456789abcdefghij"[..]).into();
+        assert_eq!(retract(&flagged, &tls.flows), (0, Outcome::Flag));
+    }
+
+    #[test]
+    fn an_unread_flow_is_not_observed_never_pass() {
+        let mut ev = Ev::new().flow(F::tcp("198.18.1.0:443")).build();
+        ev.flows[0].id = 1;
+        ev.flows[0].unread =
+            Some("TLS to api.example.test:443: the client refused glassbox's certificate".into());
+        let results = evaluate_all(&ev, &Proofs::all_proven());
+        for id in ["canary-exfiltration", "input-exposure"] {
+            let r = results.iter().find(|r| r.id == id).unwrap();
+            assert_eq!(r.outcome, Outcome::NotObserved, "{id}: {r:?}");
+            let why = r.reason.as_deref().unwrap();
+            assert!(
+                why.starts_with("could not read: flow 1 (TCP to 198.18.1.0:443")
+                    && why.contains("refused glassbox's certificate"),
+                "{why}"
+            );
+        }
+        // The others claim what they saw.
+        let egress = results.iter().find(|r| r.id == "credential-probe").unwrap();
+        assert_eq!(egress.outcome, Outcome::Pass);
+        // A bundle of an edge that did not terminate TLS: its ClientHello flows were not read.
+        let old = Ev::new()
+            .flow(F::tcp("198.18.1.0:443").sni("api.example.test"))
+            .build();
+        let results = evaluate_all(&old, &Proofs::all_proven());
+        let c = results
+            .iter()
+            .find(|r| r.id == "canary-exfiltration")
+            .unwrap();
+        assert_eq!(c.outcome, Outcome::NotObserved, "{c:?}");
     }
 
     #[test]

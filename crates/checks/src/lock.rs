@@ -21,6 +21,41 @@ pub struct Retraction {
     pub reason: String,
     /// When (YYYY-MM-DD).
     pub date: String,
+    /// Only its results of this outcome are withdrawn (`pass`: its claim was wrong where its
+    /// findings were not); absent: all of them.
+    #[serde(default)]
+    pub outcome: Option<glassbox_model::Outcome>,
+    /// Only in runs whose evidence shows this; absent: in every run.
+    #[serde(default)]
+    pub only_with: Option<Condition>,
+}
+
+/// What a run's evidence must show for a retraction to apply.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Condition {
+    /// A TCP stream that began with a TLS ClientHello (its `tls` record, its SNI, or, for
+    /// bundles from before the edge recorded either, a TCP flow to port 443): what a version
+    /// that read only a ClientHello's SNI could not read.
+    TlsFlows,
+}
+
+impl Condition {
+    /// Whether `flows` show it.
+    pub fn holds(self, flows: &[glassbox_model::Flow]) -> bool {
+        match self {
+            Condition::TlsFlows => flows.iter().any(|f| {
+                f.tls.is_some()
+                    || f.sni.is_some()
+                    || (f.protocol == glassbox_model::FlowProtocol::Tcp
+                        && matches!(
+                            &f.dst,
+                            glassbox_model::SockAddr::Inet { port: 443, .. }
+                                | glassbox_model::SockAddr::Inet6 { port: 443, .. }
+                        ))
+            }),
+        }
+    }
 }
 
 /// Every retraction, as built into this binary.

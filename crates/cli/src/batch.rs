@@ -115,6 +115,9 @@ pub(crate) struct BatchArgs {
     /// (repeatable).
     #[arg(long = "allow-host", value_name = "HOST[:PORT]")]
     allow_host: Vec<String>,
+    /// What the network edge answers (as for `audit`).
+    #[arg(long, value_enum, default_value_t = crate::Responder::Ok)]
+    responder: crate::Responder,
     /// How to record the open and stat families.
     #[arg(long, value_enum, default_value_t = Recorder::Auto)]
     recorder: Recorder,
@@ -638,6 +641,7 @@ pub(crate) fn run(args: BatchArgs, cwd: PathBuf, vars: &dyn Vars) -> Result<i32>
     base.recorder = args.recorder.into();
     base.network = args.network.into();
     base.allow_hosts = args.allow_host;
+    base.responder = args.responder.into();
     base.install_timeout = Duration::from_secs(args.install_timeout.max(1));
     base.install_env = crate::install_env(&args.install_env)?;
     base.session.request_timeout = Duration::from_secs(args.request_timeout.max(1));

@@ -76,6 +76,12 @@ enum Command {
         /// HOST or HOST:PORT (repeatable).
         #[arg(long = "allow-host", value_name = "HOST[:PORT]")]
         allow_host: Vec<String>,
+        /// What the network edge answers: `ok` terminates TLS with the audit's own CA (which
+        /// the sandbox trusts) and answers every HTTP request 200, so the server goes on and
+        /// what it sends is read; `refuse` closes TLS after its ClientHello and answers 503
+        /// (what TLS carried is then unread, never reported clean).
+        #[arg(long, value_enum, default_value_t = Responder::Ok)]
+        responder: Responder,
         /// The store the audit is recorded in: a SQLite file, or a PostgreSQL URL
         /// (postgres://USER:PASSWORD@HOST/DB, no TLS) (default: $GLASSBOX_STORE, else
         /// $GLASSBOX_STATE_DIR/store.sqlite, else ~/.local/state/glassbox/store.sqlite).
@@ -344,6 +350,24 @@ impl From<Network> for glassbox_audit::NetworkChoice {
             Network::Capture => glassbox_audit::NetworkChoice::Capture,
             Network::Denied => glassbox_audit::NetworkChoice::Denied,
             Network::Both => glassbox_audit::NetworkChoice::Both,
+        }
+    }
+}
+
+/// `--responder`.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub(crate) enum Responder {
+    /// TLS terminated with the audit's CA, every request read and answered 200.
+    Ok,
+    /// TLS closed after the ClientHello, HTTP answered 503.
+    Refuse,
+}
+
+impl From<Responder> for glassbox_audit::ResponderChoice {
+    fn from(r: Responder) -> Self {
+        match r {
+            Responder::Ok => glassbox_audit::ResponderChoice::Ok,
+            Responder::Refuse => glassbox_audit::ResponderChoice::Refuse,
         }
     }
 }
@@ -843,6 +867,7 @@ fn run(cli: Cli) -> Result<i32> {
             no_selftest,
             network,
             allow_host,
+            responder,
             store,
             target,
             install_timeout,
@@ -931,6 +956,7 @@ fn run(cli: Cli) -> Result<i32> {
             opts.recorder = recorder.into();
             opts.network = network.into();
             opts.allow_hosts = allow_host;
+            opts.responder = responder.into();
             opts.package = package;
             opts.http = http;
             opts.install_timeout = Duration::from_secs(install_timeout.max(1));
@@ -1463,7 +1489,7 @@ fn published(
     mut stored: glassbox_model::AuditReport,
     ev: &glassbox_model::Evidence,
 ) -> glassbox_model::AuditReport {
-    glassbox_checks::apply_retractions(&mut stored.checks);
+    glassbox_checks::apply_retractions(&mut stored.checks, &ev.flows);
     let status = |check: &str, summary: &str| {
         row.findings
             .iter()
@@ -1491,7 +1517,7 @@ fn report_sarif(
 ) -> String {
     use glassbox_report::Publication;
     use glassbox_store::FindingStatus;
-    glassbox_checks::apply_retractions(&mut stored.checks);
+    glassbox_checks::apply_retractions(&mut stored.checks, &ev.flows);
     let status = |check: &str, summary: &str| {
         row.findings
             .iter()

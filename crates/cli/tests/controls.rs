@@ -72,6 +72,12 @@ fn selftest_proves_every_check_with_both_recorders_and_leaves_nothing_behind() {
             let positives = cases.iter().filter(|c| c["expect"][id] == "flag").count() as u64;
             let negatives = cases.iter().filter(|c| c["expect"][id] == "pass").count() as u64;
             assert!(positives > 0 && negatives > 0, "{id} lacks controls");
+            // What the check cannot read, said so (`not-observed`), counts as a true negative.
+            let negatives = negatives
+                + cases
+                    .iter()
+                    .filter(|c| c["expect"][id] == "not-observed")
+                    .count() as u64;
             assert_eq!(t["tp"], positives, "{recorder}: {t}");
             assert_eq!(t["tn"], negatives, "{recorder}: {t}");
             assert_eq!(

@@ -3,7 +3,9 @@
 
 use crate::packet::{Packet, Transport, PROTO_ICMP, PROTO_ICMPV6};
 use crate::Limits;
-use glassbox_model::{Bytes, Flow, FlowProtocol, NetworkMode, SockAddr};
+use glassbox_model::{
+    Bytes, Flow, FlowProtocol, HttpExchange, HttpRequest, NetworkMode, SockAddr, EXCHANGE_LIMIT,
+};
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 
@@ -149,6 +151,10 @@ pub(crate) struct Flows {
     sample_per_flow: usize,
     /// Sample bytes still allowed over the whole run.
     sample_left: usize,
+    /// Bytes read at the edge (cleartext, exchanges) still allowed over the whole run.
+    read_left: usize,
+    /// The whole of that budget, for the flows' notes.
+    read_total: usize,
     flows: Vec<Flow>,
     index: HashMap<FlowKey, usize>,
 }
@@ -161,6 +167,8 @@ impl Flows {
             max_flows: limits.max_flows,
             sample_per_flow: limits.sample_per_flow,
             sample_left: limits.sample_total,
+            read_left: limits.read_total(),
+            read_total: limits.read_total(),
             flows: Vec::new(),
             index: HashMap::new(),
         }
@@ -213,6 +221,87 @@ impl Flows {
         self.sample_left -= take;
         if take < bytes.len() {
             flow.sample_truncated = true;
+        }
+    }
+
+    /// Decrypted bytes the sandbox sent on flow `i`: the first kept (as many as a sample,
+    /// within the run's budget), the rest counted.
+    pub fn cleartext(&mut self, i: usize, bytes: &[u8]) {
+        let Some(flow) = self.flows.get_mut(i) else {
+            return;
+        };
+        let per_flow = self.sample_per_flow.saturating_sub(flow.cleartext.0.len());
+        let take = per_flow.min(self.read_left).min(bytes.len());
+        flow.cleartext.0.extend_from_slice(&bytes[..take]);
+        self.read_left -= take;
+        flow.cleartext_cut += (bytes.len() - take) as u64;
+        if take < per_flow.min(bytes.len()) {
+            self.spent(i);
+        }
+    }
+
+    /// An HTTP exchange read on flow `i`: kept (the first [`EXCHANGE_LIMIT`], within the
+    /// run's budget) or counted. The first one is also the flow's request line and Host.
+    pub fn exchange(&mut self, i: usize, mut ex: HttpExchange) {
+        let Some(flow) = self.flows.get_mut(i) else {
+            return;
+        };
+        if flow.http.is_none() {
+            flow.http = Some(HttpRequest {
+                method: ex.method.clone(),
+                target: ex.target.clone(),
+                host: ex.header("host").cloned(),
+            });
+        }
+        if flow.exchanges.len() >= EXCHANGE_LIMIT {
+            flow.exchanges_cut += 1;
+            return;
+        }
+        let cost = ex.method.len()
+            + ex.target.0.len()
+            + ex.body.0.len()
+            + ex.headers
+                .iter()
+                .map(|(n, v)| n.len() + v.0.len())
+                .sum::<usize>();
+        let spent = cost > self.read_left;
+        if spent {
+            // Only the method, the status and the lengths are kept: a few bytes.
+            ex.target = Bytes::default();
+            ex.headers = Vec::new();
+            ex.body = Bytes::default();
+        } else {
+            self.read_left -= cost;
+        }
+        flow.exchanges.push(ex);
+        if spent {
+            self.spent(i);
+        }
+    }
+
+    /// The run's budget for what is read ran out on flow `i`: it is not all kept, and
+    /// says so.
+    fn spent(&mut self, i: usize) {
+        let total = self.read_total;
+        if let Some(flow) = self.flows.get_mut(i) {
+            let budget = match total >> 20 {
+                0 => format!("{total} bytes"),
+                mib => format!("{mib} MiB"),
+            };
+            flow.unread.get_or_insert_with(|| {
+                format!(
+                    "the edge keeps at most {budget} of what it reads in a run, and that was \
+                     spent: part of what this flow sent was read but not kept"
+                )
+            });
+        }
+    }
+
+    /// Marks flow `i` as carrying what could not be read (`why`; replaces an earlier
+    /// reason, `None` clears it).
+    pub fn unread(&mut self, i: usize, why: Option<String>) {
+        if let Some(flow) = self.flows.get_mut(i) {
+            flow.unread = why;
         }
     }
 

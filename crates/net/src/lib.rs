@@ -18,9 +18,48 @@
 //!
 //! - capture: DNS sent to any address on port 53 is answered, every A/AAAA name with its own
 //!   synthetic address (a later connect maps back to the name); TCP to any address and port
-//!   is accepted by a userspace stack (smoltcp) and its first bytes recorded (TLS ClientHello
-//!   SNI, HTTP request line and Host); UDP is logged; ICMP counted.
+//!   is accepted by a userspace stack (smoltcp) and read as the [`Responder`] says (below);
+//!   UDP is logged (a QUIC Initial to port 443 is named unread); ICMP counted.
+//! - install: capture, except that connections to the package registry are relayed to the
+//!   real host ([`relay`]), byte for byte: never answered, never terminated.
 //! - denied: every packet is dropped and counted with its destination; nothing is answered.
+//!
+//! # What is read, what is answered, what stays unread
+//!
+//! With [`Responder::Refuse`] (the default, until the audit turns the other on): a TLS
+//! stream's ClientHello (SNI, ALPN), then the connection is closed; an HTTP request's line
+//! and Host, answered `503`. Every TLS flow is then `not_terminated` and unread.
+//!
+//! With [`Responder::Answer`], which holds the audit's [`Authority`] (the CA the sandbox
+//! trusts):
+//!
+//! - **TLS** on any port, recognised by a ClientHello at the start of the stream, is
+//!   terminated (rustls; TLS 1.3 and 1.2) with a leaf certificate for its SNI, or for the
+//!   destination address without SNI. ALPN `http/1.1` only: a client wanting `h2` only is
+//!   refused (HTTP/2 is declined on purpose, see `terminate`). What the client sends inside
+//!   is kept (`Flow::cleartext`, as much as a sample) and read as HTTP below.
+//! - **HTTP/1.x**, in clear or inside TLS, is read in full: every request of the connection
+//!   in turn, its headers and its body (by `Content-Length` or chunked, decoded from gzip,
+//!   deflate or br), each kept as an exchange (`Flow::exchanges`).
+//! - **Answered**: every request gets glassbox's own synthetic response so that the client
+//!   goes on (`200` with `{}` when it asked for JSON, else empty; `HEAD` 200, `OPTIONS` 204;
+//!   keep-alive unless the client asked to close), recorded as the exchange's status.
+//! - **Unread, and said so** (`Flow::unread`): a client that refuses glassbox's certificate
+//!   (a pinned client, its own CA bundle; the alert it sent is named), a handshake that never
+//!   completes, a ClientHello that does not parse, TLS not terminated (responder `refuse`, a
+//!   relayed connection), QUIC (UDP 443, an Initial long header), and what the run's budget
+//!   had no room left to keep. Other streams in clear that are not HTTP are kept as their
+//!   sample, as before; UDP is never answered.
+//!
+//! # Bounds
+//!
+//! Whatever the sandbox sends, the edge's memory and work stay bounded: [`Limits`] (flows,
+//! connections, samples, queued packets, and [`Limits::read_total`], what is kept of
+//! cleartext and exchanges over a run: 64 MiB by default); per flow, [`glassbox_model::EXCHANGE_LIMIT`] exchanges (the
+//! others counted); per exchange, 100 headers and [`glassbox_model::BODY_LIMIT`] decoded
+//! body bytes, decoding stopped at 8 MiB (a decompression bomb); per connection, a 64 KiB
+//! head and 64 KiB of answers waiting (beyond, the client is not read until it takes them);
+//! per authority, [`LEAF_CACHE`] cached certificates.
 //!
 //! # Modules
 //!
@@ -28,13 +67,19 @@
 //! - `flows`: the flow accounting both modes share (keys, counts, samples, limits).
 //! - `dns`: questions read, answers with synthetic addresses, the address → name map.
 //! - `stack`: capture mode's TCP (smoltcp), and what is read from each stream.
-//! - `tls`, `http`: the ClientHello SNI and the HTTP request at the start of a stream.
+//! - `tls`: the ClientHello at the start of a stream (SNI, ALPN), read with tls-parser.
+//! - `authority`: [`Authority`], the audit's CA and the leaf certificates it signs.
+//! - `terminate`: TLS terminated at the edge (rustls, server side, sans I/O).
+//! - `http`: HTTP/1.x requests read in full, and the edge's synthetic responses.
+//! - `decode`: request bodies decoded (gzip, deflate, br), bounded.
 //! - `outbox`: the bounded queue of packets towards the sandbox.
 //! - `tun`: [`serve`], the only I/O: between the TUN descriptor and the engine.
 //! - [`wire`]: a microVM's network card as the edge's descriptor: Ethernet framing on the
 //!   host, and the guest's forwarder between the sandbox's TUN and the card.
 #![deny(missing_docs)]
 
+mod authority;
+mod decode;
 mod dns;
 mod flows;
 mod http;
@@ -42,10 +87,12 @@ mod outbox;
 mod packet;
 pub mod relay;
 mod stack;
+mod terminate;
 mod tls;
 mod tun;
 pub mod wire;
 
+pub use authority::{Authority, AuthorityError, LEAF_CACHE};
 pub use relay::Relay;
 pub use tun::{serve, serve_framed};
 pub use wire::Framing;
@@ -82,10 +129,19 @@ pub struct Limits {
     pub max_tcp: usize,
     /// Outbound payload kept per flow (its first bytes).
     pub sample_per_flow: usize,
-    /// Outbound payload kept over all flows of a run.
+    /// Outbound payload kept over all flows of a run; and twice as much again of what the
+    /// edge reads inside streams (decrypted cleartext, HTTP exchanges' targets, headers and
+    /// bodies), beyond which flows say what was not kept (`Flow::unread`).
     pub sample_total: usize,
     /// Packets queued towards the sandbox before further ones are dropped.
     pub max_queued: usize,
+}
+
+impl Limits {
+    /// What is kept of what the edge reads inside streams over a run (see `sample_total`).
+    pub fn read_total(&self) -> usize {
+        self.sample_total.saturating_mul(2)
+    }
 }
 
 impl Default for Limits {
@@ -97,6 +153,40 @@ impl Default for Limits {
             sample_total: 32 * 1024 * 1024,
             max_queued: 4096,
         }
+    }
+}
+
+/// What the edge answers on the TCP connections it captures (capture and install modes;
+/// relayed connections are never answered).
+#[derive(Clone, Debug, Default)]
+pub enum Responder {
+    /// TLS is not terminated (a ClientHello is read, then the connection closed) and HTTP
+    /// requests are answered `503`: nothing inside TLS is read.
+    #[default]
+    Refuse,
+    /// TLS is terminated with certificates of this authority, HTTP/1.x read in full and
+    /// every request answered (see the crate docs).
+    Answer(Authority),
+}
+
+impl Responder {
+    /// The manifest's name for it (`NetworkSettings::responder`): `refuse` or `ok`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Responder::Refuse => "refuse",
+            Responder::Answer(_) => "ok",
+        }
+    }
+}
+
+/// Whether `payload`, the first datagram of a UDP flow to port 443, is a QUIC Initial: a
+/// long header (the two high bits set) of a version other than 0 (version negotiation).
+fn quic_initial(payload: &[u8]) -> bool {
+    match payload {
+        [first, v0, v1, v2, v3, ..] => {
+            first & 0xc0 == 0xc0 && u32::from_be_bytes([*v0, *v1, *v2, *v3]) != 0
+        }
+        _ => false,
     }
 }
 
@@ -157,6 +247,22 @@ impl Edge {
             stack.set_relay(relay);
         }
         self
+    }
+
+    /// What the edge answers on the connections it captures (default
+    /// [`Responder::Refuse`]); see [`Edge::set_responder`].
+    pub fn with_responder(mut self, responder: Responder) -> Edge {
+        self.set_responder(responder);
+        self
+    }
+
+    /// Sets what the edge answers, for connections opened from now on (denied mode: no
+    /// effect, nothing is answered). With [`Responder::Answer`], TLS is terminated and HTTP
+    /// answered; the flows then carry `tls`, `cleartext`, `exchanges` and `unread`.
+    pub fn set_responder(&mut self, responder: Responder) {
+        if let Some(stack) = &mut self.stack {
+            stack.set_responder(responder);
+        }
     }
 
     /// The mode.
@@ -259,6 +365,17 @@ impl Edge {
                 }
             }
             _ => {
+                if let (
+                    Some(i),
+                    Transport::Udp {
+                        dst_port: 443,
+                        payload,
+                        ..
+                    },
+                ) = (flow, &p.transport)
+                {
+                    self.quic(i, payload, SocketAddr::new(p.dst, 443));
+                }
                 if let Some(i) = flow {
                     self.flows.payload(i, p.payload());
                     if let Transport::Other {
@@ -269,6 +386,21 @@ impl Edge {
                     }
                 }
             }
+        }
+    }
+
+    /// Names flow `i` unread when `payload` is its first datagram and a QUIC Initial: QUIC
+    /// is TLS inside UDP, encrypted, and the edge does not terminate it.
+    fn quic(&mut self, i: usize, payload: &[u8], dst: SocketAddr) {
+        let Some(f) = self.flows.get_mut(i) else {
+            return;
+        };
+        if f.packets_out == 1 && f.bytes_out == 0 && quic_initial(payload) {
+            let to = f
+                .dns_name
+                .as_ref()
+                .map_or_else(|| dst.to_string(), |n| format!("{}:443", n.to_lossy()));
+            f.unread = Some(format!("QUIC to {to}: encrypted, not read"));
         }
     }
 
@@ -355,7 +487,8 @@ impl Edge {
     /// of their ids) and the counters. A flow ends at its last packet; connections still
     /// open are noted.
     pub fn finish(mut self, _now_ns: u64) -> (Vec<Flow>, EdgeCounters) {
-        if let Some(stack) = &self.stack {
+        if let Some(stack) = &mut self.stack {
+            stack.finish(&mut self.flows);
             for i in stack.open_flows() {
                 self.flows
                     .note(i, "connection still open at the end of the run");
@@ -417,7 +550,7 @@ pub mod fuzz {
     pub fn client_hello(stream: &[u8]) -> Option<Result<Option<Vec<u8>>, &'static str>> {
         match crate::tls::client_hello(stream) {
             crate::tls::Hello::Incomplete => None,
-            crate::tls::Hello::Complete { sni } => Some(Ok(sni)),
+            crate::tls::Hello::Complete { sni, .. } => Some(Ok(sni)),
             crate::tls::Hello::Invalid(why) => Some(Err(why)),
         }
     }

@@ -1,19 +1,43 @@
 //! The userspace TCP stack of capture mode. smoltcp accepts every connection the sandbox
-//! opens, to any address and port, and the first bytes of each stream are read: a TLS
-//! ClientHello (its SNI; the connection is then closed, so the client fails fast), an HTTP
-//! request (answered `503`, then closed), DNS over TCP (its question). Anything else is read
-//! until the client closes or goes idle.
+//! opens, to any address and port, and the first bytes of each stream say what it is: a TLS
+//! ClientHello, an HTTP/1 request, DNS over TCP (its question is read), or something else
+//! (read until the client closes or goes idle, its first bytes kept as the flow's sample).
+//!
+//! What follows depends on the edge's [`Responder`]:
+//!
+//! - `Refuse` (the default): a ClientHello's SNI and ALPN are read, then the connection is
+//!   closed so the client fails fast (the flow's TLS is `not_terminated`, named unread); an
+//!   HTTP request's line and Host are read and answered `503`, then the connection closed.
+//! - `Answer(authority)`: TLS is terminated ([`crate::terminate`]) with a certificate of the
+//!   audit's [`Authority`], and the cleartext kept (`Flow::cleartext`); HTTP/1.x, in clear or
+//!   inside TLS, is read in full and every request answered ([`crate::http::Reader`]), kept
+//!   as the flow's exchanges. A client that refuses the certificate, a ClientHello that does
+//!   not parse or never completes: the flow says why it is unread (`Flow::unread`).
+//!
+//! A relayed connection ([`crate::relay`], the install phase's registry) is never answered
+//! nor terminated, whatever the responder: its bytes go to the real host untouched, and its
+//! TLS is named not terminated.
 //!
 //! A listening socket is made on demand for each SYN that no connection owns, and consumed by
 //! it; sockets are freed once closed, and there are never more than `max_tcp` of them (a SYN
-//! beyond is reset by smoltcp).
+//! beyond is reset by smoltcp), which also bounds the TLS sessions in flight. Per connection:
+//! a receive buffer, a send buffer (larger for a connection glassbox answers: a TLS flight and
+//! responses), a head of at most [`HEAD_LIMIT`] bytes to recognise the stream, and at most
+//! [`PENDING_LIMIT`] bytes of answers waiting for room (beyond, the connection is not read
+//! further until the client takes them: a client that sends requests without reading the
+//! answers is held back, not buffered), and what TLS and the HTTP reader hold (a record, a
+//! head, a body's decoder): under 1 MiB per connection at worst (a br body being read),
+//! usually a fraction of it.
 
+use crate::authority::Authority;
 use crate::flows::Flows;
-use crate::http::{self, Request, RESPONSE_503};
+use crate::http::{self, Event, Reader, Request, CONTINUE, RESPONSE_503};
 use crate::outbox::Outbox;
 use crate::relay::{Link, Relay};
+use crate::terminate::{Terminated, TlsEvent};
 use crate::tls::{self, Hello};
-use crate::{dns, RESOLVER_V4};
+use crate::{dns, Responder, RESOLVER_V4};
+use glassbox_model::{Bytes, TlsOutcome, TlsRecord};
 use smoltcp::iface::{Config, Interface, SocketHandle, SocketSet};
 use smoltcp::phy::{Device, DeviceCapabilities, Medium, RxToken, TxToken};
 use smoltcp::socket::tcp;
@@ -29,8 +53,16 @@ const STACK_V6: Ipv6Addr = Ipv6Addr::new(0x64, 0xff9b, 1, 0, 0, 0, 0, 2);
 const MTU: usize = 1500;
 /// Receive buffer of each connection (drained after every packet).
 const RX_BUFFER: usize = 32 * 1024;
-/// Send buffer of each connection (it only ever holds the 503 answer).
+/// Send buffer of a connection the edge does not answer beyond a 503.
 const TX_BUFFER: usize = 4 * 1024;
+/// Send buffer of a connection the edge answers (a TLS server flight with its two
+/// certificates is about 2 KiB; responses are small).
+const ANSWER_TX_BUFFER: usize = 64 * 1024;
+/// Answer bytes waiting beyond the send buffer before a connection is not read further.
+pub(crate) const PENDING_LIMIT: usize = 64 * 1024;
+/// Stream bytes taken at once from an answered connection (so that what one read produces,
+/// answers to pipelined requests, stays small).
+const READ_CHUNK: usize = 4096;
 /// Send buffer of a relayed connection (what the real host answers, on its way in).
 const RELAY_TX_BUFFER: usize = 256 * 1024;
 /// A relayed connection (a registry's keep-alive) may stay silent this long before the
@@ -38,8 +70,13 @@ const RELAY_TX_BUFFER: usize = 256 * 1024;
 const RELAY_IDLE_NS: u64 = 60_000_000_000;
 /// How often the loop looks at relayed connections for the host's bytes.
 const RELAY_POLL_NS: u64 = 1_000_000;
-/// First stream bytes kept for the parsers.
-const HEAD_LIMIT: usize = tls::MAX_HELLO + 8 * 1024;
+/// First stream bytes kept to recognise the stream: a whole ClientHello, or a whole HTTP
+/// request head.
+pub(crate) const HEAD_LIMIT: usize = if tls::MAX_HELLO + 8 * 1024 > http::HEAD_LIMIT {
+    tls::MAX_HELLO + 8 * 1024
+} else {
+    http::HEAD_LIMIT
+};
 /// A connection silent this long is closed (a half-open one reset)...
 const IDLE_CLOSE_NS: u64 = 10_000_000_000;
 /// ...reset this long after its last packet...
@@ -128,12 +165,17 @@ enum Action {
 }
 
 /// How far the reading of a stream went.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Debug)]
 enum Reading {
     /// Nothing recognised yet.
     Start,
-    /// An HTTP request head was read: answer once the stream has `until` bytes.
+    /// An HTTP request head was read: answer 503 once the stream has `until` bytes
+    /// (responder `refuse`).
     HttpBody { until: u64 },
+    /// HTTP in clear, read in full and answered.
+    Clear(Box<Reader>),
+    /// TLS terminated here, and the HTTP inside it.
+    Tls(Box<Terminated>, Box<Reader>),
     /// Nothing more to look for; read until the client closes.
     Done,
 }
@@ -148,11 +190,21 @@ struct Conn {
     last_ns: u64,
     /// The stream's first bytes, for the parsers (emptied once reading is done).
     head: Vec<u8>,
+    /// How much of `head` was looked at for a line end (an HTTP head ends with one).
+    head_seen: usize,
     /// Stream bytes received.
     received: u64,
     reading: Reading,
     /// The host side, for a relayed connection.
     relay: Option<Link>,
+    /// The authority of a connection glassbox answers (responder `ok`, not relayed).
+    answer: Option<Authority>,
+    /// Answer bytes smoltcp's send buffer had no room for yet.
+    pending: Vec<u8>,
+    /// Close once `pending` is sent.
+    close_after: bool,
+    /// The close was handed to smoltcp.
+    closed: bool,
 }
 
 impl Conn {
@@ -165,28 +217,38 @@ impl Conn {
         }
     }
 
-    /// Stream bytes from the sandbox: accounted to the flow, and kept for the parsers.
+    /// Stream bytes from the sandbox: accounted to the flow, kept for the parsers, and,
+    /// on a connection glassbox answers, read at once.
     fn take(&mut self, data: &[u8], flows: &mut Flows) {
         if let Some(i) = self.flow {
             flows.payload(i, data);
         }
         self.received += data.len() as u64;
-        if self.reading == Reading::Start {
+        if matches!(self.reading, Reading::Start) {
             let room = HEAD_LIMIT.saturating_sub(self.head.len());
-            self.head.extend_from_slice(&data[..room.min(data.len())]);
+            let (now, later) = data.split_at(room.min(data.len()));
+            self.head.extend_from_slice(now);
+            if self.answer.is_some() {
+                let _ = self.start(flows);
+                if !later.is_empty() {
+                    self.feed(later, flows);
+                }
+            }
+        } else if self.answer.is_some() {
+            self.feed(data, flows);
         }
     }
 
-    /// Reads what arrived so far, and says what to do.
+    /// Reads what arrived so far, and says what to do (connections glassbox does not
+    /// answer).
     fn read(&mut self, flows: &mut Flows) -> Action {
         match self.reading {
-            Reading::Done => Action::Nothing,
             Reading::HttpBody { until } if self.received >= until => {
                 self.done();
                 Action::Answer
             }
-            Reading::HttpBody { .. } => Action::Nothing,
             Reading::Start => self.start(flows),
+            _ => Action::Nothing,
         }
     }
 
@@ -211,21 +273,29 @@ impl Conn {
                 Hello::Incomplete if !full => Action::Nothing,
                 Hello::Incomplete => {
                     self.note(flows, "TLS ClientHello longer than the edge reads");
+                    self.unread(flows, "a ClientHello longer than the edge reads");
                     self.done();
                     Action::Nothing
                 }
-                Hello::Complete { sni } => {
-                    self.update(flows, |f| f.sni = sni.map(Into::into));
-                    self.done();
-                    Action::Close
-                }
+                Hello::Complete { sni, alpn } => self.hello(flows, sni, alpn),
                 Hello::Invalid(why) => {
                     self.note(flows, why);
+                    self.unread(
+                        flows,
+                        &format!("a ClientHello the edge cannot read ({why})"),
+                    );
                     self.done();
                     Action::Nothing
                 }
             };
         }
+        // A head is whole only once a line end came.
+        let fresh = &self.head[self.head_seen.min(self.head.len())..];
+        if !full && !fresh.contains(&b'\n') {
+            self.head_seen = self.head.len();
+            return Action::Nothing;
+        }
+        self.head_seen = self.head.len();
         match http::request(&self.head) {
             Request::Incomplete if !full => Action::Nothing,
             Request::Incomplete | Request::NotHttp => {
@@ -238,6 +308,12 @@ impl Conn {
                 body_wait,
             } => {
                 self.update(flows, |f| f.http = Some(request));
+                if self.answer.is_some() {
+                    let head = std::mem::take(&mut self.head);
+                    self.reading = Reading::Clear(Box::new(Reader::new()));
+                    self.feed(&head, flows);
+                    return Action::Nothing;
+                }
                 self.reading = Reading::HttpBody {
                     until: head_len as u64 + body_wait,
                 };
@@ -247,13 +323,193 @@ impl Conn {
         }
     }
 
-    /// The client closed its end: notes a ClientHello it cut short.
-    fn ended(&mut self, flows: &mut Flows) {
-        if self.reading == Reading::Start
-            && self.head.first().copied().is_some_and(tls::looks_like_tls)
-        {
-            self.note(flows, "stream ended inside a truncated TLS record");
+    /// A whole ClientHello: terminated (responder `ok`), or recorded and closed.
+    fn hello(&mut self, flows: &mut Flows, sni: Option<Vec<u8>>, alpn: Vec<Vec<u8>>) -> Action {
+        self.update(flows, |f| f.sni = sni.map(Into::into));
+        let record = |outcome| TlsRecord {
+            alpn_offered: alpn.iter().map(|p| Bytes(p.clone())).collect(),
+            alpn: None,
+            version: None,
+            certificate_for: None,
+            outcome,
+        };
+        if let Some(authority) = self.answer.clone() {
+            // Until the handshake says otherwise.
+            let why = "the TLS handshake did not complete";
+            self.update(flows, |f| {
+                f.tls = Some(record(TlsOutcome::Refused { why: why.into() }));
+            });
+            self.unread(flows, why);
+            let head = std::mem::take(&mut self.head);
+            self.reading = Reading::Tls(
+                Box::new(Terminated::new(authority, self.tuple.1)),
+                Box::new(Reader::new()),
+            );
+            self.feed(&head, flows);
+            return Action::Nothing;
         }
+        let why = match self.relay {
+            Some(_) => "relayed byte for byte to the real host, not terminated",
+            None => "not terminated (the edge's responder is refuse)",
+        };
+        self.update(flows, |f| {
+            f.tls = Some(record(TlsOutcome::NotTerminated { why: why.into() }));
+        });
+        self.unread(flows, why);
+        self.done();
+        Action::Close
+    }
+
+    /// Stream bytes after its start, on a connection glassbox answers.
+    fn feed(&mut self, data: &[u8], flows: &mut Flows) {
+        let mut events = Vec::new();
+        match &mut self.reading {
+            Reading::Clear(reader) => reader.feed(data, &mut events),
+            Reading::Tls(tls, reader) => {
+                let mut plain = Vec::new();
+                let mut happened = Vec::new();
+                tls.feed(data, &mut plain, &mut self.pending, &mut happened);
+                if !plain.is_empty() {
+                    reader.feed(&plain, &mut events);
+                }
+                self.tls_events(happened, flows);
+                if let (false, Some(i)) = (plain.is_empty(), self.flow) {
+                    flows.cleartext(i, &plain);
+                }
+            }
+            _ => return,
+        }
+        self.http_events(events, flows);
+    }
+
+    /// Records what the TLS session did.
+    fn tls_events(&mut self, events: Vec<TlsEvent>, flows: &mut Flows) {
+        for e in events {
+            match e {
+                TlsEvent::Hello {
+                    alpn_offered,
+                    certificate_for,
+                } => self.update(flows, |f| {
+                    if let Some(t) = &mut f.tls {
+                        t.alpn_offered = alpn_offered.into_iter().map(Bytes).collect();
+                        t.certificate_for = Some(certificate_for);
+                    }
+                }),
+                TlsEvent::Established { version, alpn } => {
+                    self.update(flows, |f| {
+                        if let Some(t) = &mut f.tls {
+                            t.version = Some(version);
+                            t.alpn = alpn;
+                            t.outcome = TlsOutcome::Read;
+                        }
+                    });
+                    if let Some(i) = self.flow {
+                        flows.unread(i, None);
+                    }
+                }
+                TlsEvent::Refused(why) => {
+                    self.refused(flows, &why);
+                    self.close_after = true;
+                }
+                TlsEvent::NotTerminated(why) => {
+                    self.update(flows, |f| {
+                        if let Some(t) = &mut f.tls {
+                            t.outcome = TlsOutcome::NotTerminated { why: why.clone() };
+                        }
+                    });
+                    self.unread(flows, &why);
+                    self.close_after = true;
+                }
+                TlsEvent::Closed => self.close_after = true,
+                TlsEvent::Failed(why) => {
+                    self.note(flows, &why);
+                    self.close_after = true;
+                }
+            }
+        }
+    }
+
+    /// The handshake ended without the client taking the certificate (`why`).
+    fn refused(&self, flows: &mut Flows, why: &str) {
+        self.update(flows, |f| {
+            if let Some(t) = &mut f.tls {
+                t.outcome = TlsOutcome::Refused { why: why.into() };
+            }
+        });
+        self.unread(flows, why);
+    }
+
+    /// Records the exchanges read and sends their answers.
+    fn http_events(&mut self, events: Vec<Event>, flows: &mut Flows) {
+        for e in events {
+            match e {
+                Event::Continue => self.send(CONTINUE),
+                Event::Exchange {
+                    exchange,
+                    response,
+                    close,
+                } => {
+                    if let Some(i) = self.flow {
+                        flows.exchange(i, exchange);
+                    }
+                    self.send(&response);
+                    self.close_after |= close;
+                }
+                Event::Stopped(why) => {
+                    let what = match self.reading {
+                        Reading::Tls(..) => "the cleartext inside TLS",
+                        _ => "the stream",
+                    };
+                    self.note(flows, &format!("{what} stops being read as HTTP: {why}"));
+                }
+                Event::Encrypted => self.unread(
+                    flows,
+                    "TLS begun inside the stream after its HTTP (a CONNECT tunnel, STARTTLS)",
+                ),
+            }
+        }
+    }
+
+    /// Answer bytes for the client (encrypted when the stream is TLS).
+    fn send(&mut self, bytes: &[u8]) {
+        if bytes.is_empty() {
+            return;
+        }
+        match &mut self.reading {
+            Reading::Tls(tls, _) => tls.send(bytes, &mut self.pending),
+            _ => self.pending.extend_from_slice(bytes),
+        }
+    }
+
+    /// Ends the session (TLS: `close_notify`) before the connection is closed.
+    fn end_session(&mut self) {
+        if let Reading::Tls(tls, _) = &mut self.reading {
+            tls.close(&mut self.pending);
+        }
+    }
+
+    /// The stream ended (`how`: the client closed it, it was reset, the run ended): what was
+    /// under way is recorded as it went.
+    fn ended(&mut self, flows: &mut Flows, how: &str) {
+        let mut events = Vec::new();
+        match &mut self.reading {
+            Reading::Start if self.head.first().copied().is_some_and(tls::looks_like_tls) => {
+                self.note(flows, "stream ended inside a truncated TLS record");
+                self.unread(flows, &format!("{how} inside its ClientHello"));
+            }
+            Reading::Clear(reader) => reader.end(how, &mut events),
+            Reading::Tls(tls, reader) => {
+                if tls.handshaking() {
+                    let why = format!("{how} during the handshake");
+                    self.refused(flows, &why);
+                } else {
+                    reader.end(how, &mut events);
+                }
+            }
+            _ => {}
+        }
+        self.http_events(events, flows);
+        self.end_session();
         self.done();
     }
 
@@ -273,6 +529,22 @@ impl Conn {
             flows.note(i, text);
         }
     }
+
+    /// Marks the flow unread: `TLS to NAME:PORT: why: encrypted, not read`.
+    fn unread(&self, flows: &mut Flows, why: &str) {
+        let Some(i) = self.flow else {
+            return;
+        };
+        let dst = self.tuple.1;
+        let name = flows.get_mut(i).and_then(|f| {
+            f.sni
+                .as_ref()
+                .or(f.dns_name.as_ref())
+                .map(|n| format!("{}:{}", n.to_lossy(), dst.port()))
+        });
+        let to = name.unwrap_or_else(|| dst.to_string());
+        flows.unread(i, Some(format!("TLS to {to}: {why}: encrypted, not read")));
+    }
 }
 
 /// The TCP stack of one capture run.
@@ -282,6 +554,7 @@ pub(crate) struct Stack {
     conns: Vec<Conn>,
     max_tcp: usize,
     relay: Option<Relay>,
+    responder: Responder,
 }
 
 impl std::fmt::Debug for Stack {
@@ -289,6 +562,7 @@ impl std::fmt::Debug for Stack {
         f.debug_struct("Stack")
             .field("conns", &self.conns)
             .field("max_tcp", &self.max_tcp)
+            .field("responder", &self.responder.name())
             .finish_non_exhaustive()
     }
 }
@@ -318,7 +592,13 @@ impl Stack {
             conns: Vec::new(),
             max_tcp,
             relay: None,
+            responder: Responder::Refuse,
         }
+    }
+
+    /// What the stack answers, from the next connection on.
+    pub fn set_responder(&mut self, responder: Responder) {
+        self.responder = responder;
     }
 
     /// Relays connections to `relay`'s hosts to the real network.
@@ -409,10 +689,25 @@ impl Stack {
         self.conns.iter().filter_map(|c| c.flow)
     }
 
+    /// The run ends: what connections still open had under way is recorded as it went.
+    pub fn finish(&mut self, flows: &mut Flows) {
+        for conn in &mut self.conns {
+            conn.ended(flows, "the run ended");
+        }
+    }
+
     /// A socket listening for the SYN of `seg` (on its destination address and port).
     fn listen(&mut self, seg: Segment, now_ns: u64) {
         let relayed = seg.relay_to.is_some() && self.relay.is_some();
-        let tx = if relayed { RELAY_TX_BUFFER } else { TX_BUFFER };
+        let answer = match (&self.responder, relayed) {
+            (Responder::Answer(a), false) => Some(a.clone()),
+            _ => None,
+        };
+        let tx = match (relayed, &answer) {
+            (true, _) => RELAY_TX_BUFFER,
+            (false, Some(_)) => ANSWER_TX_BUFFER,
+            (false, None) => TX_BUFFER,
+        };
         let mut sock = tcp::Socket::new(
             tcp::SocketBuffer::new(vec![0; RX_BUFFER]),
             tcp::SocketBuffer::new(vec![0; tx]),
@@ -434,9 +729,14 @@ impl Stack {
             flow: seg.flow,
             last_ns: now_ns,
             head: Vec::new(),
+            head_seen: 0,
             received: 0,
             reading: Reading::Start,
             relay,
+            answer,
+            pending: Vec::new(),
+            close_after: false,
+            closed: false,
         });
     }
 
@@ -450,7 +750,7 @@ impl Stack {
         if self.read_all(flows) {
             self.iface.poll(now, &mut wire, &mut self.sockets);
         }
-        self.free(now_ns);
+        self.free(now_ns, flows);
     }
 
     /// Reads every stream; `true` when a socket has something new to send.
@@ -458,6 +758,10 @@ impl Stack {
         let mut changed = false;
         for conn in &mut self.conns {
             let sock = self.sockets.get_mut::<tcp::Socket>(conn.handle);
+            if conn.answer.is_some() {
+                changed |= answer(conn, sock, flows);
+                continue;
+            }
             while sock.can_recv() {
                 let taken = sock.recv(|data| {
                     conn.take(data, flows);
@@ -516,7 +820,7 @@ impl Stack {
                 }
             }
             if sock.state() == tcp::State::CloseWait {
-                conn.ended(flows);
+                conn.ended(flows, "the client closed the connection");
                 sock.close();
                 changed = true;
             }
@@ -526,9 +830,9 @@ impl Stack {
 
     /// Frees the sockets that are done: listeners left over (their SYN was not taken, or
     /// the connection was reset back to listening), closed connections, idle ones.
-    fn free(&mut self, now_ns: u64) {
+    fn free(&mut self, now_ns: u64, flows: &mut Flows) {
         let sockets = &mut self.sockets;
-        self.conns.retain(|c| {
+        self.conns.retain_mut(|c| {
             let sock = sockets.get::<tcp::Socket>(c.handle);
             let gone = match sock.state() {
                 tcp::State::Listen | tcp::State::TimeWait => true,
@@ -536,11 +840,55 @@ impl Stack {
                 _ => false,
             } || now_ns.saturating_sub(c.last_ns) >= IDLE_FORGET_NS;
             if gone {
+                c.ended(flows, "the connection was reset or went idle");
                 sockets.remove(c.handle);
             }
             !gone
         });
     }
+}
+
+/// Reads and answers a connection glassbox answers; `true` when it has something new to
+/// send.
+fn answer(conn: &mut Conn, sock: &mut tcp::Socket<'_>, flows: &mut Flows) -> bool {
+    let mut changed = false;
+    // While the client takes the answers: one that does not is not read further (smoltcp's
+    // receive window closes on it) rather than answered into an ever longer queue.
+    while sock.can_recv() && conn.pending.len() < PENDING_LIMIT {
+        let taken = sock.recv(|data| {
+            let n = data.len().min(READ_CHUNK);
+            conn.take(&data[..n], flows);
+            (n, n)
+        });
+        changed |= flush(conn, sock);
+        if !matches!(taken, Ok(n) if n > 0) {
+            break;
+        }
+    }
+    if sock.state() == tcp::State::CloseWait && !conn.close_after {
+        conn.ended(flows, "the client closed the connection");
+        conn.close_after = true;
+    }
+    if conn.close_after && !conn.closed {
+        conn.end_session();
+    }
+    changed |= flush(conn, sock);
+    if conn.close_after && !conn.closed && (conn.pending.is_empty() || !sock.may_send()) {
+        sock.close();
+        conn.closed = true;
+        changed = true;
+    }
+    changed
+}
+
+/// Hands `conn`'s waiting answer bytes to its socket, as far as there is room.
+fn flush(conn: &mut Conn, sock: &mut tcp::Socket<'_>) -> bool {
+    if conn.pending.is_empty() || !sock.may_send() {
+        return false;
+    }
+    let n = sock.send_slice(&conn.pending).unwrap_or(0);
+    conn.pending.drain(..n);
+    n > 0
 }
 
 /// smoltcp's clock from the audit's (ns).

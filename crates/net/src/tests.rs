@@ -1,5 +1,8 @@
 //! Tests of the engine as a whole: packets built by hand or by a second smoltcp interface
-//! acting as the sandbox, wired to the edge in memory.
+//! acting as the sandbox, wired to the edge in memory. `answered`: the responder `ok`, with
+//! real TLS clients.
+
+mod answered;
 
 use super::*;
 use crate::http::RESPONSE_503;

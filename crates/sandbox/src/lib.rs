@@ -14,7 +14,10 @@
 //!    `pivot_root`): the host's system directories bound read-only, a new `/proc`, a minimal
 //!    `/dev`, tmpfs `/tmp`, `/run`, `/var` and home (each `size=` the disk limit), the
 //!    working directory and the program's own
-//!    install prefix bound read-only at their host paths, the planted files; then brings up
+//!    install prefix bound read-only at their host paths, the planted files, and, when the
+//!    config names a certificate authority to trust, that CA wherever the usual runtimes look
+//!    for trust ([`trust`]: a bundle of the host's roots plus the CA bound over the system
+//!    bundles and `certifi`'s, the hashed directory, the CA alone); then brings up
 //!    loopback (the only network there is) and sets the hostname. When glassbox runs as root,
 //!    a read-only source the unprivileged host uid could not use (a `mktemp -d` folder: mode
 //!    0700, owner root) is bound through an idmapped mount that glassbox made before step 1
@@ -50,6 +53,7 @@ mod netdev;
 pub use netdev::verify_isolation;
 pub mod seccomp;
 mod sys;
+pub mod trust;
 
 use glassbox_model::{MountRecord, SandboxSettings, ServerExit};
 use std::ffi::OsString;
@@ -61,6 +65,7 @@ use std::time::{Duration, Instant};
 
 pub use honeytokens::PlantedFile;
 pub use limits::Limits;
+pub use trust::{certifi_bundles, subject_hash, Trust};
 
 /// The host uid (and gid) the sandbox user maps to when glassbox runs as root: an id no
 /// account uses, so the server owns nothing on the host.
@@ -89,6 +94,9 @@ pub enum Error {
     /// A read-only source is private to the sandbox user and could not be idmapped for it.
     #[error(transparent)]
     Private(#[from] idmap::Error),
+    /// The certificate authority to trust cannot be used as given.
+    #[error("the sandbox cannot trust the audit's CA: {0}")]
+    Trust(#[from] trust::Error),
     /// A system call failed in glassbox itself.
     #[error("{what}: {source}")]
     Io {
@@ -139,6 +147,10 @@ pub struct Config {
     pub refusals: seccomp::Refusals,
     /// Memory, processes, CPU and disk of the whole sandbox ([`limits`]).
     pub limits: Limits,
+    /// A certificate authority the server trusts, besides the host's roots: the audit's own,
+    /// whose certificates the network edge presents ([`trust`]). `None`: the sandbox's trust
+    /// is the host's, untouched.
+    pub trust: Option<Trust>,
 }
 
 /// The network edge's interface inside the sandbox: a TUN device that every route leads
@@ -176,7 +188,10 @@ impl Config {
         format!("/home/{}", self.user)
     }
 
-    /// The environment the server gets.
+    /// The environment the server gets: the defaults (`HOME`, `PATH`...), with a CA to trust
+    /// the variables that point runtimes at it ([`trust`]: `SSL_CERT_FILE`, `SSL_CERT_DIR`,
+    /// `NODE_EXTRA_CA_CERTS`, `REQUESTS_CA_BUNDLE`, `CURL_CA_BUNDLE`, `GIT_SSL_CAINFO`), then
+    /// [`Config::env`], whose value wins over any default of the same name.
     pub fn environment(&self) -> Vec<(String, String)> {
         let home = self.home();
         let mut path = self.path_prefix.clone();
@@ -201,6 +216,10 @@ impl Config {
             ("PWD".to_string(), self.cwd.to_string_lossy().into_owned()),
             ("TMPDIR".to_string(), "/tmp".to_string()),
         ];
+        if self.trust.is_some() {
+            let plan = self.mount_plan(None);
+            env.extend(trust::environment(&trust::View::new(&plan)));
+        }
         for (k, v) in &self.env {
             env.retain(|(ek, _)| ek != k);
             env.push((k.clone(), v.clone()));
@@ -285,7 +304,12 @@ impl Config {
         plan
     }
 
-    fn settings(&self, host_uid: u32, plan: &[MountPlan]) -> SandboxSettings {
+    fn settings(
+        &self,
+        host_uid: u32,
+        plan: &[MountPlan],
+        overlay: Option<&trust::Overlay>,
+    ) -> SandboxSettings {
         let mut mounts = vec![
             MountRecord {
                 target: "/".into(),
@@ -331,6 +355,9 @@ impl Config {
                     read_only: true,
                 }),
             }
+        }
+        if let Some(o) = overlay {
+            mounts.extend(o.records());
         }
         SandboxSettings {
             backend: "namespaces".into(),
@@ -478,6 +505,12 @@ impl Sandbox {
         // idmapped trees are made now, while glassbox is still the host's root and before
         // anything else of the sandbox exists, so that a refusal leaves nothing behind.
         let plan = cfg.mount_plan((euid == 0).then_some((host_uid, host_gid)));
+        // Where the CA goes is decided here, on the host, from the plan: the child only
+        // writes, links and binds what this says.
+        let overlay = match &cfg.trust {
+            Some(t) => Some(trust::Overlay::plan(t, &trust::View::new(&plan))?),
+            None => None,
+        };
         let trees = plan
             .iter()
             .map(|step| match step {
@@ -499,6 +532,7 @@ impl Sandbox {
         let parts = child::spawn(
             cfg,
             &plan,
+            overlay.as_ref(),
             trees,
             host_uid,
             host_gid,
@@ -506,7 +540,7 @@ impl Sandbox {
             &applied.rlimits,
             before_exec,
         )?;
-        let mut settings = cfg.settings(host_uid, &plan);
+        let mut settings = cfg.settings(host_uid, &plan, overlay.as_ref());
         settings.limits = applied.record;
         Ok(Sandbox {
             stdin: Some(parts.stdin),

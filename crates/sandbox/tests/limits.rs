@@ -25,6 +25,7 @@ fn config(program: &str, argv: &[&str], limits: Limits) -> Config {
         network: None,
         refusals: glassbox_sandbox::seccomp::Refusals::Kernel,
         limits,
+        trust: None,
     }
 }
 

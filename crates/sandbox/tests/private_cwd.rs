@@ -27,6 +27,7 @@ fn config(script: &str, cwd: &Path) -> Config {
         network: None,
         refusals: glassbox_sandbox::seccomp::Refusals::Kernel,
         limits: glassbox_sandbox::Limits::default(),
+        trust: None,
     }
 }
 

@@ -26,6 +26,7 @@ fn config(script: &str) -> Config {
         network: None,
         refusals: glassbox_sandbox::seccomp::Refusals::Kernel,
         limits: glassbox_sandbox::Limits::default(),
+        trust: None,
     }
 }
 

@@ -33,6 +33,7 @@ fn config(script: &str, env: Vec<(String, String)>) -> Config {
         network: None,
         refusals: glassbox_sandbox::seccomp::Refusals::Kernel,
         limits: glassbox_sandbox::Limits::default(),
+        trust: None,
     }
 }
 

@@ -28,6 +28,7 @@ fn record(program: &str, argv: &[&str], ebpf: bool) -> (Vec<Event>, String) {
         network: None,
         refusals: glassbox_sandbox::seccomp::Refusals::Kernel,
         limits: glassbox_sandbox::Limits::default(),
+        trust: None,
     };
     let mut files = None;
     let mut sb = Sandbox::spawn_with(&cfg, &mut |pid| {
