@@ -385,6 +385,22 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
         Isolation::Namespace => run::Secrets::fresh()?,
         Isolation::MicroVm => run::Secrets::fresh_eager()?,
     };
+    // Bait in the environment (run::BAIT_ENV): planted secrets like the files, for the
+    // install and every run, unless the configuration sets a variable of that name itself.
+    let mut bait: Vec<(String, String)> = Vec::new();
+    for &(name, len) in run::BAIT_ENV {
+        if opts.server_env.iter().any(|(n, _)| n == name) {
+            continue;
+        }
+        let value = run::bait_value(len)?;
+        secrets.tokens.push(glassbox_model::Honeytoken {
+            path: format!("env:{name}"),
+            kind: "bait-env".into(),
+            secrets: vec![value.clone()],
+            hosts: Vec::new(),
+        });
+        bait.push((name.to_string(), value));
+    }
     let mut all_events = Vec::new();
     let mut flows = Vec::new();
     let mut limits_reached: Vec<String> = Vec::new();
@@ -404,6 +420,7 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
                 secrets: &mut secrets,
                 manifest: &mut manifest,
                 answer: answer.clone(),
+                bait: &bait,
             },
             progress,
         )?;
@@ -472,6 +489,11 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
         return Err(Error::Internal("no target".into()));
     };
     target.extra_ro.extend(opts.extra_ro.iter().cloned());
+    for (name, value) in &bait {
+        if !target.env.iter().any(|(k, _)| k == name) {
+            target.env.push((name.clone(), value.clone()));
+        }
+    }
     // The server's environment: plain values as given, secrets as fresh canaries that are
     // planted secrets like the files (`env:NAME`).
     for (name, value) in &opts.server_env {
@@ -726,6 +748,8 @@ struct InstallContext<'a> {
     /// The audit's CA, when the edge answers (the install's captured flows are answered too;
     /// its relayed registry traffic stays byte for byte).
     answer: Option<glassbox_net::Authority>,
+    /// The bait variables, which the installer's environment has too.
+    bait: &'a [(String, String)],
 }
 
 /// What the install phase leaves for the server's runs.
@@ -855,7 +879,7 @@ fn install_phase(
         extra_ro: [first.extra_ro, installer.extra_ro, opts.extra_ro.clone()].concat(),
         extra_rw: vec![dir.clone()],
         path_prefix: first.path_prefix,
-        env: installer.env,
+        env: [cx.bait.to_vec(), installer.env].concat(),
     };
     progress.network_run(NetworkMode::Install);
     progress.phase(&Phase::Install);

@@ -329,6 +329,23 @@ pub(crate) fn env_canary() -> Result<String, Error> {
     Ok(format!("gbx_{hex}"))
 }
 
+/// Environment variables planted as bait in every run (the install's too): names that no SDK
+/// or library reads on its own (unlike `AWS_SECRET_ACCESS_KEY` or `GITHUB_TOKEN`, which a
+/// client library would legitimately send to its own service), values fresh per audit, so
+/// only code that harvests the whole environment sends them anywhere, and
+/// `canary-exfiltration` catches them wherever they go (`env:NAME`, kind `bait-env`).
+pub(crate) const BAIT_ENV: &[(&str, usize)] = &[("DEPLOY_TOKEN", 40), ("PROD_DB_PASSWORD", 24)];
+
+/// A fresh value for a bait variable: `len` characters of `[A-Za-z0-9]`.
+pub(crate) fn bait_value(len: usize) -> Result<String, Error> {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    let bytes = honeytokens::random_bytes(len).map_err(Error::Honeytokens)?;
+    Ok(bytes
+        .iter()
+        .map(|b| ALPHABET[*b as usize % ALPHABET.len()] as char)
+        .collect())
+}
+
 /// A fresh marker for the generated tool arguments: `gbm` and 10 hex digits (fits a host
 /// name, a path, a URL and an e-mail address as is).
 pub(crate) fn input_marker() -> Result<String, Error> {
