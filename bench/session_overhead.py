@@ -9,7 +9,10 @@ its answer, against
 
   untraced: the server's executable run directly, no sandbox, no recorder;
   traced:   the same executable under `glassbox trace` (namespace sandbox, seccomp recorder,
-            eBPF where available, fanotify on the planted secrets, the network edge).
+            eBPF where available, fanotify on the planted secrets, the network edge answering:
+            the run's CA made and trusted in the sandbox, TLS terminated);
+  refuse:   the same with `--responder refuse`, the edge before it answered (no CA, no trust
+            store laid out): what answering costs a session.
 
 Wall time from start to exit (stdin closed after the last answer), ROUNDS rounds interleaved,
 the median kept; the ratio traced/untraced is printed with the 1.3x target. Both runs keep
@@ -108,9 +111,9 @@ def main():
     print(f"server: {PACKAGE} ({command[0]})")
     print(f"session: {len(messages)} client messages, {requests} requests "
           f"(initialize, listings, every tool called once)")
-    times = {"untraced": [], "traced": []}
+    times = {"untraced": [], "traced": [], "refuse": []}
     for i in range(args.rounds):
-        for variant in ("untraced", "traced"):
+        for variant in ("untraced", "traced", "refuse"):
             mem = os.path.join(work, f"{variant}-{i}")
             os.makedirs(mem)
             env = dict(os.environ, MEMORY_FILE_PATH=os.path.join(mem, "memory.jsonl"))
@@ -119,7 +122,8 @@ def main():
             else:
                 # Inside the sandbox, /tmp is its own: the file goes there.
                 argv = [args.glassbox, "trace", "--out", os.path.join(mem, "events.jsonl"),
-                        "--ro", install_dir,
+                        "--ro", install_dir, "--responder",
+                        "refuse" if variant == "refuse" else "ok",
                         "--env", "MEMORY_FILE_PATH=/tmp/memory.jsonl", "--"] + command
             wall, answers = session(argv, messages, env)
             if answers != requests:
@@ -132,6 +136,8 @@ def main():
         print(f"{k:10} {med[k]:10.3f} s  " + " ".join(f"{x:.3f}" for x in v))
     verdict = "met" if ratio <= TARGET else "NOT met"
     print(f"traced / untraced: {ratio:.2f}x (target <= {TARGET}x: {verdict})")
+    print(f"answering edge / refusing edge: {med['traced'] / med['refuse']:.2f}x "
+          f"({(med['traced'] - med['refuse']) * 1000:+.0f} ms a session)")
 
 
 if __name__ == "__main__":

@@ -420,6 +420,7 @@ fn manifest() -> Manifest {
         kind: kind.into(),
         secrets: vec![secret.into()],
         hosts: Vec::new(),
+        random: Vec::new(),
     };
     Manifest {
         format: 1,

@@ -398,6 +398,7 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
             kind: "bait-env".into(),
             secrets: vec![value.clone()],
             hosts: Vec::new(),
+            random: vec![value.clone()],
         });
         bait.push((name.to_string(), value));
     }
@@ -506,6 +507,7 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
                     kind: "declared-secret".into(),
                     secrets: vec![canary.clone()],
                     hosts: hosts.clone(),
+                    random: vec![canary["gbx_".len()..].to_string()],
                 });
                 canary
             }
@@ -1860,8 +1862,17 @@ pub fn trace(
     env: &[(String, String)],
     sink: Box<dyn EventSink>,
     recorder: RecorderChoice,
+    responder: ResponderChoice,
 ) -> Result<Traced, Error> {
     target::check_working_folder(cwd)?;
+    let answer = match responder {
+        ResponderChoice::Ok => Some(
+            glassbox_net::Authority::fresh()
+                .map_err(|e| Error::Internal(format!("cannot make the trace's CA: {e}")))?,
+        ),
+        ResponderChoice::Refuse => None,
+    };
+    let trust = answer.as_ref().map(run::CaCertificate::of);
     let mut target = target::resolve(command, cwd)?;
     target.extra_ro.extend(extra_ro.iter().cloned());
     target.env.extend(env.iter().cloned());
@@ -1879,8 +1890,8 @@ pub fn trace(
             relay: None,
             wire: None,
             limits: glassbox_sandbox::Limits::default(),
-            answer: None,
-            trust: None,
+            answer,
+            trust,
         },
     )?;
     let pump = |from: Option<std::fs::File>, mut to: Box<dyn std::io::Write + Send>| {

@@ -316,6 +316,7 @@ impl Secrets {
         }
         for t in self.tokens.iter_mut().filter(|t| t.path == path) {
             t.secrets = vec![honeytokens::key_secret(&pem)];
+            t.random = honeytokens::key_random(&pem);
         }
         self.lazy_rsa = None;
     }

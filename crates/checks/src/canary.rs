@@ -24,14 +24,34 @@
 //! chance in either case is still out of reach):
 //!
 //! - each secret of at least [`MIN_SECRET`] bytes, and the same without ASCII whitespace when
-//!   that differs (a PEM body sent without its line breaks);
-//! - for a secret longer than [`WINDOW`] bytes, every window of [`WINDOW`] bytes at steps of
-//!   [`STEP`] (and the last one), so a partial leak is found: any leaked run of
-//!   `WINDOW + STEP - 1` bytes holds a whole window, such as one 64-character line of a PEM
-//!   key;
+//!   that differs (a PEM body sent without its line breaks), in every encoding below;
+//! - pieces of the secret's random part, when its honeytoken records one (`random`: what the
+//!   generator drew, never a fixed prefix, header or format field; see
+//!   `glassbox_sandbox::honeytokens`): every run of [`PIECE`] bytes of it (at steps of one, so
+//!   any piece of at least [`PIECE`] bytes holds one), as is and hex; and, for base64 and
+//!   base64url, every run of [`PIECE_B64`] bytes: a piece of [`PIECE`] bytes anywhere in a
+//!   base64 stream holds three full 3-byte groups of its own, whatever its alignment, and those
+//!   encode to 12 characters of the piece alone. So a secret sent in pieces (hex in 16-byte DNS
+//!   labels, 12 bytes per HTTPS request) is found piece by piece, each piece alone. Needles are
+//!   never taken from a fixed part (`AKIA`, `gho_`, a JWT header, the fields every OpenSSH key
+//!   shares): a piece that short of a fixed part would be found in any other key of the format;
+//! - for a honeytoken without `random` (bundles recorded before it was kept), as before: for a
+//!   secret longer than [`WINDOW`] bytes, every window of [`WINDOW`] bytes at steps of [`STEP`]
+//!   (and the last one), so a partial leak is found (any leaked run of `WINDOW + STEP - 1`
+//!   bytes holds a whole window, such as one 64-character line of a PEM key); a window may
+//!   fall on a format's fixed part, and the reviewer weighs which bytes leaked;
 //! - each of those in encodings: as is; hex; standard base64 and base64url at each of the
 //!   three byte alignments the secret may have in the encoded stream, keeping only the stable
 //!   middle (the characters made of the secret's bytes alone: full 3-byte groups).
+//!
+//! What a needle's chance match would take, at the least: 12 characters of a base64 needle
+//! carrying 9 random characters of the secret (36 bits for the hex of a `gbx_` canary, 45 for
+//! an AWS key id, 53 for base62), 12 raw characters (48 bits and more); against the traffic of
+//! a run (megabytes), never expected. The automaton for a full set of planted secrets (2,400
+//! random bytes, an RSA key's body ~1,600 of them) holds ~6,500 patterns, ~2 MiB, where whole
+//! secrets and windows alone made ~730 (~1 MiB): `cargo run --release -p glassbox-checks
+//! --example canary_speed` measures both side by side (on a shared 2-vCPU VM: built in ~35 ms
+//! instead of ~12, searching random bytes and base64 text at 90-105 MiB/s instead of 105-135).
 //!
 //! A declared secret (`env:NAME`: an API key a client configuration or `server.json` gives the
 //! server, replaced by a canary) may go to the hosts its server is documented to use
@@ -39,10 +59,18 @@
 //! address) is such a host or under it is listed as a note, not a finding. Anywhere else it
 //! is exfiltration like any planted secret.
 //!
-//! One finding per flow and planted file, naming the file, the flow and the encodings; a
-//! partial leak says which bytes of the secret were found. A window may fall on a secret
-//! format's fixed part (an OpenSSH key body begins with the same header in every key): the
-//! reviewer of the accusation weighs which bytes leaked.
+//! One finding per planted file and run (for a declared secret: one for the flows to its
+//! documented hosts, a note, and one for the rest), with every flow its secret was found in:
+//! the evidence and flow ids of all of them, the bytes of the secret found (`bytes 4..32 of
+//! 40`, or `value 2 of 2: bytes 0..36 of 40` for a file of several secrets; `the planted
+//! secret` when a whole one was), and each flow with its destination and its own bytes. One
+//! finding rather than one per flow: a secret sent in pieces is one act, whose extent shows
+//! only when its pieces are put together (the reviewer sees at once that bytes 0..36 of 40
+//! left over three HTTPS requests, and weighs one accusation instead of three that each look
+//! slight), and a server that sends its secrets in fifty pieces makes one finding per secret,
+//! not fifty. A piece shorter than [`PIECE`] bytes is not found, even next to pieces that are
+//! (the last 8 bytes of a 40-byte secret in 16-byte chunks): the bytes listed are those seen.
+//! Version 3 found a secret cut into pieces shorter than its windows nowhere.
 
 use crate::net::{self, Keyed, PhaseOf};
 use crate::text;
@@ -55,7 +83,7 @@ use std::collections::HashMap;
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "canary-exfiltration",
-    version: 3,
+    version: 4,
     claim: "no planted secret leaves the sandbox",
     severity: Severity::High,
     channels: &[Channel::PacketEdge],
@@ -65,12 +93,18 @@ pub(crate) const INFO: CheckInfo = CheckInfo {
 
 /// Secrets shorter than this are not searched (too likely to occur by chance).
 pub(crate) const MIN_SECRET: usize = 12;
-/// Window of a long secret searched on its own, in bytes.
+/// Window of a long secret searched on its own, in bytes, for a honeytoken without `random`.
 pub(crate) const WINDOW: usize = 40;
 /// Step between windows.
 pub(crate) const STEP: usize = 20;
 /// Shortest base64 needle kept, in characters.
 const MIN_ENCODED: usize = 12;
+/// Shortest piece of a random part searched on its own, in bytes.
+pub(crate) const PIECE: usize = 12;
+/// Bytes of a random part behind each base64 needle: three full groups, 12 characters.
+pub(crate) const PIECE_B64: usize = 9;
+/// Flows named in a finding, at most (the rest counted).
+const FLOWS_SHOWN: usize = 12;
 
 /// How a needle encodes the secret.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -97,14 +131,18 @@ impl Encoding {
 struct Needle {
     /// Index of the honeytoken.
     token: usize,
-    /// The piece: the whole secret, or a window of it.
+    /// The piece: the whole secret, or part of it.
     piece: Piece,
     encoding: Encoding,
 }
 
-/// A piece of a secret: its bytes `start..end` of `len` (the whole secret when it spans it).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// A piece of a secret: bytes `start..end` of secret `secret` of its honeytoken (of that
+/// secret without whitespace when `compact`), `len` bytes long (the whole secret when the
+/// piece spans it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 struct Piece {
+    secret: usize,
+    compact: bool,
     start: usize,
     end: usize,
     len: usize,
@@ -113,6 +151,11 @@ struct Piece {
 impl Piece {
     fn whole(self) -> bool {
         self.start == 0 && self.end == self.len
+    }
+
+    /// The same secret (and form of it).
+    fn same(self, o: Piece) -> bool {
+        (self.secret, self.compact) == (o.secret, o.compact)
     }
 }
 
@@ -123,52 +166,51 @@ struct Matcher {
     needles: Vec<Vec<Needle>>,
 }
 
-/// The secret and its windows, each with where it lies in the secret (or in the secret
-/// without whitespace).
-fn pieces(secret: &[u8]) -> Vec<(Vec<u8>, Piece)> {
-    let mut variants = vec![secret.to_vec()];
+/// A secret as planted and without whitespace (when that differs): `(bytes, compact)`.
+fn variants(secret: &[u8]) -> Vec<(Vec<u8>, bool)> {
+    let mut out = vec![(secret.to_vec(), false)];
     let compact: Vec<u8> = secret
         .iter()
         .copied()
         .filter(|b| !b.is_ascii_whitespace())
         .collect();
     if compact.len() != secret.len() && compact.len() >= MIN_SECRET {
-        variants.push(compact);
+        out.push((compact, true));
     }
+    out
+}
+
+/// Secret `index` whole, and, when `windows`, its windows (a honeytoken without `random`),
+/// each with where it lies in the secret (or in the secret without whitespace).
+fn pieces(index: usize, secret: &[u8], windows: bool) -> Vec<(Vec<u8>, Piece)> {
     let mut out = Vec::new();
-    for v in variants {
+    for (v, compact) in variants(secret) {
         let len = v.len();
-        if len > WINDOW {
+        let piece = |start, end| Piece {
+            secret: index,
+            compact,
+            start,
+            end,
+            len,
+        };
+        if windows && len > WINDOW {
             let mut starts: Vec<usize> = (0..=len - WINDOW).step_by(STEP).collect();
             starts.push(len - WINDOW);
             for start in starts {
-                let end = start + WINDOW;
-                out.push((v[start..end].to_vec(), Piece { start, end, len }));
+                out.push((
+                    v[start..start + WINDOW].to_vec(),
+                    piece(start, start + WINDOW),
+                ));
             }
         }
-        out.push((
-            v,
-            Piece {
-                start: 0,
-                end: len,
-                len,
-            },
-        ));
+        out.push((v, piece(0, len)));
     }
     out
 }
 
 /// A piece in every encoding searched.
 pub(crate) fn encodings(p: &[u8]) -> Vec<(Vec<u8>, Encoding)> {
-    let mut out = vec![
-        (p.to_vec(), Encoding::Raw),
-        (
-            p.iter()
-                .flat_map(|b| format!("{b:02x}").into_bytes())
-                .collect(),
-            Encoding::Hex,
-        ),
-    ];
+    let mut out = vec![(p.to_vec(), Encoding::Raw), (hex(p), Encoding::Hex)];
     // The piece starting at each offset of a 3-byte group: skipping `k` bytes puts the rest
     // on a group boundary; only full groups encode to characters of the piece alone.
     for k in 0..3 {
@@ -177,12 +219,63 @@ pub(crate) fn encodings(p: &[u8]) -> Vec<(Vec<u8>, Encoding)> {
         if full.len() / 3 * 4 < MIN_ENCODED {
             continue;
         }
-        let (std, url) = (STANDARD_NO_PAD.encode(full), URL_SAFE_NO_PAD.encode(full));
-        // Without `+` or `/` the two alphabets agree: one needle, named base64.
-        if url != std {
-            out.push((url.into_bytes(), Encoding::Base64Url));
+        out.extend(base64s(full));
+    }
+    out
+}
+
+fn hex(p: &[u8]) -> Vec<u8> {
+    p.iter()
+        .flat_map(|b| format!("{b:02x}").into_bytes())
+        .collect()
+}
+
+/// `full` (whole 3-byte groups) in base64 and, when it differs, base64url.
+fn base64s(full: &[u8]) -> Vec<(Vec<u8>, Encoding)> {
+    let (std, url) = (STANDARD_NO_PAD.encode(full), URL_SAFE_NO_PAD.encode(full));
+    let mut out = Vec::new();
+    // Without `+` or `/` the two alphabets agree: one needle, named base64.
+    if url != std {
+        out.push((url.into_bytes(), Encoding::Base64Url));
+    }
+    out.push((std.into_bytes(), Encoding::Base64));
+    out
+}
+
+/// The needles of the random parts of `h`: each part's runs of [`PIECE`] bytes as is and hex,
+/// its runs of [`PIECE_B64`] bytes base64 and base64url, each with where it lies in its
+/// secret. A part found in no secret (never, as the generator records them) is left out.
+fn random_needles(h: &Honeytoken) -> Vec<(Vec<u8>, Piece, Encoding)> {
+    let mut out = Vec::new();
+    for r in h.random.iter().map(String::as_bytes) {
+        if r.len() < PIECE {
+            continue;
         }
-        out.push((std.into_bytes(), Encoding::Base64));
+        let found = h.secrets.iter().enumerate().find_map(|(i, s)| {
+            variants(s.as_bytes()).into_iter().find_map(|(v, compact)| {
+                let at = v.windows(r.len()).position(|w| w == r)?;
+                Some((i, compact, at, v.len()))
+            })
+        });
+        let Some((secret, compact, at, len)) = found else {
+            continue;
+        };
+        let piece = |i: usize, n: usize| Piece {
+            secret,
+            compact,
+            start: at + i,
+            end: at + i + n,
+            len,
+        };
+        for (i, w) in r.windows(PIECE).enumerate() {
+            out.push((w.to_vec(), piece(i, PIECE), Encoding::Raw));
+            out.push((hex(w), piece(i, PIECE), Encoding::Hex));
+        }
+        for (i, w) in r.windows(PIECE_B64).enumerate() {
+            for (pattern, encoding) in base64s(w) {
+                out.push((pattern, piece(i, PIECE_B64), encoding));
+            }
+        }
     }
     out
 }
@@ -192,30 +285,43 @@ impl Matcher {
         let mut patterns: Vec<Vec<u8>> = Vec::new();
         let mut needles: Vec<Vec<Needle>> = Vec::new();
         let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
+        let mut add = |pattern: Vec<u8>, n: Needle| {
+            // Case-insensitive automaton: one pattern per lower-cased needle.
+            let key = pattern.to_ascii_lowercase();
+            match index.get(&key) {
+                Some(&i) => needles[i].push(n),
+                None => {
+                    index.insert(key, patterns.len());
+                    patterns.push(pattern);
+                    needles.push(vec![n]);
+                }
+            }
+        };
         for (token, h) in tokens.iter().enumerate() {
-            for secret in &h.secrets {
+            // Windows only where no random part was recorded (they may fall on fixed parts).
+            let windows = h.random.is_empty();
+            for (i, secret) in h.secrets.iter().enumerate() {
                 if secret.len() < MIN_SECRET {
                     continue;
                 }
-                for (bytes, piece) in pieces(secret.as_bytes()) {
+                for (bytes, piece) in pieces(i, secret.as_bytes(), windows) {
                     for (pattern, encoding) in encodings(&bytes) {
                         let n = Needle {
                             token,
                             piece,
                             encoding,
                         };
-                        // Case-insensitive automaton: one pattern per lower-cased needle.
-                        let key = pattern.to_ascii_lowercase();
-                        match index.get(&key) {
-                            Some(&i) => needles[i].push(n),
-                            None => {
-                                index.insert(key, patterns.len());
-                                patterns.push(pattern);
-                                needles.push(vec![n]);
-                            }
-                        }
+                        add(pattern, n);
                     }
                 }
+            }
+            for (pattern, piece, encoding) in random_needles(h) {
+                let n = Needle {
+                    token,
+                    piece,
+                    encoding,
+                };
+                add(pattern, n);
             }
         }
         if patterns.is_empty() {
@@ -340,40 +446,90 @@ pub(crate) fn unread<'a>(
 struct Leak {
     /// A whole secret was found.
     whole: bool,
-    /// Windows found, when no whole secret was (at most [`MAX_WINDOWS`]).
-    windows: Vec<Piece>,
+    /// The bytes found, per secret: disjoint, in order (at most [`MAX_SPANS`]).
+    spans: Vec<Piece>,
     /// `base64 in payload`...
     how: Vec<String>,
 }
 
-/// Windows kept per leak.
-const MAX_WINDOWS: usize = 1000;
+/// Disjoint spans kept per leak.
+const MAX_SPANS: usize = 1000;
 
-impl Leak {
-    /// How much of the secret: `the`, or `part of the` with the bytes found.
-    fn extent(&self) -> (String, String) {
-        if self.whole || self.windows.is_empty() {
-            return ("the".into(), String::new());
+/// Adds `p` to the disjoint, ordered spans `to`, merging what overlaps or touches it.
+fn add_span(to: &mut Vec<Piece>, p: Piece) {
+    let mut merged = p;
+    let mut kept = Vec::with_capacity(to.len() + 1);
+    for &q in to.iter() {
+        if q.same(p) && q.start <= merged.end && merged.start <= q.end {
+            merged.start = merged.start.min(q.start);
+            merged.end = merged.end.max(q.end);
+        } else {
+            kept.push(q);
         }
-        // The windows of one form of the secret (as planted, or without whitespace): the one
-        // with the most found.
-        let of_len = |len: usize| self.windows.iter().filter(move |p| p.len == len);
-        let mut len = 0;
-        for p in &self.windows {
-            if of_len(p.len).count() > of_len(len).count() {
-                len = p.len;
+    }
+    if kept.len() >= MAX_SPANS {
+        return;
+    }
+    kept.push(merged);
+    kept.sort();
+    *to = kept;
+}
+
+/// The bytes of `spans` (of a honeytoken with `secrets` secrets): `bytes 0..12, 24..40 of 40`
+/// with `of` (a finding's total), `bytes 0..12` without; per secret, named by its place
+/// (`value 2 of 2: ...`) when the honeytoken has more than one.
+fn extent(spans: &[Piece], secrets: usize, of: bool) -> String {
+    // A secret found both as planted and without its whitespace (a PEM body's line, which is
+    // both): the form with more of it found, as planted when even.
+    let covered = |secret: usize, compact: bool| -> usize {
+        spans
+            .iter()
+            .filter(|p| (p.secret, p.compact) == (secret, compact))
+            .map(|p| p.end - p.start)
+            .sum()
+    };
+    let spans: Vec<Piece> = spans
+        .iter()
+        .filter(|p| {
+            let (planted, compact) = (covered(p.secret, false), covered(p.secret, true));
+            if p.compact {
+                compact > planted
+            } else {
+                planted >= compact
+            }
+        })
+        .copied()
+        .collect();
+    let mut parts = Vec::new();
+    let mut i = 0;
+    while i < spans.len() {
+        let first = spans[i];
+        let run: Vec<Piece> = spans[i..]
+            .iter()
+            .take_while(|p| p.same(first))
+            .copied()
+            .collect();
+        i += run.len();
+        let ranges: Vec<String> = run
+            .iter()
+            .map(|p| format!("{}..{}", p.start, p.end))
+            .collect();
+        let mut s = format!("bytes {}", ranges.join(", "));
+        if of {
+            s += &format!(" of {}", first.len);
+            if first.compact {
+                s += " (without whitespace)";
             }
         }
-        let start = of_len(len).map(|p| p.start).min().unwrap_or(0);
-        let end = of_len(len).map(|p| p.end).max().unwrap_or(0);
-        (
-            "part of the".into(),
-            format!(
-                "; {} of {WINDOW} bytes within bytes {start}..{end} of {len}",
-                net::count(of_len(len).count() as u64, "window", "windows")
-            ),
-        )
+        if secrets > 1 {
+            s = match of {
+                true => format!("value {} of {secrets}: {s}", first.secret + 1),
+                false => format!("{s} of value {}", first.secret + 1),
+            };
+        }
+        parts.push(s);
     }
+    parts.join("; ")
 }
 
 /// The check's state over one run.
@@ -424,9 +580,8 @@ pub(crate) fn start(c: &crate::Context<'_>) -> Box<dyn Evaluator> {
                     };
                     if n.piece.whole() {
                         leak.whole = true;
-                    } else if leak.windows.len() < MAX_WINDOWS && !leak.windows.contains(&n.piece) {
-                        leak.windows.push(n.piece);
                     }
+                    add_span(&mut leak.spans, n.piece);
                     let how = match (n.encoding, url) {
                         (Encoding::Raw, true) => format!("URL-encoded in {field}"),
                         (e, true) => format!("{}, URL-encoded, in {field}", e.name()),
@@ -442,6 +597,14 @@ pub(crate) fn start(c: &crate::Context<'_>) -> Box<dyn Evaluator> {
     Box::new(s)
 }
 
+/// One planted file's secret in the flows of one run: a finding (or, to its documented
+/// hosts, a note).
+#[derive(Default)]
+struct Group {
+    /// Per flow (by index), in order: what was found there.
+    flows: Vec<(usize, Leak)>,
+}
+
 impl Evaluator for State {
     fn event(&mut self, e: &Event) {
         self.phases.see(e);
@@ -455,13 +618,12 @@ impl Evaluator for State {
             ..
         } = *self;
         let tokens = &ctx.manifest.sandbox.honeytokens;
-        let mut findings = Vec::new();
-        let mut notes = Vec::new();
+        // Per honeytoken, run, and whether to a documented host: the flows, in order.
+        let mut groups: Keyed<(usize, NetworkMode, bool), Group> = Keyed::new();
         for ((fi, ti), leak) in leaks.items {
             let (Some(f), Some(h)) = (ctx.flows.get(fi), tokens.get(ti)) else {
                 continue;
             };
-            let ps = phases.of(&f.events);
             let flow_names = net::names(f);
             // A declared secret sent to the host its server is documented to use: what it
             // is for (every name the flow carries must be that host or under it).
@@ -473,50 +635,92 @@ impl Evaluator for State {
                         *n == d || n.ends_with(&format!(".{d}"))
                     })
                 });
-            let names: Vec<String> = flow_names
-                .into_iter()
-                .map(|(what, n)| format!("{what} {}", net::show(&n)))
-                .collect();
-            let (how_much, extent) = leak.extent();
+            if let Some(g) = groups.get((ti, f.mode, documented)) {
+                g.flows.push((fi, leak));
+            }
+        }
+        let mut findings = Vec::new();
+        let mut notes = Vec::new();
+        for ((ti, mode, documented), g) in groups.items {
+            let Some(h) = tokens.get(ti) else { continue };
+            let n_secrets = h.secrets.len();
+            let whole = g.flows.iter().any(|(_, l)| l.whole);
+            let mut spans = Vec::new();
+            let mut how: Vec<String> = Vec::new();
+            let mut ids = Vec::new();
+            let mut flow_ids = Vec::new();
+            for (fi, l) in &g.flows {
+                for &p in &l.spans {
+                    add_span(&mut spans, p);
+                }
+                for x in &l.how {
+                    if !how.contains(x) {
+                        how.push(x.clone());
+                    }
+                }
+                let f = &ctx.flows[*fi];
+                net::add_ids(&mut ids, &f.events);
+                flow_ids.push(f.id);
+            }
+            let ps = phases.of(&ids);
+            let (how_much, extent) = match whole {
+                true => ("the", String::new()),
+                false => (
+                    "part of the",
+                    format!("; {}", extent(&spans, n_secrets, true)),
+                ),
+            };
             let mut summary = format!(
-                "{how_much} planted secret of {} ({}{extent}) left in {} to {}",
+                "{how_much} planted secret of {} ({}{extent}) left in ",
                 net::show(&h.path),
                 net::show(&h.kind),
-                net::protocol(f.protocol),
-                net::addr(&f.dst),
             );
-            if !names.is_empty() {
-                summary += &format!(" ({})", names.join(", "));
+            let during = match ps.is_empty() {
+                true => String::new(),
+                false => format!(" during {}", text::phases(&ps)),
+            };
+            let denied = mode == NetworkMode::Denied;
+            match g.flows.as_slice() {
+                // One flow: `TCP to 198.18.1.3:80 (...): hex in payload (denied run) during ...`.
+                [(fi, _)] => {
+                    summary += &destination(&ctx.flows[*fi]);
+                    summary += &format!(": {}", how.join("; "));
+                    if denied {
+                        summary += " (denied run)";
+                    }
+                    summary += &during;
+                }
+                // Several: `3 flows (hex in DNS query) of the denied run during ...: DNS to
+                // ... in flow 4 (bytes 4..16); ...`.
+                _ => {
+                    summary += &net::count(g.flows.len() as u64, "flow", "flows");
+                    summary += &format!(" ({})", how.join("; "));
+                    if denied {
+                        summary += " of the denied run";
+                    }
+                    summary += &format!("{during}: {}", destinations(ctx, &g, n_secrets));
+                }
             }
-            summary += &format!(": {}", leak.how.join("; "));
-            if f.mode == NetworkMode::Denied {
-                summary += " (denied run)";
-            }
-            if !ps.is_empty() {
-                summary += &format!(" during {}", text::phases(&ps));
-            }
-            let mut ids = Vec::new();
-            net::add_ids(&mut ids, &f.events);
             if documented {
                 let mut note = INFO.finding(
                     format!("{summary} (its documented host: expected)"),
                     ids,
                     ps.first().cloned(),
                 );
-                note.flows = vec![f.id];
+                note.flows = flow_ids;
                 notes.push(note);
                 continue;
             }
             let mut finding = INFO.finding(summary, ids, ps.first().cloned());
-            finding.flows = vec![f.id];
+            finding.flows = flow_ids;
             finding.accusation = true;
             findings.push(finding);
         }
-        if leaks.overflow > 0 {
+        if leaks.overflow > 0 || groups.overflow > 0 {
             let mut f = INFO.finding(
                 format!(
                     "{} more planted secrets found in further flows (not listed)",
-                    leaks.overflow
+                    leaks.overflow + groups.overflow
                 ),
                 Vec::new(),
                 None,
@@ -541,6 +745,53 @@ impl Evaluator for State {
     fn unread(&self) -> Vec<String> {
         self.unread.clone()
     }
+}
+
+/// A flow's destination: `TCP to 198.18.1.3:80 (DNS name collect.example, Host ...)`.
+fn destination(f: &Flow) -> String {
+    let names: Vec<String> = net::names(f)
+        .into_iter()
+        .map(|(what, n)| format!("{what} {}", net::show(&n)))
+        .collect();
+    let mut s = format!("{} to {}", net::protocol(f.protocol), net::addr(&f.dst));
+    if !names.is_empty() {
+        s += &format!(" ({})", names.join(", "));
+    }
+    s
+}
+
+/// Where a group's secret went, when in several flows: each destination with its flows and
+/// the bytes each carried (`DNS to 198.18.0.2:53 (DNS query ...) in flow 4 (bytes 4..16)`),
+/// flows to the same destination together, at most [`FLOWS_SHOWN`] flows named.
+fn destinations(ctx: &crate::Context<'_>, g: &Group, n_secrets: usize) -> String {
+    let mut by_dest: Vec<(String, Vec<String>)> = Vec::new();
+    for (fi, l) in g.flows.iter().take(FLOWS_SHOWN) {
+        let f = &ctx.flows[*fi];
+        let what = match l.whole {
+            true => "the whole secret".to_string(),
+            false => extent(&l.spans, n_secrets, false),
+        };
+        let one = format!("{} ({what})", f.id);
+        let d = destination(f);
+        match by_dest.iter_mut().find(|(x, _)| *x == d) {
+            Some((_, v)) => v.push(one),
+            None => by_dest.push((d, vec![one])),
+        }
+    }
+    let mut parts: Vec<String> = by_dest
+        .into_iter()
+        .map(|(d, fs)| {
+            let word = if fs.len() == 1 { "flow" } else { "flows" };
+            format!("{d} in {word} {}", fs.join(", "))
+        })
+        .collect();
+    if g.flows.len() > FLOWS_SHOWN {
+        parts.push(format!(
+            "{} more",
+            net::count((g.flows.len() - FLOWS_SHOWN) as u64, "flow", "flows")
+        ));
+    }
+    parts.join("; ")
 }
 
 #[cfg(test)]
@@ -747,12 +998,19 @@ mod tests {
             .flow(F::tcp("198.18.1.4:443").sni(&format!("{s}.exfil.example")))
             .flow(F::unix("/var/run/docker.sock").sample(format!("POST /x {s}")))
             .build();
-        let s = evaluate(&ev);
-        assert_eq!(s.findings.len(), 2);
-        assert!(s.findings[0].summary.contains("as is in SNI"));
-        assert!(s.findings[1]
-            .summary
-            .contains("left in Unix to unix:/var/run/docker.sock"));
+        let e = evaluate(&ev);
+        // One finding for the planted file, with both flows.
+        assert_eq!(e.findings.len(), 1);
+        assert_eq!(e.findings[0].flows, vec![1, 2]);
+        assert_eq!(
+            e.findings[0].summary,
+            format!(
+                "the planted secret of /home/user/.aws/credentials (aws-credentials) left in \
+                 2 flows (as is in SNI; as is in payload): TCP to 198.18.1.4:443 (SNI \
+                 {s}.exfil.example) in flow 1 (the whole secret); Unix to \
+                 unix:/var/run/docker.sock in flow 2 (the whole secret)"
+            )
+        );
     }
 
     #[test]
@@ -770,7 +1028,7 @@ mod tests {
         assert!(
             eval.findings[0].summary.starts_with(
                 "part of the planted secret of /home/user/.aws/credentials (aws-credentials; \
-                 1 window of 40 bytes within bytes 240..280 of 460)"
+                 bytes 240..280 of 460)"
             ),
             "{}",
             eval.findings[0].summary
@@ -826,5 +1084,329 @@ mod tests {
             Some(b"a/b/c%zz%".to_vec())
         );
         assert_eq!(percent_decoded(b"abc"), None);
+    }
+
+    /// The AWS credentials as the generator records them: the key id and the secret key, and
+    /// their random parts (the key id after `AKIA`, the whole secret key).
+    fn aws(seed: u64) -> (Ev, String, String) {
+        let id = format!(
+            "AKIA{}",
+            secret(seed, 16).to_uppercase().replace(['+', '/'], "Q")
+        );
+        let key = secret(seed + 1, 40);
+        let ev = Ev::new()
+            .honeytoken_secrets(
+                "/home/user/.aws/credentials",
+                "aws-credentials",
+                &[&id, &key],
+            )
+            .connect("198.18.1.3:443", Phase::Call("sync".into()));
+        (ev, id, key)
+    }
+
+    fn with_random(mut ev: glassbox_model::Evidence, random: &[&str]) -> glassbox_model::Evidence {
+        ev.manifest.sandbox.honeytokens[0].random = random.iter().map(|r| r.to_string()).collect();
+        ev
+    }
+
+    /// A TCP flow to sync.exfil.example:443 read inside TLS, one POST with `body`.
+    fn https_post(body: &[u8]) -> F {
+        let exchange: glassbox_model::HttpExchange = serde_json::from_value(serde_json::json!({
+            "method": "POST",
+            "target": "/v1/part",
+            "headers": [["Host", "sync.exfil.example"]],
+            "body": String::from_utf8_lossy(body),
+            "status": 200,
+        }))
+        .unwrap();
+        let mut f = F::tcp("198.18.1.3:443")
+            .name("sync.exfil.example")
+            .sni("sync.exfil.example")
+            .events(&[1]);
+        f.0.exchanges = vec![exchange];
+        f
+    }
+
+    #[test]
+    fn a_secret_in_hex_pieces_over_dns_queries_is_one_finding() {
+        let (ev, id, key) = aws(30);
+        // The secret key hex, 16 bytes a query: bytes 0..16, 16..32, 32..40.
+        let mut ev = ev;
+        for chunk in key.as_bytes().chunks(16) {
+            ev = ev.flow(F::dns(&format!("{}.c.exfil.example", hex(chunk)), "A").events(&[1]));
+        }
+        let ev = ev.build();
+        // Before random parts were recorded: a piece shorter than a whole window is not found.
+        assert_eq!(evaluate(&ev), Evaluation::default());
+        let ev = with_random(ev, &[&id[4..], &key]);
+        let e = evaluate(&ev);
+        assert_eq!(e.findings.len(), 1, "{:?}", e.findings);
+        let f = &e.findings[0];
+        assert!(f.accusation);
+        // The last query carries 8 bytes: too few to be told from chance.
+        assert_eq!(f.flows, vec![1, 2]);
+        assert_eq!(f.evidence, vec![1]);
+        let name = |i: usize| {
+            format!(
+                "{}.c.exfil.example",
+                hex(&key.as_bytes()[i * 16..i * 16 + 16]).to_lowercase()
+            )
+        };
+        assert_eq!(
+            f.summary,
+            format!(
+                "part of the planted secret of /home/user/.aws/credentials (aws-credentials; \
+                 value 2 of 2: bytes 0..32 of 40) left in 2 flows (hex in DNS query) during \
+                 call:sync: DNS to 198.18.0.2:53 (DNS query {}) in flow 1 (bytes 0..16 of \
+                 value 2); DNS to 198.18.0.2:53 (DNS query {}) in flow 2 (bytes 16..32 of \
+                 value 2)",
+                name(0),
+                name(1)
+            )
+        );
+    }
+
+    #[test]
+    fn twelve_byte_pieces_over_https_requests_are_put_together() {
+        let (ev, id, key) = aws(40);
+        let mut ev = ev;
+        for piece in key.as_bytes().chunks(12) {
+            let body = format!("{{\"part\":\"{}\"}}", std::str::from_utf8(piece).unwrap());
+            ev = ev.flow(https_post(body.as_bytes()));
+        }
+        let ev = with_random(ev.build(), &[&id[4..], &key]);
+        let e = evaluate(&ev);
+        assert_eq!(e.findings.len(), 1, "{:?}", e.findings);
+        let f = &e.findings[0];
+        // Three pieces of 12 bytes; the fourth, of 4, is not found.
+        assert_eq!(f.flows, vec![1, 2, 3]);
+        assert_eq!(
+            f.summary,
+            "part of the planted secret of /home/user/.aws/credentials (aws-credentials; value \
+             2 of 2: bytes 0..36 of 40) left in 3 flows (as is in HTTP body) during call:sync: \
+             TCP to 198.18.1.3:443 (DNS name sync.exfil.example, SNI sync.exfil.example) in \
+             flows 1 (bytes 0..12 of value 2), 2 (bytes 12..24 of value 2), 3 (bytes 24..36 \
+             of value 2)"
+        );
+        // The same in the denied run is another finding, saying so.
+        let mut denied = ev.clone();
+        for f in &mut denied.flows {
+            f.mode = NetworkMode::Denied;
+        }
+        denied.flows.extend(ev.flows.iter().cloned().map(|mut f| {
+            f.id += 10;
+            f
+        }));
+        let e = evaluate(&denied);
+        assert_eq!(e.findings.len(), 2);
+        assert!(
+            e.findings[0]
+                .summary
+                .contains("left in 3 flows (as is in HTTP body) of the denied run during"),
+            "{}",
+            e.findings[0].summary
+        );
+        assert_eq!(e.findings[1].flows, vec![11, 12, 13]);
+    }
+
+    #[test]
+    fn a_piece_of_the_random_part_is_found_in_every_encoding() {
+        use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+        let (ev, id, key) = aws(50);
+        let ev = with_random(ev.build(), &[&id[4..], &key]);
+        // Pieces of 12 bytes at several places of the secret key, and of the key id's 16.
+        let pieces: Vec<(usize, &str)> = vec![
+            (0, &key[0..12]),
+            (7, &key[7..19]),
+            (28, &key[28..40]),
+            (4, &id[4..16]),
+        ];
+        for (at, piece) in pieces {
+            let (value, len) = if piece == &id[4..16] {
+                (1, 20)
+            } else {
+                (2, 40)
+            };
+            let exact = format!("value {value} of 2: bytes {at}..{} of {len})", at + 12);
+            let mut cases: Vec<(String, F, bool)> = vec![
+                ("raw".into(), https_post(piece.as_bytes()), true),
+                (
+                    "hex".into(),
+                    https_post(hex(piece.as_bytes()).as_bytes()),
+                    true,
+                ),
+                (
+                    "hex lower, DNS labels".into(),
+                    F::dns(
+                        &format!(
+                            "{}.{}.x.exfil.example",
+                            &hex(piece.as_bytes()).to_lowercase()[..10],
+                            &hex(piece.as_bytes()).to_lowercase()[10..]
+                        ),
+                        "A",
+                    ),
+                    true,
+                ),
+                (
+                    "percent-encoded".into(),
+                    https_post(
+                        piece
+                            .bytes()
+                            .map(|b| format!("%{b:02X}"))
+                            .collect::<String>()
+                            .as_bytes(),
+                    ),
+                    true,
+                ),
+            ];
+            for prefix in 0..3 {
+                let mut data = b"xyz"[..prefix].to_vec();
+                data.extend_from_slice(piece.as_bytes());
+                data.extend_from_slice(b"!!");
+                cases.push((
+                    format!("base64 +{prefix}"),
+                    https_post(STANDARD.encode(&data).as_bytes()),
+                    prefix == 0,
+                ));
+                cases.push((
+                    format!("base64url +{prefix}"),
+                    https_post(URL_SAFE_NO_PAD.encode(&data).as_bytes()),
+                    prefix == 0,
+                ));
+            }
+            for (what, flow, whole_piece) in cases {
+                let mut ev = ev.clone();
+                let mut flow = flow.0;
+                flow.id = 1;
+                flow.events = vec![1];
+                ev.flows = vec![flow];
+                let e = evaluate(&ev);
+                assert_eq!(e.findings.len(), 1, "{what} {piece}");
+                let summary = &e.findings[0].summary;
+                assert!(
+                    summary.starts_with("part of the planted secret"),
+                    "{summary}"
+                );
+                if whole_piece {
+                    assert!(summary.contains(&exact), "{what}: {exact}: {summary}");
+                } else {
+                    // Misaligned base64: the piece's full groups, 9 bytes or more of it.
+                    let head = format!("value {value} of 2: bytes ");
+                    let range = summary
+                        .split_once(&head)
+                        .and_then(|(_, r)| r.split_once(" of "))
+                        .and_then(|(r, _)| r.split_once(".."))
+                        .map(|(a, b)| (a.parse::<usize>().unwrap(), b.parse::<usize>().unwrap()));
+                    let (a, b) = range.unwrap_or_else(|| panic!("{what}: {summary}"));
+                    assert!(at <= a && b <= at + 12 && b - a >= 9, "{what}: {summary}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn pieces_with_a_fixed_part_or_too_short_are_not_found() {
+        let (ev, id, key) = aws(60);
+        let ev = with_random(ev.build(), &[&id[4..], &key]);
+        for sent in [
+            // `AKIA` and 8 random characters: 12 bytes, but 4 of them the fixed prefix.
+            id[..12].to_string(),
+            hex(&id.as_bytes()[..12]),
+            // 11 bytes of the random part.
+            key[3..14].to_string(),
+            hex(&key.as_bytes()[3..14]),
+        ] {
+            let mut ev = ev.clone();
+            let mut flow = https_post(format!("{{\"v\":\"{sent}\"}}").as_bytes()).0;
+            flow.id = 1;
+            ev.flows = vec![flow];
+            assert_eq!(evaluate(&ev), Evaluation::default(), "{sent}");
+        }
+    }
+
+    /// `ev` with `tokens` planted, flows carrying everything of `files` and `tokens2`'s
+    /// secrets: every file as is and base64, every secret as is, hex, base64 and base64url,
+    /// in HTTP bodies, and the first 30 bytes of each secret hex in DNS labels.
+    fn traffic_of(
+        files: &[glassbox_sandbox::PlantedFile],
+        secrets: &[glassbox_model::Honeytoken],
+    ) -> Vec<glassbox_model::Flow> {
+        use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+        let mut bodies: Vec<Vec<u8>> = Vec::new();
+        for f in files {
+            bodies.push(f.contents.clone());
+            bodies.push(STANDARD.encode(&f.contents).into_bytes());
+        }
+        for s in secrets.iter().flat_map(|t| &t.secrets) {
+            bodies.push(s.as_bytes().to_vec());
+            bodies.push(hex(s.as_bytes()).into_bytes());
+            bodies.push(STANDARD.encode(s).into_bytes());
+            bodies.push(URL_SAFE_NO_PAD.encode(s).into_bytes());
+        }
+        let mut flows: Vec<glassbox_model::Flow> = bodies
+            .iter()
+            .map(|b| https_post(b).0)
+            .chain(secrets.iter().flat_map(|t| &t.secrets).map(|s| {
+                let h = hex(&s.as_bytes()[..s.len().min(30)]).to_lowercase();
+                F::dns(&format!("{}.{}.c.exfil.example", &h[..30], &h[30..]), "A").0
+            }))
+            .collect();
+        for (i, f) in flows.iter_mut().enumerate() {
+            f.id = i as u64 + 1;
+        }
+        flows
+    }
+
+    #[test]
+    fn another_set_of_planted_secrets_shares_only_fixed_parts_and_is_not_found() {
+        let (_, a) = glassbox_sandbox::honeytokens::generate("/home/sam", "sam", "devbox").unwrap();
+        let (files_b, b) =
+            glassbox_sandbox::honeytokens::generate("/home/sam", "sam", "devbox").unwrap();
+        let mut ev = Ev::new().build();
+        ev.flows = traffic_of(&files_b, &b);
+        // The traffic carries set b: found, every planted file of it.
+        ev.manifest.sandbox.honeytokens = b.clone();
+        let e = evaluate(&ev);
+        assert_eq!(e.findings.len(), b.len(), "{:?}", e.findings);
+        // Set a, the same formats, the same user and host: nothing.
+        ev.manifest.sandbox.honeytokens = a.clone();
+        assert_eq!(evaluate(&ev), Evaluation::default());
+        // Without the random parts, a's 40-byte windows fall on the OpenSSH header that b's
+        // keys share: what the random parts are for.
+        for t in &mut ev.manifest.sandbox.honeytokens {
+            t.random.clear();
+        }
+        let e = evaluate(&ev);
+        assert!(
+            e.findings
+                .iter()
+                .any(|f| f.summary.contains("ssh-ed25519-key")),
+            "{:?}",
+            e.findings
+        );
+    }
+
+    #[test]
+    fn the_automaton_of_a_full_set_stays_small() {
+        let (_, tokens) =
+            glassbox_sandbox::honeytokens::generate("/home/sam", "sam", "devbox").unwrap();
+        let m = Matcher::new(&tokens).unwrap();
+        let mut old = tokens.clone();
+        for t in &mut old {
+            t.random.clear();
+        }
+        let o = Matcher::new(&old).unwrap();
+        let random: usize = tokens.iter().flat_map(|t| &t.random).map(String::len).sum();
+        println!(
+            "random parts: {random} bytes; patterns: {} ({} KiB) with pieces, {} ({} KiB) whole \
+             and 40-byte windows",
+            m.ac.patterns_len(),
+            m.ac.memory_usage() / 1024,
+            o.ac.patterns_len(),
+            o.ac.memory_usage() / 1024
+        );
+        // About 3.4 patterns a random byte (raw, hex, base64, and base64url for some).
+        assert!(m.ac.patterns_len() < 4 * random + o.ac.patterns_len());
+        assert!(m.ac.memory_usage() < 64 << 20);
     }
 }

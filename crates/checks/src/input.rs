@@ -34,7 +34,7 @@ use glassbox_model::{Event, EventKind, NetworkMode, Severity};
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "input-exposure",
-    version: 2,
+    version: 3,
     claim: "keeps tool input inside the sandbox and its workspace",
     severity: Severity::Medium,
     channels: &[

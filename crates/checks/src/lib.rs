@@ -860,6 +860,7 @@ mod tests {
             kind: "declared-secret".into(),
             secrets: vec!["gbx_0123456789abcdefghij".into()],
             hosts: vec![],
+            random: vec![],
         }];
         flagged.flows[0].sample = (&b"token=gbx_0123456789abcdefghij"[..]).into();
         assert_eq!(retract(&flagged, &tls.flows), (0, Outcome::Flag));

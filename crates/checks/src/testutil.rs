@@ -76,6 +76,7 @@ impl Ev {
             kind: "test".into(),
             secrets: vec![],
             hosts: Vec::new(),
+            random: Vec::new(),
         });
         self
     }
@@ -157,6 +158,7 @@ impl Ev {
             kind: kind.into(),
             secrets: secrets.iter().map(|s| s.to_string()).collect(),
             hosts: Vec::new(),
+            random: Vec::new(),
         });
         self
     }

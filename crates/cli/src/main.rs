@@ -249,6 +249,9 @@ enum Command {
         /// Set an environment variable for the command: NAME=VALUE (repeatable).
         #[arg(long = "env", short = 'e', value_name = "NAME=VALUE")]
         env: Vec<String>,
+        /// What the network edge answers (as for `audit`; namespace isolation only).
+        #[arg(long, value_enum, default_value_t = Responder::Ok)]
+        responder: Responder,
         /// How to record the open and stat families.
         #[arg(long, value_enum, default_value_t = Recorder::Auto)]
         recorder: Recorder,
@@ -1278,6 +1281,7 @@ fn run(cli: Cli) -> Result<i32> {
             out,
             read_only,
             env,
+            responder,
             recorder,
             isolation,
             cmd,
@@ -1321,6 +1325,7 @@ fn run(cli: Cli) -> Result<i32> {
                 &env,
                 sink,
                 recorder.into(),
+                responder.into(),
             )?;
             if let Some(p) = &out {
                 eprintln!(

@@ -810,6 +810,15 @@ pub struct Honeytoken {
     /// (it may go there, and only there). Empty for planted files.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hosts: Vec<String>,
+    /// The random parts of `secrets`, as the generator drew them (recorded when the secret
+    /// is made, never guessed from its shape later): each a substring of one of `secrets`
+    /// holding no fixed prefix, header or format field (the 16 characters of an AWS key id
+    /// after `AKIA`, a `gho_` token after its prefix, the key material of an OpenSSH key's
+    /// base64 body). `canary-exfiltration` finds any piece of 12 bytes of these, where a
+    /// shorter piece of a whole secret could be another key's fixed part. Empty in bundles
+    /// recorded before it was kept: the check then searches whole secrets and long windows.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub random: Vec<String>,
 }
 
 /// A mount of the sandbox's private root.

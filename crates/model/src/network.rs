@@ -218,6 +218,15 @@ pub struct HttpExchange {
     pub body_error: Option<String>,
     /// The status glassbox answered with (its own synthetic response; 0: not answered).
     pub status: u16,
+    /// A DNS-over-HTTPS request (RFC 8484's `application/dns-message`, POSTed or in a `?dns=`
+    /// GET, or the JSON API's `?name=`): its question, with the addresses the edge's DNS
+    /// answered it with (the same synthetic ones as over port 53; none when not answered).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dns: Option<DnsQuery>,
+    /// A request in the form of DNS over HTTPS whose DNS message the edge could not read: why
+    /// (answered `400`, as a resolver would).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dns_error: Option<String>,
 }
 
 impl HttpExchange {

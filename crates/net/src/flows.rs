@@ -263,13 +263,19 @@ impl Flows {
             + ex.headers
                 .iter()
                 .map(|(n, v)| n.len() + v.0.len())
-                .sum::<usize>();
+                .sum::<usize>()
+            + ex.dns.as_ref().map_or(0, |q| {
+                q.name.0.len() + q.qtype.len() + q.answers.iter().map(String::len).sum::<usize>()
+            })
+            + ex.dns_error.as_ref().map_or(0, String::len);
         let spent = cost > self.read_left;
         if spent {
             // Only the method, the status and the lengths are kept: a few bytes.
             ex.target = Bytes::default();
             ex.headers = Vec::new();
             ex.body = Bytes::default();
+            ex.dns = None;
+            ex.dns_error = None;
         } else {
             self.read_left -= cost;
         }

@@ -6,7 +6,10 @@
 //! - [`Reader`]: with the responder `ok`, a stream (in clear, or the cleartext inside TLS)
 //!   read in full: requests in sequence (keep-alive, pipelining), each head with its headers,
 //!   each body framed by `Content-Length` or chunked transfer coding and decoded
-//!   ([`crate::decode`]), and each answered by [`response`] so that the client goes on.
+//!   ([`crate::decode`]), and each given the [`Answer`] that lets the client go on. The
+//!   reader says how to answer, not with what bytes: the stack builds the response, with
+//!   [`response`], or, for a DNS-over-HTTPS request, with what the edge's DNS answers
+//!   ([`crate::doh`], through [`response_with`]), which this module knows nothing of.
 //!
 //! Bounds: a head is read up to [`HEAD_LIMIT`] bytes and [`PARSE_HEADERS`] headers (beyond,
 //! the rest of the stream is not read as HTTP, and that is said), [`HEADERS_KEPT`] headers
@@ -76,6 +79,11 @@ fn joined(headers: &[httparse::Header<'_>], name: &str) -> Option<String> {
         .map(|h| String::from_utf8_lossy(h.value).trim().to_ascii_lowercase())
         .collect();
     (!values.is_empty()).then(|| values.join(","))
+}
+
+/// Whether `b` may be part of a token (RFC 9110 §5.6.2), a method's characters.
+fn is_tchar(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
 /// Whether a comma-separated, lower-cased field value holds `token`.
@@ -174,16 +182,20 @@ pub(crate) fn wants_json(accept: Option<&str>, content_type: Option<&str>, targe
 /// response has one. `Connection: close` when the client asked for it (or spoke HTTP/1.0
 /// without keep-alive, or the request could not be framed).
 pub(crate) fn response(a: Answer) -> Vec<u8> {
+    let json = a.status == 200 && a.json;
+    let body: &[u8] = if json && !a.head { b"{}" } else { b"" };
+    response_with(a, json.then_some("application/json"), body)
+}
+
+/// The response for `a` carrying `body` as `content_type` (the status, `Connection` and
+/// the rest as [`response`] says; a `204` carries neither).
+pub(crate) fn response_with(a: Answer, content_type: Option<&str>, body: &[u8]) -> Vec<u8> {
     let reason = match a.status {
         200 => "OK",
         204 => "No Content",
         _ => "Bad Request",
     };
-    let body: &[u8] = if a.status == 200 && a.json && !a.head {
-        b"{}"
-    } else {
-        b""
-    };
+    let body = if a.status == 204 { &[][..] } else { body };
     let mut out = format!(
         "HTTP/1.1 {} {reason}\r\nServer: glassbox-edge\r\n",
         a.status
@@ -191,8 +203,8 @@ pub(crate) fn response(a: Answer) -> Vec<u8> {
     if a.status == 204 {
         out.push_str(&format!("Allow: {ALLOW}\r\n"));
     } else {
-        if a.json && a.status == 200 {
-            out.push_str("Content-Type: application/json\r\n");
+        if let Some(t) = content_type {
+            out.push_str(&format!("Content-Type: {t}\r\n"));
         }
         out.push_str(&format!("Content-Length: {}\r\n", body.len()));
     }
@@ -212,18 +224,24 @@ pub(crate) fn response(a: Answer) -> Vec<u8> {
 pub(crate) enum Event {
     /// The client waits for `100 Continue` before its body: send [`CONTINUE`].
     Continue,
-    /// A request read in full (or as far as it went), and the response to send (empty when
-    /// it was not answered: the stream ended first).
+    /// A request read in full (or as far as it went), and how to answer it (`None`: it is
+    /// not answered, the stream ended first; the connection is then closed).
     Exchange {
-        exchange: HttpExchange,
-        response: Vec<u8>,
-        /// Close once the response is sent.
-        close: bool,
+        exchange: Box<HttpExchange>,
+        answer: Option<Answer>,
     },
     /// The rest of the stream is not read as HTTP (why).
     Stopped(String),
     /// What follows is a TLS record (TLS begun inside the stream): encrypted, not read.
     Encrypted,
+}
+
+impl Event {
+    /// Whether the connection is closed after this event: an exchange answered with
+    /// `Connection: close`, or not answered at all.
+    pub fn closes(&self) -> bool {
+        matches!(self, Event::Exchange { answer, .. } if answer.is_none_or(|a| a.close))
+    }
 }
 
 /// How a body is delimited.
@@ -336,9 +354,8 @@ impl Reader {
                 ex.body_error = Some(cut);
                 ex.status = 0;
                 events.push(Event::Exchange {
-                    exchange: ex,
-                    response: Vec::new(),
-                    close: true,
+                    exchange: Box::new(ex),
+                    answer: None,
                 });
             }
             State::Head if self.buf.iter().any(|b| !b.is_ascii_whitespace()) => {
@@ -365,6 +382,18 @@ impl Reader {
             self.stop(why, events);
             events.push(Event::Encrypted);
             return false;
+        }
+        // A byte no request line begins with (a method is a token; empty lines may come
+        // first): not HTTP, said at once rather than held as a head until a line end that
+        // may never come (DNS over TLS's length-prefixed messages, a binary protocol).
+        if let Some(&b) = rest.first() {
+            if !(is_tchar(b) || b == b'\r' || b == b'\n') {
+                let why = match self.requests {
+                    0 => "not HTTP/1 (no method at its start)".to_string(),
+                    n => format!("not HTTP/1 after {n} requests (no method where one begins)"),
+                };
+                return self.stop(why, events);
+            }
         }
         if !rest[self.seen.min(rest.len())..].contains(&b'\n') {
             self.seen = rest.len();
@@ -419,6 +448,8 @@ impl Reader {
             body_len: 0,
             body_error: None,
             status: 0,
+            dns: None,
+            dns_error: None,
         };
         let connection = joined(h, "connection").unwrap_or_default();
         let http10 = req.version == Some(0);
@@ -604,9 +635,8 @@ impl Reader {
             State::Head
         };
         events.push(Event::Exchange {
-            exchange: ex,
-            response: response(answer),
-            close: answer.close,
+            exchange: Box::new(ex),
+            answer: Some(answer),
         });
     }
 
@@ -737,7 +767,7 @@ mod tests {
         events
             .iter()
             .filter_map(|e| match e {
-                Event::Exchange { exchange, .. } => Some(exchange),
+                Event::Exchange { exchange, .. } => Some(&**exchange),
                 _ => None,
             })
             .collect()
@@ -790,10 +820,12 @@ mod tests {
             assert_eq!(ex[1].body_error, None);
             assert_eq!(ex[2].body, Bytes::from("abc"));
             assert_eq!(ex[0].header("HOST"), Some(&Bytes::from("x")));
-            let responses: Vec<&Vec<u8>> = events
+            let responses: Vec<Vec<u8>> = events
                 .iter()
                 .filter_map(|e| match e {
-                    Event::Exchange { response, .. } => Some(response),
+                    Event::Exchange {
+                        answer: Some(a), ..
+                    } => Some(response(*a)),
                     _ => None,
                 })
                 .collect();
@@ -803,14 +835,11 @@ mod tests {
             assert!(responses[1].ends_with(b"Content-Length: 2\r\n\r\n{}"));
             assert!(responses[2].ends_with(b"Content-Length: 0\r\n\r\n"));
             assert!(responses[3].ends_with(b"Content-Length: 0\r\n\r\n"));
-            let options = String::from_utf8_lossy(responses[4]);
+            let options = String::from_utf8_lossy(&responses[4]);
             assert!(options.starts_with("HTTP/1.1 204 No Content\r\n"));
             assert!(options.contains("\r\nAllow: ") && !options.contains("Content-Length"));
-            assert!(String::from_utf8_lossy(responses[5]).contains("\r\nConnection: close\r\n"));
-            assert!(matches!(
-                events.last(),
-                Some(Event::Exchange { close: true, .. })
-            ));
+            assert!(String::from_utf8_lossy(&responses[5]).contains("\r\nConnection: close\r\n"));
+            assert!(events.last().is_some_and(Event::closes));
         }
     }
 
@@ -839,20 +868,20 @@ mod tests {
         assert_eq!(events[0], Event::Continue);
         assert_eq!(exchanges(&events)[0].body, Bytes::from("hi"));
         let events = read(b"GET / HTTP/1.0\r\n\r\n", 100);
-        assert!(matches!(events[0], Event::Exchange { close: true, .. }));
+        assert!(events[0].closes());
         let events = read(
             b"GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\nGET /2 HTTP/1.0\r\n\r\n",
             100,
         );
         let Event::Exchange {
-            response, close, ..
+            answer: Some(a), ..
         } = &events[0]
         else {
             panic!()
         };
-        let text = String::from_utf8_lossy(response);
+        let text = String::from_utf8_lossy(&response(*a)).into_owned();
         assert!(
-            !close && text.contains("\r\nConnection: keep-alive\r\n"),
+            !events[0].closes() && text.contains("\r\nConnection: keep-alive\r\n"),
             "{text}"
         );
         assert_eq!(exchanges(&events).len(), 2);
@@ -871,10 +900,7 @@ mod tests {
             assert_eq!(ex.len(), 1, "{events:?}");
             assert_eq!(ex[0].status, 400);
             assert!(ex[0].body_error.is_some());
-            assert!(matches!(
-                events.last(),
-                Some(Event::Exchange { close: true, .. })
-            ));
+            assert!(events.last().is_some_and(Event::closes));
         }
     }
 
@@ -882,6 +908,12 @@ mod tests {
     fn what_is_not_http_stops_the_reading_and_says_why() {
         let events = read(b"SSH-2.0-x\r\n", 4);
         assert!(matches!(&events[..], [Event::Stopped(why)] if why.contains("not HTTP")));
+        // DNS over TLS: a length, then a DNS message, no line end anywhere.
+        let events = read(b"\x00\x26\x12\x34\x01\x00\x00\x01", 3);
+        assert!(
+            matches!(&events[..], [Event::Stopped(why)] if why.contains("no method")),
+            "{events:?}"
+        );
         let events = read(b"GET / HTTP/1.1\r\n\r\n\x16\x03\x01garbage\r\n\r\n", 4);
         assert!(matches!(&events[1], Event::Stopped(why) if why.contains("after 1 requests")));
         assert!(matches!(&events[2], Event::Encrypted));

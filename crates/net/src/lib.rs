@@ -44,6 +44,11 @@
 //! - **Answered**: every request gets glassbox's own synthetic response so that the client
 //!   goes on (`200` with `{}` when it asked for JSON, else empty; `HEAD` 200, `OPTIONS` 204;
 //!   keep-alive unless the client asked to close), recorded as the exchange's status.
+//! - **DNS over HTTPS**, recognised by its form whatever host it goes to (RFC 8484's
+//!   `application/dns-message` POST and `?dns=` GET, the JSON API), is answered like a
+//!   resolver would, by the same DNS as port 53 (`doh`): the same synthetic address for a
+//!   name, so that a later connect to it maps back to the name asked over DoH. The
+//!   exchange records the question (`HttpExchange::dns`) or why it could not be read.
 //! - **Unread, and said so** (`Flow::unread`): a client that refuses glassbox's certificate
 //!   (a pinned client, its own CA bundle; the alert it sent is named), a handshake that never
 //!   completes, a ClientHello that does not parse, TLS not terminated (responder `refuse`, a
@@ -66,6 +71,7 @@
 //! - `packet`: reads the IP packets the sandbox sends, builds the UDP packets sent back.
 //! - `flows`: the flow accounting both modes share (keys, counts, samples, limits).
 //! - `dns`: questions read, answers with synthetic addresses, the address → name map.
+//! - `doh`: DNS-over-HTTPS requests in HTTP exchanges, unwrapped for `dns` to answer.
 //! - `stack`: capture mode's TCP (smoltcp), and what is read from each stream.
 //! - `tls`: the ClientHello at the start of a stream (SNI, ALPN), read with tls-parser.
 //! - `authority`: [`Authority`], the audit's CA and the leaf certificates it signs.
@@ -81,6 +87,7 @@
 mod authority;
 mod decode;
 mod dns;
+mod doh;
 mod flows;
 mod http;
 mod outbox;
@@ -359,7 +366,14 @@ impl Edge {
                 };
                 if let Some(stack) = &mut self.stack {
                     // The stream's payload is accounted as the stack reads it.
-                    if stack.input(raw, seg, now_ns, &mut self.out, &mut self.flows) {
+                    if stack.input(
+                        raw,
+                        seg,
+                        now_ns,
+                        &mut self.out,
+                        &mut self.flows,
+                        &mut self.resolver,
+                    ) {
                         self.counters.refused += 1;
                     }
                 }
@@ -433,7 +447,7 @@ impl Edge {
     /// Runs the stack's timers and queues what it has to send.
     pub fn poll(&mut self, now_ns: u64) {
         if let Some(stack) = &mut self.stack {
-            stack.poll(now_ns, &mut self.out, &mut self.flows);
+            stack.poll(now_ns, &mut self.out, &mut self.flows, &mut self.resolver);
         }
         self.counters.dropped_in = self.out.dropped;
     }
@@ -488,7 +502,7 @@ impl Edge {
     /// open are noted.
     pub fn finish(mut self, _now_ns: u64) -> (Vec<Flow>, EdgeCounters) {
         if let Some(stack) = &mut self.stack {
-            stack.finish(&mut self.flows);
+            stack.finish(&mut self.flows, &mut self.resolver);
             for i in stack.open_flows() {
                 self.flows
                     .note(i, "connection still open at the end of the run");

@@ -11,8 +11,11 @@
 //! - `Answer(authority)`: TLS is terminated ([`crate::terminate`]) with a certificate of the
 //!   audit's [`Authority`], and the cleartext kept (`Flow::cleartext`); HTTP/1.x, in clear or
 //!   inside TLS, is read in full and every request answered ([`crate::http::Reader`]), kept
-//!   as the flow's exchanges. A client that refuses the certificate, a ClientHello that does
-//!   not parse or never completes: the flow says why it is unread (`Flow::unread`).
+//!   as the flow's exchanges; a DNS-over-HTTPS request is answered by the edge's DNS
+//!   ([`crate::doh`]: this is why the stack is handed the edge's [`Resolver`] on every call,
+//!   the run's one address → name map, so that what DoH answers names later connections).
+//!   A client that refuses the certificate, a ClientHello that does not parse or never
+//!   completes: the flow says why it is unread (`Flow::unread`).
 //!
 //! A relayed connection ([`crate::relay`], the install phase's registry) is never answered
 //! nor terminated, whatever the responder: its bytes go to the real host untouched, and its
@@ -30,13 +33,14 @@
 //! usually a fraction of it.
 
 use crate::authority::Authority;
+use crate::dns::{self, Resolver};
 use crate::flows::Flows;
 use crate::http::{self, Event, Reader, Request, CONTINUE, RESPONSE_503};
 use crate::outbox::Outbox;
 use crate::relay::{Link, Relay};
 use crate::terminate::{Terminated, TlsEvent};
 use crate::tls::{self, Hello};
-use crate::{dns, Responder, RESOLVER_V4};
+use crate::{doh, Responder, RESOLVER_V4};
 use glassbox_model::{Bytes, TlsOutcome, TlsRecord};
 use smoltcp::iface::{Config, Interface, SocketHandle, SocketSet};
 use smoltcp::phy::{Device, DeviceCapabilities, Medium, RxToken, TxToken};
@@ -219,7 +223,7 @@ impl Conn {
 
     /// Stream bytes from the sandbox: accounted to the flow, kept for the parsers, and,
     /// on a connection glassbox answers, read at once.
-    fn take(&mut self, data: &[u8], flows: &mut Flows) {
+    fn take(&mut self, data: &[u8], flows: &mut Flows, dns: &mut Resolver) {
         if let Some(i) = self.flow {
             flows.payload(i, data);
         }
@@ -229,31 +233,31 @@ impl Conn {
             let (now, later) = data.split_at(room.min(data.len()));
             self.head.extend_from_slice(now);
             if self.answer.is_some() {
-                let _ = self.start(flows);
+                let _ = self.start(flows, dns);
                 if !later.is_empty() {
-                    self.feed(later, flows);
+                    self.feed(later, flows, dns);
                 }
             }
         } else if self.answer.is_some() {
-            self.feed(data, flows);
+            self.feed(data, flows, dns);
         }
     }
 
     /// Reads what arrived so far, and says what to do (connections glassbox does not
     /// answer).
-    fn read(&mut self, flows: &mut Flows) -> Action {
+    fn read(&mut self, flows: &mut Flows, dns: &mut Resolver) -> Action {
         match self.reading {
             Reading::HttpBody { until } if self.received >= until => {
                 self.done();
                 Action::Answer
             }
-            Reading::Start => self.start(flows),
+            Reading::Start => self.start(flows, dns),
             _ => Action::Nothing,
         }
     }
 
     /// Recognises the start of the stream.
-    fn start(&mut self, flows: &mut Flows) -> Action {
+    fn start(&mut self, flows: &mut Flows, dns: &mut Resolver) -> Action {
         let Some(&first) = self.head.first() else {
             return Action::Nothing;
         };
@@ -277,7 +281,7 @@ impl Conn {
                     self.done();
                     Action::Nothing
                 }
-                Hello::Complete { sni, alpn } => self.hello(flows, sni, alpn),
+                Hello::Complete { sni, alpn } => self.hello(flows, sni, alpn, dns),
                 Hello::Invalid(why) => {
                     self.note(flows, why);
                     self.unread(
@@ -311,20 +315,26 @@ impl Conn {
                 if self.answer.is_some() {
                     let head = std::mem::take(&mut self.head);
                     self.reading = Reading::Clear(Box::new(Reader::new()));
-                    self.feed(&head, flows);
+                    self.feed(&head, flows, dns);
                     return Action::Nothing;
                 }
                 self.reading = Reading::HttpBody {
                     until: head_len as u64 + body_wait,
                 };
                 self.head = Vec::new();
-                self.read(flows)
+                self.read(flows, dns)
             }
         }
     }
 
     /// A whole ClientHello: terminated (responder `ok`), or recorded and closed.
-    fn hello(&mut self, flows: &mut Flows, sni: Option<Vec<u8>>, alpn: Vec<Vec<u8>>) -> Action {
+    fn hello(
+        &mut self,
+        flows: &mut Flows,
+        sni: Option<Vec<u8>>,
+        alpn: Vec<Vec<u8>>,
+        dns: &mut Resolver,
+    ) -> Action {
         self.update(flows, |f| f.sni = sni.map(Into::into));
         let record = |outcome| TlsRecord {
             alpn_offered: alpn.iter().map(|p| Bytes(p.clone())).collect(),
@@ -345,7 +355,7 @@ impl Conn {
                 Box::new(Terminated::new(authority, self.tuple.1)),
                 Box::new(Reader::new()),
             );
-            self.feed(&head, flows);
+            self.feed(&head, flows, dns);
             return Action::Nothing;
         }
         let why = match self.relay {
@@ -361,7 +371,7 @@ impl Conn {
     }
 
     /// Stream bytes after its start, on a connection glassbox answers.
-    fn feed(&mut self, data: &[u8], flows: &mut Flows) {
+    fn feed(&mut self, data: &[u8], flows: &mut Flows, dns: &mut Resolver) {
         let mut events = Vec::new();
         match &mut self.reading {
             Reading::Clear(reader) => reader.feed(data, &mut events),
@@ -379,7 +389,7 @@ impl Conn {
             }
             _ => return,
         }
-        self.http_events(events, flows);
+        self.http_events(events, flows, dns);
     }
 
     /// Records what the TLS session did.
@@ -439,21 +449,31 @@ impl Conn {
         self.unread(flows, why);
     }
 
-    /// Records the exchanges read and sends their answers.
-    fn http_events(&mut self, events: Vec<Event>, flows: &mut Flows) {
+    /// Records the exchanges read and sends their answers: a DNS-over-HTTPS request's from
+    /// the edge's DNS (`dns`), any other's glassbox's synthetic one.
+    fn http_events(&mut self, events: Vec<Event>, flows: &mut Flows, dns: &mut Resolver) {
         for e in events {
+            let closes = e.closes();
             match e {
                 Event::Continue => self.send(CONTINUE),
                 Event::Exchange {
-                    exchange,
-                    response,
-                    close,
+                    mut exchange,
+                    answer,
                 } => {
+                    let response = match doh::serve(&mut exchange, answer, dns) {
+                        Some(served) => {
+                            if let Some(note) = &served.note {
+                                self.note(flows, note);
+                            }
+                            served.response
+                        }
+                        None => answer.map(http::response).unwrap_or_default(),
+                    };
                     if let Some(i) = self.flow {
-                        flows.exchange(i, exchange);
+                        flows.exchange(i, *exchange);
                     }
                     self.send(&response);
-                    self.close_after |= close;
+                    self.close_after |= closes;
                 }
                 Event::Stopped(why) => {
                     let what = match self.reading {
@@ -490,7 +510,7 @@ impl Conn {
 
     /// The stream ended (`how`: the client closed it, it was reset, the run ended): what was
     /// under way is recorded as it went.
-    fn ended(&mut self, flows: &mut Flows, how: &str) {
+    fn ended(&mut self, flows: &mut Flows, dns: &mut Resolver, how: &str) {
         let mut events = Vec::new();
         match &mut self.reading {
             Reading::Start if self.head.first().copied().is_some_and(tls::looks_like_tls) => {
@@ -508,7 +528,7 @@ impl Conn {
             }
             _ => {}
         }
-        self.http_events(events, flows);
+        self.http_events(events, flows, dns);
         self.end_session();
         self.done();
     }
@@ -620,6 +640,7 @@ impl Stack {
         now_ns: u64,
         out: &mut Outbox,
         flows: &mut Flows,
+        dns: &mut Resolver,
     ) -> bool {
         let mut refused = false;
         if let Some(conn) = self.conns.iter_mut().find(|c| c.tuple == seg.tuple) {
@@ -631,12 +652,12 @@ impl Stack {
                 refused = true;
             }
         }
-        self.run(Some(packet), now_ns, out, flows);
+        self.run(Some(packet), now_ns, out, flows, dns);
         refused
     }
 
     /// Closes idle connections and runs smoltcp's timers.
-    pub fn poll(&mut self, now_ns: u64, out: &mut Outbox, flows: &mut Flows) {
+    pub fn poll(&mut self, now_ns: u64, out: &mut Outbox, flows: &mut Flows, dns: &mut Resolver) {
         for conn in &self.conns {
             let idle = now_ns.saturating_sub(conn.idle_since());
             let sock = self.sockets.get_mut::<tcp::Socket>(conn.handle);
@@ -650,7 +671,7 @@ impl Stack {
                 }
             }
         }
-        self.run(None, now_ns, out, flows);
+        self.run(None, now_ns, out, flows, dns);
     }
 
     /// How long until [`Stack::poll`] is due, in ns.
@@ -690,9 +711,9 @@ impl Stack {
     }
 
     /// The run ends: what connections still open had under way is recorded as it went.
-    pub fn finish(&mut self, flows: &mut Flows) {
+    pub fn finish(&mut self, flows: &mut Flows, dns: &mut Resolver) {
         for conn in &mut self.conns {
-            conn.ended(flows, "the run ended");
+            conn.ended(flows, dns, "the run ended");
         }
     }
 
@@ -742,29 +763,36 @@ impl Stack {
 
     /// Lets smoltcp take `rx` and send what it has, reads every stream, sends what that
     /// calls for, and frees the sockets that are done.
-    fn run(&mut self, rx: Option<&[u8]>, now_ns: u64, out: &mut Outbox, flows: &mut Flows) {
+    fn run(
+        &mut self,
+        rx: Option<&[u8]>,
+        now_ns: u64,
+        out: &mut Outbox,
+        flows: &mut Flows,
+        dns: &mut Resolver,
+    ) {
         let now = instant(now_ns);
         let mut wire = Wire { rx, out };
         self.iface.poll(now, &mut wire, &mut self.sockets);
         // Reading may queue an answer or a close; one more poll sends it.
-        if self.read_all(flows) {
+        if self.read_all(flows, dns) {
             self.iface.poll(now, &mut wire, &mut self.sockets);
         }
-        self.free(now_ns, flows);
+        self.free(now_ns, flows, dns);
     }
 
     /// Reads every stream; `true` when a socket has something new to send.
-    fn read_all(&mut self, flows: &mut Flows) -> bool {
+    fn read_all(&mut self, flows: &mut Flows, dns: &mut Resolver) -> bool {
         let mut changed = false;
         for conn in &mut self.conns {
             let sock = self.sockets.get_mut::<tcp::Socket>(conn.handle);
             if conn.answer.is_some() {
-                changed |= answer(conn, sock, flows);
+                changed |= answer(conn, sock, flows, dns);
                 continue;
             }
             while sock.can_recv() {
                 let taken = sock.recv(|data| {
-                    conn.take(data, flows);
+                    conn.take(data, flows, dns);
                     if let Some(link) = &mut conn.relay {
                         link.send(data);
                     }
@@ -777,7 +805,7 @@ impl Stack {
             if conn.relay.is_some() {
                 // Recognised for the record (SNI, request line) but never answered here:
                 // the real host answers.
-                let _ = conn.read(flows);
+                let _ = conn.read(flows, dns);
             }
             if let Some(link) = &mut conn.relay {
                 let mut handed = 0usize;
@@ -806,7 +834,7 @@ impl Stack {
                 }
                 continue;
             }
-            match conn.read(flows) {
+            match conn.read(flows, dns) {
                 Action::Nothing => {}
                 Action::Answer => {
                     // The send buffer is empty and larger than the answer.
@@ -820,7 +848,7 @@ impl Stack {
                 }
             }
             if sock.state() == tcp::State::CloseWait {
-                conn.ended(flows, "the client closed the connection");
+                conn.ended(flows, dns, "the client closed the connection");
                 sock.close();
                 changed = true;
             }
@@ -830,7 +858,7 @@ impl Stack {
 
     /// Frees the sockets that are done: listeners left over (their SYN was not taken, or
     /// the connection was reset back to listening), closed connections, idle ones.
-    fn free(&mut self, now_ns: u64, flows: &mut Flows) {
+    fn free(&mut self, now_ns: u64, flows: &mut Flows, dns: &mut Resolver) {
         let sockets = &mut self.sockets;
         self.conns.retain_mut(|c| {
             let sock = sockets.get::<tcp::Socket>(c.handle);
@@ -840,7 +868,7 @@ impl Stack {
                 _ => false,
             } || now_ns.saturating_sub(c.last_ns) >= IDLE_FORGET_NS;
             if gone {
-                c.ended(flows, "the connection was reset or went idle");
+                c.ended(flows, dns, "the connection was reset or went idle");
                 sockets.remove(c.handle);
             }
             !gone
@@ -850,14 +878,19 @@ impl Stack {
 
 /// Reads and answers a connection glassbox answers; `true` when it has something new to
 /// send.
-fn answer(conn: &mut Conn, sock: &mut tcp::Socket<'_>, flows: &mut Flows) -> bool {
+fn answer(
+    conn: &mut Conn,
+    sock: &mut tcp::Socket<'_>,
+    flows: &mut Flows,
+    dns: &mut Resolver,
+) -> bool {
     let mut changed = false;
     // While the client takes the answers: one that does not is not read further (smoltcp's
     // receive window closes on it) rather than answered into an ever longer queue.
     while sock.can_recv() && conn.pending.len() < PENDING_LIMIT {
         let taken = sock.recv(|data| {
             let n = data.len().min(READ_CHUNK);
-            conn.take(&data[..n], flows);
+            conn.take(&data[..n], flows, dns);
             (n, n)
         });
         changed |= flush(conn, sock);
@@ -866,7 +899,7 @@ fn answer(conn: &mut Conn, sock: &mut tcp::Socket<'_>, flows: &mut Flows) -> boo
         }
     }
     if sock.state() == tcp::State::CloseWait && !conn.close_after {
-        conn.ended(flows, "the client closed the connection");
+        conn.ended(flows, dns, "the client closed the connection");
         conn.close_after = true;
     }
     if conn.close_after && !conn.closed {

@@ -5,10 +5,37 @@
 //! or a word such as "honey", "canary" or "fake", which malware looks for. They are planted at
 //! the places credential stealers read; never in the server's working directory, where
 //! dotenv-style loaders read `./.env` legitimately.
+//!
+//! Each [`Honeytoken`] also lists the random parts of its secrets (`random`), taken from what
+//! the generator drew, never guessed from the secret's shape afterwards: the check that looks
+//! for a secret leaving in pieces searches pieces as short as 12 bytes, and a piece that falls
+//! on a format's fixed part (`AKIA`, `gho_`, a JWT's header, the header fields every OpenSSH
+//! key shares) would match any other key of that format. Per kind:
+//!
+//! - AWS: the 16 characters of the key id after `AKIA`, and the 40-character secret key;
+//! - GitHub and npm tokens: the 36 characters after `gho_`/`npm_` (30 random, and their
+//!   checksum, which is a function of them);
+//! - Docker: the PAT after `dckr_pat_`, and the characters of the base64 `auth` that encode
+//!   the PAT's bytes alone (not `user:dckr_pat_`, not a character shared with them);
+//! - the kubeconfig JWT: the characters of its base64url header that encode the random `kid`
+//!   alone, and its signature (256 random bytes; the last character, half padding, left out);
+//! - the other project's `.env`: the OpenAI and Stripe keys after `sk-proj-`/`sk_live_`, the
+//!   database password;
+//! - OpenSSH keys (the base64 body): the runs of at least 12 characters that encode key
+//!   material alone, found by parsing the key's binary format ([`openssh_random`]): the magic,
+//!   cipher and KDF names, key type strings, every length field, RSA's public exponent, the
+//!   mpint sign bytes, the comment (`user@hostname`, not random) and the padding are fixed; the
+//!   public key, the private key's numbers and the check integers are not. Parsing rather than
+//!   comparing the key with a second one made alongside: a second RSA key costs up to a second
+//!   of CPU, and an RSA number one byte shorter in one of the two keys shifts everything after
+//!   it, so a positionwise comparison would call the comment and padding random there (and a
+//!   byte that happens to agree fixed). A body that does not parse lists no random part, and is
+//!   searched as before (whole, and in 40-byte windows).
 
 use base64::Engine as _;
 use glassbox_model::Honeytoken;
 use std::io::{self, Read};
+use std::ops::Range;
 use std::path::Path;
 use std::process::Command;
 
@@ -233,7 +260,12 @@ fn generate_once(
 
     let mut files = Vec::new();
     let mut tokens = Vec::new();
-    let mut plant = |rel: &str, kind: &str, contents: String, mode: u32, secrets: Vec<String>| {
+    let mut plant = |rel: &str,
+                     kind: &str,
+                     contents: String,
+                     mode: u32,
+                     secrets: Vec<String>,
+                     random: Vec<String>| {
         let path = format!("{home}/{rel}");
         files.push(PlantedFile {
             path: path.clone(),
@@ -245,16 +277,22 @@ fn generate_once(
             kind: kind.to_string(),
             secrets,
             hosts: Vec::new(),
+            random: random
+                .into_iter()
+                .filter(|r| r.len() >= MIN_RANDOM)
+                .collect(),
         });
     };
 
     let ed_body = pem_body(&ed25519);
+    let ed_random = key_random(&ed25519);
     plant(
         ".ssh/id_ed25519",
         "ssh-ed25519-key",
         ed25519,
         0o600,
         vec![ed_body],
+        ed_random,
     );
     // 2048 bits: as common in the wild as 3072, and half the CPU to make.
     match rsa {
@@ -264,6 +302,7 @@ fn generate_once(
             rsa.to_string(),
             0o600,
             vec![pem_body(rsa)],
+            key_random(rsa),
         ),
         None => plant(
             ".ssh/id_rsa",
@@ -271,13 +310,12 @@ fn generate_once(
             rsa_placeholder(user, hostname)?,
             0o600,
             vec![],
+            vec![],
         ),
     }
 
-    let key_id = format!(
-        "AKIA{}",
-        random_from(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 16)?
-    );
+    let key_random_part = random_from(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 16)?;
+    let key_id = format!("AKIA{key_random_part}");
     let secret = random_from(
         b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/",
         40,
@@ -287,7 +325,8 @@ fn generate_once(
         "aws-credentials",
         format!("[default]\naws_access_key_id = {key_id}\naws_secret_access_key = {secret}\n"),
         0o600,
-        vec![key_id, secret],
+        vec![key_id, secret.clone()],
+        vec![key_random_part, secret],
     );
 
     let gho = checksummed_token("gho_")?;
@@ -296,7 +335,8 @@ fn generate_once(
         "github-cli-token",
         format!("github.com:\n    user: {user}\n    oauth_token: {gho}\n    git_protocol: https\n"),
         0o600,
-        vec![gho],
+        vec![gho.clone()],
+        vec![gho["gho_".len()..].to_string()],
     );
 
     let npm = checksummed_token("npm_")?;
@@ -305,11 +345,18 @@ fn generate_once(
         "npm-token",
         format!("//registry.npmjs.org/:_authToken={npm}\n"),
         0o600,
-        vec![npm],
+        vec![npm.clone()],
+        vec![npm["npm_".len()..].to_string()],
     );
 
-    let docker_pat = format!("dckr_pat_{}", random_from(BASE62, 27)?);
-    let docker_auth = b64(format!("{user}:{docker_pat}").as_bytes());
+    let pat = random_from(BASE62, 27)?;
+    let docker_pat = format!("dckr_pat_{pat}");
+    let docker_plain = format!("{user}:{docker_pat}");
+    let docker_auth = b64(docker_plain.as_bytes());
+    // The characters of `auth` made of the PAT's random bytes alone.
+    let pat_bytes = docker_plain.len() - pat.len()..docker_plain.len();
+    let mut docker_random = vec![pat];
+    docker_random.extend(b64_runs(&docker_auth, |i| pat_bytes.contains(&i)));
     plant(
         ".docker/config.json",
         "docker-registry-auth",
@@ -318,20 +365,30 @@ fn generate_once(
         ),
         0o600,
         vec![docker_pat, docker_auth],
+        docker_random,
     );
 
     let cluster = random_from(b"abcdefghijklmnopqrstuvwxyz0123456789", 10)?;
+    let kid = random_from(BASE62, 43)?;
+    let header = format!("{{\"alg\":\"RS256\",\"kid\":\"{kid}\"}}");
+    let kid_bytes = header.len() - 2 - kid.len()..header.len() - 2;
+    let header = b64url(header.as_bytes());
+    let signature = random_bytes(256)?;
+    let signature_len = signature.len();
+    let signature = b64url(&signature);
     let jwt = format!(
-        "{}.{}.{}",
-        b64url(format!("{{\"alg\":\"RS256\",\"kid\":\"{}\"}}", random_from(BASE62, 43)?).as_bytes()),
+        "{header}.{}.{signature}",
         b64url(
             format!(
                 "{{\"iss\":\"kubernetes/serviceaccount\",\"kubernetes.io/serviceaccount/namespace\":\"default\",\"sub\":\"system:serviceaccount:default:{user}\"}}"
             )
             .as_bytes()
         ),
-        b64url(&random_bytes(256)?)
     );
+    // The header's characters made of the `kid` alone; the signature's of its bytes (all
+    // random; the last character, half padding, is not).
+    let mut jwt_random = b64_runs(&header, |i| kid_bytes.contains(&i));
+    jwt_random.extend(b64_runs(&signature, |i| i < signature_len));
     let ca = b64(&random_bytes(600)?);
     plant(
         ".kube/config",
@@ -341,6 +398,7 @@ fn generate_once(
         ),
         0o600,
         vec![jwt],
+        jwt_random,
     );
 
     let project = pick(PROJECTS)?;
@@ -354,9 +412,171 @@ fn generate_once(
             "OPENAI_API_KEY={openai}\nSTRIPE_SECRET_KEY={stripe}\nDATABASE_URL=postgres://app:{db_pw}@db-{cluster}.internal:5432/app\n"
         ),
         0o644,
-        vec![openai, stripe, db_pw],
+        vec![openai.clone(), stripe.clone(), db_pw.clone()],
+        vec![
+            openai["sk-proj-".len()..].to_string(),
+            stripe["sk_live_".len()..].to_string(),
+            db_pw,
+        ],
     );
     Ok((files, tokens))
+}
+
+/// Random parts shorter than this are not listed (the check's shortest piece).
+pub const MIN_RANDOM: usize = 12;
+
+/// The runs of at least [`MIN_RANDOM`] characters of `encoded` (base64 or base64url, padded
+/// or not) each of whose characters encodes only bytes `i` of the decoded data for which
+/// `random(i)` holds: character `c` carries bits `6c..6c + 6`, so bytes `6c / 8` and
+/// `(6c + 5) / 8`. A character shared with a fixed byte, or with the padding, is left out.
+fn b64_runs(encoded: &str, random: impl Fn(usize) -> bool) -> Vec<String> {
+    let len = encoded.trim_end_matches('=').len() * 6 / 8;
+    let keep = |c: usize| {
+        let (a, b) = (6 * c / 8, (6 * c + 5) / 8);
+        b < len && random(a) && random(b)
+    };
+    let mut out = Vec::new();
+    let mut start = None;
+    for c in 0..=encoded.len() {
+        match (start, c < encoded.len() && keep(c)) {
+            (None, true) => start = Some(c),
+            (Some(s), false) => {
+                if c - s >= MIN_RANDOM {
+                    out.push(encoded[s..c].to_string());
+                }
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The random parts of an OpenSSH private key (PEM armour and all): the runs of its base64
+/// body that encode key material alone (see [`openssh_random`]); none when it does not parse.
+pub fn key_random(pem: &str) -> Vec<String> {
+    let body = pem_body(pem);
+    let Ok(blob) = base64::engine::general_purpose::STANDARD.decode(body.as_bytes()) else {
+        return Vec::new();
+    };
+    let Some(material) = openssh_random(&blob) else {
+        return Vec::new();
+    };
+    b64_runs(&body, |i| material.iter().any(|r| r.contains(&i)))
+}
+
+/// Reads OpenSSH's binary formats (RFC 4251 `uint32`, `string`, `mpint`).
+struct Wire<'a> {
+    b: &'a [u8],
+    at: usize,
+}
+
+impl Wire<'_> {
+    fn take(&mut self, n: usize) -> Option<Range<usize>> {
+        let end = self.at.checked_add(n).filter(|&e| e <= self.b.len())?;
+        let r = self.at..end;
+        self.at = end;
+        Some(r)
+    }
+
+    fn u32(&mut self) -> Option<u32> {
+        let r = self.take(4)?;
+        Some(u32::from_be_bytes(self.b[r].try_into().ok()?))
+    }
+
+    /// A `string`'s content.
+    fn string(&mut self) -> Option<Range<usize>> {
+        let n = self.u32()? as usize;
+        self.take(n)
+    }
+
+    fn bytes(&self, r: &Range<usize>) -> &[u8] {
+        &self.b[r.clone()]
+    }
+
+    /// An `mpint`'s magnitude: its content without the leading zero (sign) bytes.
+    fn mpint(&mut self) -> Option<Range<usize>> {
+        let r = self.string()?;
+        let zeros = self.bytes(&r).iter().take_while(|&&b| b == 0).count();
+        Some(r.start + zeros..r.end)
+    }
+}
+
+/// The byte ranges of an unencrypted OpenSSH private key (`openssh-key-v1`, one ed25519 or
+/// RSA key: what `ssh-keygen` makes here) that hold key material: the public key (ed25519's
+/// 32 bytes, RSA's modulus), the two check integers and the private key's numbers. The rest
+/// is the same in every key of its type and comment: magic, names, lengths, RSA's public
+/// exponent, mpint sign bytes, the comment, the padding. `None` for any other layout.
+pub fn openssh_random(blob: &[u8]) -> Option<Vec<Range<usize>>> {
+    const MAGIC: &[u8] = b"openssh-key-v1\0";
+    if !blob.starts_with(MAGIC) {
+        return None;
+    }
+    let mut w = Wire {
+        b: blob,
+        at: MAGIC.len(),
+    };
+    for expected in [&b"none"[..], b"none", b""] {
+        let r = w.string()?;
+        if w.bytes(&r) != expected {
+            return None;
+        }
+    }
+    if w.u32()? != 1 {
+        return None;
+    }
+    let mut out = Vec::new();
+    // The public key, then the private section (its own length first).
+    let public = w.string()?;
+    let private = w.string()?;
+    if private.end != blob.len() {
+        return None;
+    }
+    let mut p = Wire {
+        b: &blob[..public.end],
+        at: public.start,
+    };
+    let kind = p.string()?;
+    let kind = p.bytes(&kind).to_vec();
+    match kind.as_slice() {
+        b"ssh-ed25519" => out.push(p.string()?),
+        b"ssh-rsa" => {
+            p.mpint()?; // e
+            out.push(p.mpint()?); // n
+        }
+        _ => return None,
+    }
+    if p.at != public.end {
+        return None;
+    }
+    let mut s = Wire {
+        b: blob,
+        at: private.start,
+    };
+    out.push(s.take(8)?); // the two check integers
+    let again = s.string()?;
+    if s.bytes(&again) != kind.as_slice() {
+        return None;
+    }
+    match kind.as_slice() {
+        b"ssh-ed25519" => {
+            out.push(s.string()?); // public key
+            out.push(s.string()?); // private key (seed and public key)
+        }
+        _ => {
+            out.push(s.mpint()?); // n
+            s.mpint()?; // e
+            for _ in 0..4 {
+                out.push(s.mpint()?); // d, iqmp, p, q
+            }
+        }
+    }
+    s.string()?; // the comment
+    let padding = s.bytes(&(s.at..blob.len()));
+    if padding.len() >= 8 || padding.iter().zip(1u8..).any(|(&b, i)| b != i) {
+        return None;
+    }
+    Some(out)
 }
 
 /// The base64 body of a PEM-style block, joined: what an exfiltration would carry.
@@ -398,6 +618,117 @@ mod tests {
         let body = &t[4..34];
         assert_eq!(&t[34..], base62_fixed(crc32(body.as_bytes()), 6));
         assert_eq!(crc32(b"123456789"), 0xcbf4_3926);
+    }
+
+    #[test]
+    fn openssh_key_material_is_found_from_the_format() {
+        let tmp = std::env::temp_dir().join(format!("glassbox-keytest-{}", std::process::id()));
+        std::fs::create_dir_all(&tmp).unwrap();
+        let ed = ssh_keygen("ed25519", None, "sam@devbox", &tmp).unwrap();
+        let _ = std::fs::remove_dir_all(&tmp);
+        let blob = base64::engine::general_purpose::STANDARD
+            .decode(pem_body(&ed))
+            .unwrap();
+        let r = openssh_random(&blob).unwrap();
+        // Public key, check integers, public key again, seed and public key.
+        let lens: Vec<usize> = r.iter().map(|r| r.len()).collect();
+        assert_eq!(lens, [32, 8, 32, 64]);
+        assert_eq!(blob[r[0].clone()], blob[r[2].clone()]);
+        assert_eq!(blob[r[0].clone()], blob[r[3].end - 32..r[3].end]);
+        let rsa = rsa_key("sam", "devbox").unwrap();
+        let blob = base64::engine::general_purpose::STANDARD
+            .decode(pem_body(&rsa))
+            .unwrap();
+        let r = openssh_random(&blob).unwrap();
+        // n, check integers, n, d, iqmp, p, q (a number may be a byte or so shorter).
+        let lens: Vec<usize> = r.iter().map(|r| r.len()).collect();
+        assert_eq!(lens.len(), 7, "{lens:?}");
+        assert_eq!((lens[0], lens[1], lens[2]), (256, 8, 256), "{lens:?}");
+        assert!(lens[3] >= 250 && lens[4..].iter().all(|&n| (124..=128).contains(&n)));
+        // Not a key: nothing; a placeholder lists no random part either.
+        assert_eq!(openssh_random(b"openssh-key-v1\0junk"), None);
+        assert!(key_random(&rsa_placeholder("sam", "devbox").unwrap()).is_empty());
+        // In base64: runs of the body, most of it.
+        let body = pem_body(&rsa);
+        let runs = key_random(&rsa);
+        let covered: usize = runs.iter().map(|r| r.len()).sum();
+        assert!(runs.iter().all(|r| body.contains(r.as_str())));
+        assert!(
+            covered * 100 / body.len() >= 85,
+            "{covered} of {}",
+            body.len()
+        );
+    }
+
+    #[test]
+    fn base64_runs_leave_out_characters_shared_with_fixed_bytes() {
+        // "ab:" then 12 random bytes: characters 0..3 carry bytes 0..2 (fixed); character 3
+        // carries byte 2 (fixed) alone; 4..20 the random bytes alone.
+        let enc = b64(b"ab:0123456789AB");
+        let runs = b64_runs(&enc, |i| (3..15).contains(&i));
+        assert_eq!(runs, [enc[4..].to_string()]);
+        // A trailing character half padding is not random.
+        let sig = b64url(&[7u8; 13]);
+        assert_eq!(sig.len(), 18);
+        assert_eq!(b64_runs(&sig, |_| true), [sig[..17].to_string()]);
+    }
+
+    #[test]
+    fn random_parts_are_recorded_and_share_nothing_with_another_set() {
+        let (_, ta) = generate("/home/u", "u", "h").unwrap();
+        let (fb, tb) = generate("/home/u", "u", "h").unwrap();
+        let all_b: Vec<String> = fb
+            .iter()
+            .map(|f| String::from_utf8_lossy(&f.contents).into_owned())
+            .chain(tb.iter().flat_map(|t| t.secrets.clone()))
+            .collect();
+        for t in &ta {
+            assert!(!t.random.is_empty(), "{} lists no random part", t.kind);
+            for r in &t.random {
+                assert!(r.len() >= MIN_RANDOM, "{}: {r}", t.kind);
+                assert!(
+                    t.secrets.iter().any(|s| s.contains(r.as_str())),
+                    "{}: {r} is in no secret",
+                    t.kind
+                );
+                // No piece of 12 of it is in the other set (whose fixed parts are the same).
+                for w in r.as_bytes().windows(MIN_RANDOM) {
+                    let w = std::str::from_utf8(w).unwrap();
+                    assert!(!all_b.iter().any(|b| b.contains(w)), "{}: {w}", t.kind);
+                }
+            }
+        }
+        let aws = ta.iter().find(|t| t.kind == "aws-credentials").unwrap();
+        assert_eq!(aws.random[0], aws.secrets[0]["AKIA".len()..]);
+        assert_eq!(aws.random[1], aws.secrets[1]);
+        let gh = ta.iter().find(|t| t.kind == "github-cli-token").unwrap();
+        assert_eq!(gh.random, [gh.secrets[0]["gho_".len()..].to_string()]);
+        // The Docker auth: the PAT, and the characters of its base64 made of the PAT alone.
+        let docker = ta
+            .iter()
+            .find(|t| t.kind == "docker-registry-auth")
+            .unwrap();
+        assert_eq!(docker.random[0], docker.secrets[0]["dckr_pat_".len()..]);
+        assert_eq!(docker.random.len(), 2);
+        let plain = base64::engine::general_purpose::STANDARD
+            .decode(&docker.secrets[1])
+            .unwrap();
+        assert!(plain.ends_with(docker.random[0].as_bytes()));
+        let at = docker.secrets[1].find(&docker.random[1]).unwrap();
+        let end = at + docker.random[1].len();
+        let pat = plain.len() - docker.random[0].len();
+        assert!(
+            6 * at / 8 >= pat && (6 * end - 1) / 8 < plain.len(),
+            "{at}..{end}"
+        );
+        assert!(docker.random[1].len() >= 27 * 8 / 6 - 2);
+        // The JWT: part of its header (the kid) and its signature.
+        let jwt = ta.iter().find(|t| t.kind == "kubeconfig-token").unwrap();
+        assert_eq!(jwt.random.len(), 2);
+        let sig = jwt.secrets[0].rsplit('.').next().unwrap();
+        assert_eq!(jwt.random[1], sig[..sig.len() - 1]);
+        assert!(jwt.secrets[0].starts_with("eyJhbGciOiJSUzI1NiIsImtpZCI6I"));
+        assert!(!jwt.random[0].starts_with("eyJ"));
     }
 
     #[test]

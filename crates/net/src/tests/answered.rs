@@ -815,3 +815,137 @@ fn a_quic_initial_to_443_is_named_unread() {
         assert!(flows[1..].iter().all(|f| f.unread.is_none()), "{flows:?}");
     }
 }
+
+/// The body of the one whole response in `bytes`.
+fn response_body(bytes: &[u8]) -> &[u8] {
+    let at = bytes.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+    &bytes[at + 4..]
+}
+
+#[test]
+fn doh_is_read_and_answered_by_the_edges_dns_and_the_answer_maps_back() {
+    use base64::Engine;
+    let ca = Authority::fresh().unwrap();
+    let mut edge = answering(&ca);
+    let mut client = Client::new();
+    // An address the resolver's name was looked up for, as the sandbox's resolver gives it.
+    let resolver = resolve(&mut edge, 1, "doh.resolver.example", RecordType::A);
+    let config = client_config(&[&ca], &[b"http/1.1"], BOTH);
+    let mut tls = TlsClient::open(
+        &mut client,
+        &mut edge,
+        at(resolver, 443),
+        49_400,
+        config,
+        name("doh.resolver.example"),
+    );
+    tls.handshake(&mut client, &mut edge);
+    assert!(tls.error.is_none(), "{:?}", tls.error);
+
+    // RFC 8484 GET, then POST, on the same connection.
+    let q = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(dns_query(
+        0,
+        "beacon.h-c2.example",
+        RecordType::A,
+    ));
+    let get = format!(
+        "GET /dns-query?dns={q} HTTP/1.1\r\nHost: doh.resolver.example\r\n\
+         Accept: application/dns-message\r\n\r\n"
+    );
+    let answer = tls.exchange(&mut client, &mut edge, get.as_bytes(), 1);
+    let text = String::from_utf8_lossy(&answer).into_owned();
+    assert!(text.starts_with("HTTP/1.1 200 OK\r\n"), "{text}");
+    assert!(
+        text.contains("Content-Type: application/dns-message\r\n"),
+        "{text}"
+    );
+    let reply = Message::from_vec(response_body(&answer)).unwrap();
+    let RData::A(beacon) = reply.answers[0].data else {
+        panic!("{reply:?}")
+    };
+    let body = dns_query(0, "c2.exfil.example", RecordType::AAAA);
+    let mut post = format!(
+        "POST /q HTTP/1.1\r\nHost: doh.resolver.example\r\nContent-Type: application/dns-message\r\n\
+         Content-Length: {}\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    post.extend_from_slice(&body);
+    let answer = tls.exchange(&mut client, &mut edge, &post, 1);
+    let reply = Message::from_vec(response_body(&answer)).unwrap();
+    assert!(matches!(reply.answers[0].data, RData::AAAA(_)), "{reply:?}");
+
+    // The JSON API in clear, to an address: the same address for the same name.
+    let h = http_client(&mut client, &mut edge, at(v4(192, 0, 2, 53), 80), 49_401);
+    let got = http_send(
+        &mut client,
+        &mut edge,
+        h,
+        b"GET /resolve?name=beacon.h-c2.example&type=A HTTP/1.1\r\nHost: 192.0.2.53\r\n\r\n",
+        1,
+    );
+    let json: serde_json::Value = serde_json::from_slice(response_body(&got)).unwrap();
+    assert_eq!(json["Answer"][0]["data"], beacon.0.to_string());
+
+    // The server connects to the answer: the flow is named for what it asked over DoH.
+    let c2 = http_client(
+        &mut client,
+        &mut edge,
+        at(IpAddr::V4(beacon.0), 8443),
+        49_402,
+    );
+    client.sock(c2).send_slice(b"hello\n").unwrap();
+    client.pump(&mut edge, 20, |_| false);
+
+    let (flows, c) = edge.finish(client.now_ns);
+    assert_all_counted(&flows, &c);
+    let doh = flow_to(&flows, &sock(at(resolver, 443)));
+    assert_eq!(doh.dns_name, Some(Bytes::from("doh.resolver.example")));
+    let asked: Vec<(&[u8], &str, usize)> = doh
+        .exchanges
+        .iter()
+        .map(|e| {
+            let q = e.dns.as_ref().unwrap();
+            (q.name.as_slice(), q.qtype.as_str(), q.answers.len())
+        })
+        .collect();
+    assert_eq!(
+        asked,
+        vec![
+            (&b"beacon.h-c2.example"[..], "A", 1),
+            (b"c2.exfil.example", "AAAA", 1)
+        ]
+    );
+    let json_flow = flow_to(&flows, &sock(at(v4(192, 0, 2, 53), 80)));
+    assert_eq!(
+        json_flow.exchanges[0].dns.as_ref().unwrap().answers,
+        vec![beacon.0.to_string()]
+    );
+    let to_c2 = flow_to(&flows, &sock(at(IpAddr::V4(beacon.0), 8443)));
+    assert_eq!(to_c2.dns_name, Some(Bytes::from("beacon.h-c2.example")));
+    assert_eq!(to_c2.sample, Bytes::from("hello\n"));
+}
+
+#[test]
+fn an_ordinary_api_is_not_read_as_doh() {
+    let ca = Authority::fresh().unwrap();
+    let mut edge = answering(&ca);
+    let mut client = Client::new();
+    let h = http_client(&mut client, &mut edge, at(v4(192, 0, 2, 54), 80), 49_410);
+    let got = http_send(
+        &mut client,
+        &mut edge,
+        h,
+        b"GET /v1/dns-records?name=www.shop.example&type=A HTTP/1.1\r\nHost: api.hosting.example\r\n\
+          Accept: application/json\r\n\r\n",
+        1,
+    );
+    assert!(
+        got.ends_with(b"\r\n\r\n{}"),
+        "{}",
+        String::from_utf8_lossy(&got)
+    );
+    let (flows, _) = edge.finish(client.now_ns);
+    let ex = &flows[0].exchanges[0];
+    assert_eq!((ex.dns.as_ref(), ex.dns_error.as_ref()), (None, None));
+}
