@@ -419,8 +419,7 @@ fn manifest() -> Manifest {
         path: path.into(),
         kind: kind.into(),
         secrets: vec![secret.into()],
-        hosts: Vec::new(),
-        random: Vec::new(),
+        ..Default::default()
     };
     Manifest {
         format: 1,

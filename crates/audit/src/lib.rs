@@ -385,6 +385,9 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
         Isolation::Namespace => run::Secrets::fresh()?,
         Isolation::MicroVm => run::Secrets::fresh_eager()?,
     };
+    if let Some(ca) = &trust {
+        secrets.trust_in_kubeconfig(&ca.pem);
+    }
     // Bait in the environment (run::BAIT_ENV): planted secrets like the files, for the
     // install and every run, unless the configuration sets a variable of that name itself.
     let mut bait: Vec<(String, String)> = Vec::new();
@@ -397,8 +400,8 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
             path: format!("env:{name}"),
             kind: "bait-env".into(),
             secrets: vec![value.clone()],
-            hosts: Vec::new(),
             random: vec![value.clone()],
+            ..Default::default()
         });
         bait.push((name.to_string(), value));
     }
@@ -508,6 +511,7 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
                     secrets: vec![canary.clone()],
                     hosts: hosts.clone(),
                     random: vec![canary["gbx_".len()..].to_string()],
+                    ..Default::default()
                 });
                 canary
             }

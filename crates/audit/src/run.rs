@@ -268,6 +268,29 @@ impl Secrets {
         Secrets::make(LazyKey::available())
     }
 
+    /// The planted kubeconfig names the audit's CA as its cluster's (`certificate-authority-
+    /// data`), so that a client that uses it, as Kubernetes clients do, trusts the edge that
+    /// answers for that cluster (its `.test` address) and what it sends there is read.
+    pub(crate) fn trust_in_kubeconfig(&mut self, ca_pem: &str) {
+        use base64::Engine as _;
+        let data = base64::engine::general_purpose::STANDARD.encode(ca_pem);
+        for f in self
+            .files
+            .iter_mut()
+            .filter(|f| f.path.ends_with("/.kube/config"))
+        {
+            let text = String::from_utf8_lossy(&f.contents);
+            let patched: Vec<String> = text
+                .lines()
+                .map(|l| match l.split_once("certificate-authority-data:") {
+                    Some((indent, _)) => format!("{indent}certificate-authority-data: {data}"),
+                    None => l.to_string(),
+                })
+                .collect();
+            f.contents = (patched.join("\n") + "\n").into_bytes();
+        }
+    }
+
     /// Fresh secrets with every file made now (the RSA key too): for a sandbox that runs
     /// elsewhere (a microVM), where glassbox cannot hold the key's first open.
     pub(crate) fn fresh_eager() -> Result<Secrets, Error> {

@@ -53,11 +53,19 @@
 //! --example canary_speed` measures both side by side (on a shared 2-vCPU VM: built in ~35 ms
 //! instead of ~12, searching random bytes and base64 text at 90-105 MiB/s instead of 105-135).
 //!
-//! A declared secret (`env:NAME`: an API key a client configuration or `server.json` gives the
-//! server, replaced by a canary) may go to the hosts its server is documented to use
-//! (`hosts` of its honeytoken): a flow whose every name (DNS, SNI, Host, the name of its
-//! address) is such a host or under it is listed as a note, not a finding. Anywhere else it
-//! is exfiltration like any planted secret.
+//! Use or theft: where each planted secret went decides. A planted file's secret may go to
+//! the service it is for (`services` of its honeytoken, recorded when it was planted: an AWS
+//! key id to `amazonaws.com`, as a SigV4 `Authorization` carries it, but never its secret key;
+//! a GitHub token to `github.com`; an npm token to the registry; a kubeconfig's token to the
+//! cluster that kubeconfig names, under `.test` so that a server that uses it talks to the
+//! edge), and a declared secret (`env:NAME`: an API key a client configuration or
+//! `server.json` gives the server, replaced by a canary) to the hosts its server is documented
+//! to use (`hosts`): a flow whose every name (DNS, SNI, Host, the name of its address) is such a
+//! host or under it, carrying only secrets that service is for, is listed as a note (`used
+//! with its own service: use, not theft`), not a finding. Anywhere else a secret is
+//! exfiltration, an accusation. The secrets found nowhere are listed in a note too, so the
+//! report says of every planted secret where it went (in what the edge read: a flow it could
+//! not read makes the check `not-observed`).
 //!
 //! One finding per planted file and run (for a declared secret: one for the flows to its
 //! documented hosts, a note, and one for the rest), with every flow its secret was found in:
@@ -597,8 +605,44 @@ pub(crate) fn start(c: &crate::Context<'_>) -> Box<dyn Evaluator> {
     Box::new(s)
 }
 
+/// Where a planted secret went, in one flow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Fate {
+    /// Anywhere but its service: exfiltration (an accusation).
+    Elsewhere,
+    /// A declared secret to the hosts its server is documented to use (`Honeytoken::hosts`).
+    Documented,
+    /// To its own service (`Honeytoken::services`, by index): every secret of it found in the
+    /// flow is one that service is for, and every name the flow carries is that service's
+    /// host or under it (an AWS key id to `sts.amazonaws.com`; not its secret key, anywhere).
+    Used(usize),
+}
+
+/// The fate of `leak`, the secrets of `h` found in flow `f`.
+fn fate(f: &Flow, h: &Honeytoken, leak: &Leak) -> Fate {
+    let names = net::names(f);
+    let under = |hosts: &[String]| {
+        !names.is_empty()
+            && names.iter().all(|(_, n)| {
+                hosts.iter().any(|d| {
+                    let d = net::norm_host(d.as_bytes());
+                    *n == d || n.ends_with(&format!(".{d}"))
+                })
+            })
+    };
+    let found: Vec<usize> = leak.spans.iter().map(|p| p.secret).collect();
+    let used = h.services.iter().position(|s| {
+        (s.secrets.is_empty() || found.iter().all(|i| s.secrets.contains(i))) && under(&s.hosts)
+    });
+    match used {
+        Some(si) => Fate::Used(si),
+        None if !h.hosts.is_empty() && under(&h.hosts) => Fate::Documented,
+        None => Fate::Elsewhere,
+    }
+}
+
 /// One planted file's secret in the flows of one run: a finding (or, to its documented
-/// hosts, a note).
+/// hosts or its own service, a note).
 #[derive(Default)]
 struct Group {
     /// Per flow (by index), in order: what was found there.
@@ -618,30 +662,23 @@ impl Evaluator for State {
             ..
         } = *self;
         let tokens = &ctx.manifest.sandbox.honeytokens;
-        // Per honeytoken, run, and whether to a documented host: the flows, in order.
-        let mut groups: Keyed<(usize, NetworkMode, bool), Group> = Keyed::new();
+        // Which planted files were found anywhere (the others went nowhere).
+        let mut found_any = vec![false; tokens.len()];
+        // Per honeytoken, run, and fate: the flows, in order.
+        let mut groups: Keyed<(usize, NetworkMode, Fate), Group> = Keyed::new();
         for ((fi, ti), leak) in leaks.items {
             let (Some(f), Some(h)) = (ctx.flows.get(fi), tokens.get(ti)) else {
                 continue;
             };
-            let flow_names = net::names(f);
-            // A declared secret sent to the host its server is documented to use: what it
-            // is for (every name the flow carries must be that host or under it).
-            let documented = !h.hosts.is_empty()
-                && !flow_names.is_empty()
-                && flow_names.iter().all(|(_, n)| {
-                    h.hosts.iter().any(|d| {
-                        let d = net::norm_host(d.as_bytes());
-                        *n == d || n.ends_with(&format!(".{d}"))
-                    })
-                });
-            if let Some(g) = groups.get((ti, f.mode, documented)) {
+            found_any[ti] = true;
+            let fate = fate(f, h, &leak);
+            if let Some(g) = groups.get((ti, f.mode, fate)) {
                 g.flows.push((fi, leak));
             }
         }
         let mut findings = Vec::new();
         let mut notes = Vec::new();
-        for ((ti, mode, documented), g) in groups.items {
+        for ((ti, mode, fate), g) in groups.items {
             let Some(h) = tokens.get(ti) else { continue };
             let n_secrets = h.secrets.len();
             let whole = g.flows.iter().any(|(_, l)| l.whole);
@@ -701,12 +738,18 @@ impl Evaluator for State {
                     summary += &format!("{during}: {}", destinations(ctx, &g, n_secrets));
                 }
             }
-            if documented {
-                let mut note = INFO.finding(
-                    format!("{summary} (its documented host: expected)"),
-                    ids,
-                    ps.first().cloned(),
-                );
+            let used = match fate {
+                Fate::Elsewhere => None,
+                Fate::Documented => Some("its documented host: expected".to_string()),
+                Fate::Used(si) => h.services.get(si).map(|s| {
+                    format!(
+                        "used with its own service, {}: use, not theft",
+                        net::show(&s.name)
+                    )
+                }),
+            };
+            if let Some(why) = used {
+                let mut note = INFO.finding(format!("{summary} ({why})"), ids, ps.first().cloned());
                 note.flows = flow_ids;
                 notes.push(note);
                 continue;
@@ -727,6 +770,24 @@ impl Evaluator for State {
             );
             f.accusation = true;
             findings.push(f);
+        }
+        // Where every planted secret went: the ones above, and those found nowhere.
+        let nowhere: Vec<String> = tokens
+            .iter()
+            .zip(&found_any)
+            .filter(|(h, found)| !**found && !h.secrets.is_empty())
+            .map(|(h, _)| format!("{} ({})", net::show(&h.path), net::show(&h.kind)))
+            .collect();
+        if !nowhere.is_empty() {
+            notes.push(INFO.finding(
+                format!(
+                    "{} found in nothing the edge read: {}",
+                    net::count(nowhere.len() as u64, "planted secret", "planted secrets"),
+                    nowhere.join(", ")
+                ),
+                Vec::new(),
+                None,
+            ));
         }
         if relayed > 0 {
             notes.push(INFO.finding(
@@ -835,8 +896,87 @@ mod tests {
             .events(&[1])
     }
 
+    /// The findings of `ev` (what a secret found nowhere leaves: none; its note says so).
+    fn no_finding(ev: &glassbox_model::Evidence) -> Vec<String> {
+        let e = evaluate(ev);
+        assert!(
+            e.notes
+                .iter()
+                .all(|n| n.summary.contains("found in nothing the edge read")),
+            "{:?}",
+            e.notes
+        );
+        e.findings.into_iter().map(|f| f.summary).collect()
+    }
+
     fn hex(b: &[u8]) -> String {
         b.iter().map(|b| format!("{b:02X}")).collect()
+    }
+
+    /// AWS credentials as glassbox plants them: the key id is for AWS, the secret key for no
+    /// one; sent in one flow to `host`.
+    fn aws_to(host: &str, body: &str) -> glassbox_model::Evidence {
+        let key_id = format!("AKIA{}", &secret(3, 40).to_ascii_uppercase()[..16]);
+        let key = secret(4, 40);
+        let mut ev = Ev::new()
+            .honeytoken_secrets(
+                "/home/user/.aws/credentials",
+                "aws-credentials",
+                &[&key_id, &key],
+            )
+            .honeytoken_secrets(
+                "/home/user/.ssh/id_ed25519",
+                "ssh-ed25519-key",
+                &[&secret(5, 80)],
+            )
+            .connect("198.18.1.3:443", Phase::Call("list_buckets".into()))
+            .build();
+        ev.manifest.sandbox.honeytokens[0].services = vec![glassbox_model::SecretService {
+            name: "AWS".into(),
+            hosts: vec!["amazonaws.com".into()],
+            secrets: vec![0],
+        }];
+        let body = body.replace("KEYID", &key_id).replace("SECRET", &key);
+        let f = F::tcp("198.18.1.3:443")
+            .name(host)
+            .sni(host)
+            .sample(body.into_bytes())
+            .events(&[1]);
+        ev.flows.push(glassbox_model::Flow { id: 1, ..f.0 });
+        ev
+    }
+
+    #[test]
+    fn a_secret_sent_to_its_own_service_is_use_and_anywhere_else_theft() {
+        // A SigV4 request: the key id in its Authorization, to AWS: use.
+        let sigv4 = "GET / HTTP/1.1\r\nAuthorization: AWS4-HMAC-SHA256 Credential=KEYID/20261201/us-east-1/sts/aws4_request, Signature=00\r\n\r\n";
+        let e = evaluate(&aws_to("sts.us-east-1.amazonaws.com", sigv4));
+        assert!(e.findings.is_empty(), "{:?}", e.findings);
+        let used: Vec<&str> = e.notes.iter().map(|n| n.summary.as_str()).collect();
+        assert!(
+            used.iter()
+                .any(|n| n.contains("used with its own service, AWS: use, not theft")),
+            "{used:?}"
+        );
+        // The secret that was never read is listed as gone nowhere.
+        assert!(
+            used.iter()
+                .any(|n| n.contains("found in nothing the edge read") && n.contains("id_ed25519")),
+            "{used:?}"
+        );
+        // The same key id elsewhere, or the secret key even to AWS: theft.
+        for (host, body) in [
+            ("collect.exfil.example", sigv4),
+            ("amazonaws.com.exfil.example", sigv4),
+            (
+                "sts.us-east-1.amazonaws.com",
+                "POST / HTTP/1.1\r\n\r\nsecret=SECRET",
+            ),
+        ] {
+            let e = evaluate(&aws_to(host, body));
+            assert_eq!(e.findings.len(), 1, "{host}: {:?}", e.notes);
+            assert!(e.findings[0].accusation);
+        }
     }
 
     #[test]
@@ -1058,7 +1198,7 @@ mod tests {
                 "A",
             ))
             .build();
-        assert_eq!(evaluate(&ev), Evaluation::default());
+        assert_eq!(no_finding(&ev), Vec::<String>::new());
     }
 
     #[test]
@@ -1067,7 +1207,7 @@ mod tests {
             .honeytoken_secrets("/home/user/.pgpass", "pgpass", &["hunter2", "abc12345678"])
             .flow(F::tcp("192.0.2.1:5432").sample(&b"hunter2 abc12345678"[..]))
             .build();
-        assert_eq!(evaluate(&ev), Evaluation::default());
+        assert_eq!(no_finding(&ev), Vec::<String>::new());
     }
 
     #[test]
@@ -1137,7 +1277,7 @@ mod tests {
         }
         let ev = ev.build();
         // Before random parts were recorded: a piece shorter than a whole window is not found.
-        assert_eq!(evaluate(&ev), Evaluation::default());
+        assert_eq!(no_finding(&ev), Vec::<String>::new());
         let ev = with_random(ev, &[&id[4..], &key]);
         let e = evaluate(&ev);
         assert_eq!(e.findings.len(), 1, "{:?}", e.findings);
@@ -1320,7 +1460,7 @@ mod tests {
             let mut flow = https_post(format!("{{\"v\":\"{sent}\"}}").as_bytes()).0;
             flow.id = 1;
             ev.flows = vec![flow];
-            assert_eq!(evaluate(&ev), Evaluation::default(), "{sent}");
+            assert_eq!(no_finding(&ev), Vec::<String>::new(), "{sent}");
         }
     }
 
@@ -1370,7 +1510,7 @@ mod tests {
         assert_eq!(e.findings.len(), b.len(), "{:?}", e.findings);
         // Set a, the same formats, the same user and host: nothing.
         ev.manifest.sandbox.honeytokens = a.clone();
-        assert_eq!(evaluate(&ev), Evaluation::default());
+        assert_eq!(no_finding(&ev), Vec::<String>::new());
         // Without the random parts, a's 40-byte windows fall on the OpenSSH header that b's
         // keys share: what the random parts are for.
         for t in &mut ev.manifest.sandbox.honeytokens {

@@ -19,11 +19,11 @@
 //! | `description-exfil-pattern` | no exfiltration instructions in what the server tells the model | high | tool, resource and prompt descriptions and the server's instructions (MCP transcript) |
 //! | `unexplained-egress` | no unexplained network egress | high | flows of both runs (DNS questions, TCP, UDP, ICMP) and connect/send events with no flow, against `--allow-host` |
 //! | `denied-network-attempts` | tries nothing when the network is denied | medium | connect/send events and flows of the denied run |
-//! | `doh` | no hidden DNS (DNS over HTTPS or TLS) | medium | flows named for, or sent to the address of, a public DoH/DoT resolver |
+//! | `doh` | no hidden DNS (DNS over HTTPS or TLS) | medium | flows named for, or sent to the address of, a public DoH/DoT resolver; DoH requests the edge read (to any host), named with what they asked |
 //! | `unix-socket` | connects to no Unix socket it does not own | high | connects to Unix sockets not bound in the sandbox (canary sockets always), what was sent to canaries |
-//! | `canary-exfiltration` | no planted secret leaves the sandbox | high | planted secrets (raw, hex, base64, URL-encoded, in part) in every flow's payload, DNS names, SNI, HTTP target and Host |
+//! | `canary-exfiltration` | no planted secret leaves the sandbox | high | planted secrets (raw, hex, base64, URL-encoded, any 12-byte piece of their random part, pieces across flows together) in every flow's payload, decrypted payload, HTTP exchanges (targets, headers, bodies), DNS names, SNI, sent anywhere but their own service; unread flows make it not observed |
 //! | `sandbox-evasion` | nothing escaped the recorder | high | calls the static filter refused (`refused` events; `clone3`, a routine fallback, noted), execs of a memfd or a deleted file, flows at the edge that no recorded connect or send caused |
-//! | `input-exposure` | keeps tool input inside the sandbox and its workspace | medium | the audit's marker (in every generated probe string) in any flow of a server run, or in the name of a file written outside the working directory and scratch folders |
+//! | `input-exposure` | keeps tool input inside the sandbox and its workspace | medium | the audit's marker (in every generated probe string) in any flow of a server run (inside TLS too), or in the name of a file written outside the working directory and scratch folders; unread flows make it not observed |
 //! | `tool-definition-drift` | tool definitions and server instructions stay the same throughout the audit | high | each tool's description, inputSchema and annotations (canonical JSON) and the server's instructions: first vs last `tools/list` of each run, capture run vs denied run (MCP transcripts of both runs) |
 //!
 //! A check returns an [`Evaluation`]: findings (each one flags the check) and notes (listed,
@@ -859,8 +859,7 @@ mod tests {
             path: "env:TOKEN".into(),
             kind: "declared-secret".into(),
             secrets: vec!["gbx_0123456789abcdefghij".into()],
-            hosts: vec![],
-            random: vec![],
+            ..Default::default()
         }];
         flagged.flows[0].sample = (&b"token=gbx_0123456789abcdefghij"[..]).into();
         assert_eq!(retract(&flagged, &tls.flows), (0, Outcome::Flag));

@@ -75,8 +75,7 @@ impl Ev {
             path: path.into(),
             kind: "test".into(),
             secrets: vec![],
-            hosts: Vec::new(),
-            random: Vec::new(),
+            ..Default::default()
         });
         self
     }
@@ -157,8 +156,7 @@ impl Ev {
             path: path.into(),
             kind: kind.into(),
             secrets: secrets.iter().map(|s| s.to_string()).collect(),
-            hosts: Vec::new(),
-            random: Vec::new(),
+            ..Default::default()
         });
         self
     }

@@ -798,7 +798,7 @@ pub struct TranscriptEntry {
 }
 
 /// A planted fake secret.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Honeytoken {
     /// Absolute path inside the sandbox.
     pub path: String,
@@ -819,6 +819,23 @@ pub struct Honeytoken {
     /// recorded before it was kept: the check then searches whole secrets and long windows.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub random: Vec<String>,
+    /// The services its secrets are for (an AWS key id: AWS; a kubeconfig's token: the cluster
+    /// that kubeconfig names): sent there, a secret is used, not stolen.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub services: Vec<SecretService>,
+}
+
+/// Where a planted secret may go without being stolen: the service it is for.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SecretService {
+    /// What the service is (`AWS`, `GitHub`, `the cluster of this kubeconfig`).
+    pub name: String,
+    /// Its hosts, lower-case (a host covers its subdomains: `amazonaws.com`).
+    pub hosts: Vec<String>,
+    /// Which of the honeytoken's `secrets` it is for, by index (an AWS key id, not its
+    /// secret key, which a client never sends); empty: all of them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub secrets: Vec<usize>,
 }
 
 /// A mount of the sandbox's private root.

@@ -33,7 +33,7 @@
 //!   searched as before (whole, and in 40-byte windows).
 
 use base64::Engine as _;
-use glassbox_model::Honeytoken;
+use glassbox_model::{Honeytoken, SecretService};
 use std::io::{self, Read};
 use std::ops::Range;
 use std::path::Path;
@@ -281,6 +281,7 @@ fn generate_once(
                 .into_iter()
                 .filter(|r| r.len() >= MIN_RANDOM)
                 .collect(),
+            services: Vec::new(),
         });
     };
 
@@ -390,11 +391,15 @@ fn generate_once(
     let mut jwt_random = b64_runs(&header, |i| kid_bytes.contains(&i));
     jwt_random.extend(b64_runs(&signature, |i| i < signature_len));
     let ca = b64(&random_bytes(600)?);
+    // Service addresses under `.test`: a server that uses what it found talks to glassbox's
+    // edge (`kube_host`, `db_host`: the cluster and the database of these files).
+    let kube_host = kube_host(&cluster);
+    let db_host = format!("db-{cluster}.db.test");
     plant(
         ".kube/config",
         "kubeconfig-token",
         format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- cluster:\n    certificate-authority-data: {ca}\n    server: https://k8s-{cluster}.internal:6443\n  name: prod\ncontexts:\n- context:\n    cluster: prod\n    user: {user}\n  name: prod\ncurrent-context: prod\nusers:\n- name: {user}\n  user:\n    token: {jwt}\n"
+            "apiVersion: v1\nkind: Config\nclusters:\n- cluster:\n    certificate-authority-data: {ca}\n    server: https://{kube_host}:6443\n  name: prod\ncontexts:\n- context:\n    cluster: prod\n    user: {user}\n  name: prod\ncurrent-context: prod\nusers:\n- name: {user}\n  user:\n    token: {jwt}\n"
         ),
         0o600,
         vec![jwt],
@@ -409,7 +414,7 @@ fn generate_once(
         &format!("projects/{project}/.env"),
         "dotenv-other-project",
         format!(
-            "OPENAI_API_KEY={openai}\nSTRIPE_SECRET_KEY={stripe}\nDATABASE_URL=postgres://app:{db_pw}@db-{cluster}.internal:5432/app\n"
+            "OPENAI_API_KEY={openai}\nSTRIPE_SECRET_KEY={stripe}\nDATABASE_URL=postgres://app:{db_pw}@{db_host}:5432/app\n"
         ),
         0o644,
         vec![openai.clone(), stripe.clone(), db_pw.clone()],
@@ -419,7 +424,41 @@ fn generate_once(
             db_pw,
         ],
     );
+    for t in &mut tokens {
+        t.services = services(&t.kind, &kube_host, &db_host);
+    }
     Ok((files, tokens))
+}
+
+/// The host of a planted kubeconfig's cluster (`k8s-<id>.cluster.test`).
+fn kube_host(cluster: &str) -> String {
+    format!("k8s-{cluster}.cluster.test")
+}
+
+/// The services a planted file's secrets are for: sent there, a secret is used, not stolen
+/// (`canary-exfiltration`). Which secret, by its place in the honeytoken's `secrets`: an AWS
+/// key id goes to AWS in a SigV4 `Authorization`, its secret key never leaves a client; a
+/// kubeconfig's token to the cluster it names; the other project's keys each to its own API,
+/// its database password to its database. SSH keys have none: a client never sends one.
+fn services(kind: &str, kube_host: &str, db_host: &str) -> Vec<SecretService> {
+    let service = |name: &str, hosts: &[&str], secrets: &[usize]| SecretService {
+        name: name.to_string(),
+        hosts: hosts.iter().map(|h| h.to_string()).collect(),
+        secrets: secrets.to_vec(),
+    };
+    match kind {
+        "aws-credentials" => vec![service("AWS", &["amazonaws.com"], &[0])],
+        "github-cli-token" => vec![service("GitHub", &["github.com"], &[])],
+        "npm-token" => vec![service("the npm registry", &["registry.npmjs.org"], &[])],
+        "docker-registry-auth" => vec![service("Docker Hub", &["docker.io", "docker.com"], &[])],
+        "kubeconfig-token" => vec![service("the cluster of this kubeconfig", &[kube_host], &[])],
+        "dotenv-other-project" => vec![
+            service("OpenAI", &["openai.com"], &[0]),
+            service("Stripe", &["stripe.com"], &[1]),
+            service("the database of that .env", &[db_host], &[2]),
+        ],
+        _ => Vec::new(),
+    }
 }
 
 /// Random parts shorter than this are not listed (the check's shortest piece).
