@@ -421,34 +421,49 @@ fn locked_flags(path: &Path) -> libc::c_ulong {
     f
 }
 
-/// Mount points at or below `dst` (which must be one), from this process's mountinfo.
+/// The mount points of the mount just made at `dst` and of the mounts below it, from this
+/// process's mountinfo.
 ///
 /// It is read through the host's `/proc`, still at `/oldroot/proc` while the binds are made
 /// ("self" there is this process, its mount points relative to its root, the tmpfs): the root
 /// has no `/proc` of its own yet. (Read at `/proc/self/mountinfo`, which is not there, it said
 /// nothing, and no bind was ever remounted read-only: a server run by a user could write in
-/// that user's working folder.) A mountinfo that cannot be read, or without `dst`, is an error.
+/// that user's working folder.) The mounts are followed by their parent ids from the newest at
+/// `dst`: one made there earlier, or below `dst` before it (a folder named on the command line,
+/// inside a folder bound after it), is hidden by it, and its path now names a plain directory
+/// of the new mount (remounting it was EINVAL). A mountinfo that cannot be read, or without
+/// `dst`, is an error.
 fn mounts_under(dst: &Path) -> Result<Vec<PathBuf>, String> {
     let info = ctx(
         "read /oldroot/proc/self/mountinfo",
         std::fs::read("/oldroot/proc/self/mountinfo"),
     )?;
-    let mut out = Vec::new();
+    mounts_below(&info, dst)
+        .ok_or_else(|| format!("{} is not in the mountinfo after its bind", dst.display()))
+}
+
+/// [`mounts_under`] over the text of a mountinfo: `None` when no mount is at `dst`.
+fn mounts_below(info: &[u8], dst: &Path) -> Option<Vec<PathBuf>> {
+    let mut entries = Vec::new();
     for line in info.split(|&b| b == b'\n') {
-        if let Some(mp) = line.split(|&b| b == b' ').nth(4) {
-            let p = PathBuf::from(OsStr::from_bytes(&unescape_mountinfo(mp)));
-            if p.starts_with(dst) {
-                out.push(p);
-            }
+        let mut f = line.split(|&b| b == b' ');
+        let (Some(id), Some(parent), Some(mp)) = (f.next(), f.next(), f.nth(2)) else {
+            continue;
+        };
+        let p = PathBuf::from(OsStr::from_bytes(&unescape_mountinfo(mp)));
+        entries.push((id.to_vec(), parent.to_vec(), p));
+    }
+    // mountinfo lists mounts in the order they were made: the last one at `dst` is on top.
+    let top = entries.iter().rposition(|(_, _, p)| p == dst)?;
+    let mut ids = vec![entries[top].0.clone()];
+    let mut out = vec![entries[top].2.clone()];
+    for (id, parent, p) in &entries[top + 1..] {
+        if ids.contains(parent) {
+            ids.push(id.clone());
+            out.push(p.clone());
         }
     }
-    if !out.iter().any(|p| p == dst) {
-        return Err(format!(
-            "{} is not in the mountinfo after its bind",
-            dst.display()
-        ));
-    }
-    Ok(out)
+    Some(out)
 }
 
 /// mountinfo escapes space, tab, newline and backslash as `\ooo`.
@@ -1023,4 +1038,31 @@ fn set_rlimit(which: Rlimit, value: u64) -> Result<(), String> {
         sys::check(ret.into()),
     )?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_mounts_below_a_bind_are_the_visible_ones() {
+        // A folder bound, then its parent bound over it, then a mount inside the parent's.
+        let info = b"20 1 0:30 / / rw - tmpfs tmpfs rw\n\
+30 20 8:1 /tmp/p/a/b /newroot/tmp/p/a/b rw - ext4 /dev/sda1 rw\n\
+31 20 8:1 /tmp/p/a /newroot/tmp/p/a rw - ext4 /dev/sda1 rw\n\
+32 31 0:40 / /newroot/tmp/p/a/c rw - tmpfs tmpfs rw\n\
+33 20 0:41 / /newroot/tmp/p/a\\040b rw - tmpfs tmpfs rw\n";
+        assert_eq!(
+            mounts_below(info, Path::new("/newroot/tmp/p/a")).unwrap(),
+            [
+                PathBuf::from("/newroot/tmp/p/a"),
+                PathBuf::from("/newroot/tmp/p/a/c")
+            ]
+        );
+        assert_eq!(
+            mounts_below(info, Path::new("/newroot/tmp/p/a b")).unwrap(),
+            [PathBuf::from("/newroot/tmp/p/a b")]
+        );
+        assert!(mounts_below(info, Path::new("/newroot/tmp/q")).is_none());
+    }
 }

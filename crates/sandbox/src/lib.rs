@@ -268,6 +268,9 @@ impl Config {
                 .iter()
                 .map(|p| (p.clone(), idmap::Role::ReadOnly)),
         );
+        // A folder before the folders inside it: bound after them, it would hide their binds
+        // (an idmapped one among them), and name them again.
+        binds.sort_by_key(|(b, _)| b.components().count());
         for (b, role) in binds {
             let covered = SYSTEM_DIRS
                 .iter()

@@ -322,3 +322,41 @@ fn every_read_only_bind_is_a_read_only_mount() {
     );
     assert!(!open.0.join("x").exists());
 }
+
+/// A folder and a folder inside it, the inner one named first (a program's `.bin` next to
+/// its package's folder, both given read-only, under a private `mktemp -d` folder): both are
+/// read-only mounts at their paths, the inner one's files are there, and the sandbox starts
+/// (it failed remounting the inner bind the outer one had hidden).
+#[test]
+fn a_folder_named_before_the_folder_it_is_in_is_bound_under_it() {
+    let top = Private::new("nested");
+    let outer = top.0.join("package");
+    let inner = outer.join("node_modules/.bin");
+    std::fs::create_dir_all(&inner).unwrap();
+    std::fs::write(inner.join("server"), "inner file\n").unwrap();
+    std::fs::write(outer.join("package.json"), "outer file\n").unwrap();
+    let cwd = Private::new("nested-cwd");
+    set_mode(&cwd.0, 0o755);
+    let mut cfg = config(
+        &format!(
+            "cat {1}/server {0}/package.json; \
+             for p in {0} {1}; do \
+               awk -v p=$p '$5 == p {{ split($6, o, \",\"); print p, o[1] }}' /proc/self/mountinfo; \
+             done; touch {1}/x 2>/dev/null || echo cannot-create",
+            outer.display(),
+            inner.display()
+        ),
+        &cwd.0,
+    );
+    cfg.extra_ro = vec![inner.clone(), outer.clone()];
+    let (out, err, exit, _) = run(&cfg);
+    assert_eq!(exit, ServerExit::Exited { code: 0 }, "stderr: {err}\n{out}");
+    assert_eq!(
+        out,
+        format!(
+            "inner file\nouter file\n{0} ro\n{1} ro\ncannot-create\n",
+            outer.display(),
+            inner.display()
+        )
+    );
+}
