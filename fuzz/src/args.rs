@@ -1,6 +1,6 @@
 //! The argument generator against any JSON as a tool's `inputSchema`.
 
-use glassbox_mcp::args::{generate_arguments, generate_arguments_marked, schema_note};
+use glassbox_mcp::args::{generate_arguments, generate_arguments_marked, plan_calls, schema_note};
 use serde_json::Value;
 
 /// Values the generator may make in one call (its documented budget, `MAX_NODES`).
@@ -51,4 +51,30 @@ pub fn generate(data: &[u8]) {
     }
     // What goes to the server must serialize.
     serde_json::to_vec(&args).expect("arguments serialize");
+    // A plan: its first set is the arguments above, every set an object, no set twice, at
+    // most as many as asked, the same plan each time.
+    let plan = plan_calls(&schema, "", 12);
+    assert!(
+        !plan.is_empty() && plan.len() <= 12,
+        "{} calls planned",
+        plan.len()
+    );
+    assert_eq!(
+        plan[0].arguments, args,
+        "the plan's first set is not the arguments"
+    );
+    for (i, call) in plan.iter().enumerate() {
+        assert!(
+            call.arguments.is_object(),
+            "{}: {}",
+            call.label,
+            call.arguments
+        );
+        assert!(
+            plan[..i].iter().all(|c| c.arguments != call.arguments),
+            "{} planned twice",
+            call.label
+        );
+    }
+    assert_eq!(plan_calls(&schema, "", 12), plan, "plan not deterministic");
 }

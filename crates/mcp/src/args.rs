@@ -24,8 +24,18 @@
 //!   the number and the draft-4 boolean forms), `multipleOf`;
 //! - arrays: `items`, `prefixItems` (and the older array form of `items` with
 //!   `additionalItems`), `minItems`, `maxItems`, `uniqueItems`;
-//! - `anyOf` / `oneOf` (the first option that can be generated, non-null options first),
-//!   `allOf` (merged), local `$ref` (`#`, `#/$defs/...`, `#/definitions/...`, any JSON pointer).
+//! - `anyOf` / `oneOf` (the first option that can be generated, non-null options first; for
+//!   `oneOf`, the optional properties only another option requires are left out, so that
+//!   exactly one option matches), `allOf` (merged), local `$ref` (`#`, `#/$defs/...`,
+//!   `#/definitions/...`, any JSON pointer);
+//! - `if`/`then`/`else` (the condition merged in with its `then`; else the `else`, kept clear
+//!   of the condition), `not` (an object that matches it loses the optional properties that
+//!   make it match; another value is made once more), `dependentRequired` and the array form
+//!   of `dependencies` (a property present brings the ones it needs).
+//!
+//! [`plan_calls`] makes the other argument sets of a tool's plan with the same generator: the
+//! required properties only, each boolean the other way, each `enum` entry, each
+//! `anyOf`/`oneOf` option, each `else` ([`plan`]).
 //!
 //! # Safety of the values
 //!
@@ -56,6 +66,9 @@
 use serde_json::{Map, Number, Value};
 
 mod pattern;
+pub mod plan;
+
+pub use plan::{plan_calls, PlannedCall};
 
 /// Deepest nesting of schemas followed (objects, arrays, `$ref`, combinators).
 const MAX_DEPTH: usize = 40;
@@ -239,23 +252,26 @@ fn depth_of(v: &Value, depth: usize) -> usize {
 
 /// A local reference (`#`, `#/$defs/x`) in `root`, as the generator resolves it.
 fn resolve_pointer<'a>(root: &'a Value, r: &str) -> Option<&'a Value> {
-    Gen {
-        root,
-        nodes: 0,
-        bytes: 0,
-    }
-    .resolve(r)
+    Gen::new(root, &NO_CHOICES).resolve(r)
 }
+
+/// The choices of the plain generator: the first of everything.
+static NO_CHOICES: Choices = Choices {
+    minimal: false,
+    overrides: Vec::new(),
+};
 
 /// Generates the `arguments` of a `tools/call` from the tool's `inputSchema`.
 ///
 /// Always returns a JSON object. See the [module documentation](self) for what is supported.
 pub fn generate_arguments(schema: &Value) -> Value {
-    let mut gen = Gen {
-        root: schema,
-        nodes: 0,
-        bytes: 0,
-    };
+    generate_with(schema, &NO_CHOICES)
+}
+
+/// [`generate_arguments`] with other choices than the first of everything (the calls of a
+/// plan, [`plan_calls`]); the marker is the caller's to set.
+fn generate_with(schema: &Value, choices: &Choices) -> Value {
+    let mut gen = Gen::new(schema, choices);
     let ctx = Ctx {
         hint: None,
         variant: 0,
@@ -404,6 +420,37 @@ struct Gen<'a> {
     nodes: usize,
     /// Bytes of strings generated so far.
     bytes: usize,
+    /// What to choose where the schema leaves a choice.
+    choices: &'a Choices,
+    /// The property names from the arguments down to the value being made (`*` for an
+    /// array's items): where a choice applies.
+    path: Vec<String>,
+    /// Optional properties the object at this path length leaves out: the ones another
+    /// `oneOf` option requires, so that only the option being made matches ("exactly one of
+    /// url or id": with both, none does).
+    exclude: Option<(usize, Vec<String>)>,
+}
+
+/// What a call of a plan chooses where a schema leaves the choice to the caller.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Choices {
+    /// Required properties only, at every level (and what they bring: `dependentRequired`).
+    minimal: bool,
+    /// The choice at a path (see [`Gen::path`]); elsewhere the first of everything.
+    overrides: Vec<(Vec<String>, Choice)>,
+}
+
+/// One choice at one place of a schema.
+#[derive(Clone, Debug, PartialEq)]
+enum Choice {
+    /// This boolean.
+    Bool(bool),
+    /// The `enum` entry at this index.
+    Enum(usize),
+    /// The `anyOf`/`oneOf` option at this index.
+    Branch(usize),
+    /// The `else` of an `if`, not its `then`.
+    Else,
 }
 
 /// Keys that say nothing about which values are valid.
@@ -423,6 +470,27 @@ const ANNOTATIONS: &[&str] = &[
 ];
 
 impl<'a> Gen<'a> {
+    fn new(root: &'a Value, choices: &'a Choices) -> Gen<'a> {
+        Gen {
+            root,
+            nodes: 0,
+            bytes: 0,
+            choices,
+            path: Vec::new(),
+            exclude: None,
+        }
+    }
+
+    /// The choice made at the current path, if any.
+    fn choice(&self) -> Option<&'a Choice> {
+        let choices: &'a Choices = self.choices;
+        choices
+            .overrides
+            .iter()
+            .find(|(p, _)| *p == self.path)
+            .map(|(_, c)| c)
+    }
+
     fn exhausted(&self) -> bool {
         self.nodes >= MAX_NODES || self.bytes >= MAX_BYTES
     }
@@ -444,7 +512,41 @@ impl<'a> Gen<'a> {
         name.to_string()
     }
 
+    /// A value for `schema`, which also keeps clear of its `not` where it can: an object
+    /// that matches it loses the optional properties that make it match, another value is
+    /// made once more as the next variant.
     fn value(&mut self, schema: &Value, ctx: &Ctx, depth: usize) -> Option<Value> {
+        let v = self.value_inner(schema, ctx, depth)?;
+        let Some(not) = schema.get("not").map(|n| self.deref(n)) else {
+            return Some(v);
+        };
+        if !matches_roughly(&v, not) {
+            return Some(v);
+        }
+        if let (Value::Object(mut map), Some(Value::Array(names))) =
+            (v.clone(), not.get("required"))
+        {
+            let required = required_names(schema.as_object());
+            for name in names.iter().filter_map(Value::as_str) {
+                if !required.contains(&name)
+                    && map.remove(name).is_some()
+                    && !matches_roughly(&Value::Object(map.clone()), not)
+                {
+                    return Some(Value::Object(map));
+                }
+            }
+        }
+        let next = Ctx {
+            variant: ctx.variant + 1,
+            ..*ctx
+        };
+        match self.value_inner(schema, &next, depth) {
+            Some(other) if !matches_roughly(&other, not) => Some(other),
+            _ => Some(v),
+        }
+    }
+
+    fn value_inner(&mut self, schema: &Value, ctx: &Ctx, depth: usize) -> Option<Value> {
         if depth > MAX_DEPTH || self.exhausted() {
             return None;
         }
@@ -477,16 +579,58 @@ impl<'a> Gen<'a> {
             }
             return self.value(&merged, ctx, depth + 1);
         }
+        if let Some(cond) = obj.get("if") {
+            // The `then` (the condition made true, by merging it in), or the `else` when the
+            // plan asks for it or the `then` cannot be made.
+            let base = Value::Object(without(obj, &["if", "then", "else"]));
+            if self.choice() != Some(&Choice::Else) {
+                let then = obj.get("then").unwrap_or(&Value::Bool(true));
+                let candidate = merge(&merge(&base, self.deref(cond)), self.deref(then));
+                if let Some(v) = self.value(&candidate, ctx, depth + 1) {
+                    return Some(v);
+                }
+            }
+            let otherwise = obj.get("else").unwrap_or(&Value::Bool(true));
+            let mut candidate = merge(&base, self.deref(otherwise));
+            if let Value::Object(c) = &mut candidate {
+                c.insert("not".into(), cond.clone());
+            }
+            return self.value(&candidate, ctx, depth + 1);
+        }
         for key in ["anyOf", "oneOf"] {
             let Some(Value::Array(options)) = obj.get(key) else {
                 continue;
             };
             let base = Value::Object(without(obj, &[key]));
-            let non_null = options.iter().filter(|o| !is_null_schema(o));
-            let null = options.iter().filter(|o| is_null_schema(o));
-            for option in non_null.chain(null).take(MAX_OPTIONS) {
-                let candidate = merge(&base, self.deref(option));
-                if let Some(v) = self.value(&candidate, ctx, depth + 1) {
+            let base_required = required_names(Some(obj));
+            let mut order: Vec<usize> = (0..options.len())
+                .filter(|&i| !is_null_schema(&options[i]))
+                .collect();
+            order.extend((0..options.len()).filter(|&i| is_null_schema(&options[i])));
+            if let Some(Choice::Branch(k)) = self.choice() {
+                if let Some(at) = order.iter().position(|i| i == k) {
+                    let k = order.remove(at);
+                    order.insert(0, k);
+                }
+            }
+            for i in order.into_iter().take(MAX_OPTIONS) {
+                let option = self.deref(&options[i]);
+                let candidate = merge(&base, option);
+                if key == "oneOf" {
+                    let own = required_names(option.as_object());
+                    let others: Vec<String> = options
+                        .iter()
+                        .enumerate()
+                        .filter(|(j, _)| *j != i)
+                        .flat_map(|(_, o)| required_names(self.deref(o).as_object()))
+                        .filter(|n| !own.contains(n) && !base_required.contains(n))
+                        .map(str::to_string)
+                        .collect();
+                    self.exclude = Some((self.path.len(), others));
+                }
+                let made = self.value(&candidate, ctx, depth + 1);
+                self.exclude = None;
+                if let Some(v) = made {
                     return Some(v);
                 }
             }
@@ -502,6 +646,15 @@ impl<'a> Gen<'a> {
             _ => None,
         };
         let types = types_of(obj, ctx);
+        match (self.choice(), enumerated) {
+            (Some(Choice::Enum(k)), Some(values)) if *k < values.len() => {
+                return Some(self.copy(&values[*k]));
+            }
+            (Some(Choice::Bool(b)), None) if types.contains(&"boolean") => {
+                return Some(Value::Bool(*b));
+            }
+            _ => {}
+        }
         let string_ok = types.iter().any(|t| *t == "string" || *t == "any");
         if let Some(hint) = ctx.hint.filter(|h| h.is_path()) {
             if string_ok
@@ -578,9 +731,13 @@ impl<'a> Gen<'a> {
     }
 
     fn object(&mut self, obj: &Map<String, Value>, ctx: &Ctx, depth: usize) -> Value {
-        let required: Vec<&str> = match obj.get("required") {
-            Some(Value::Array(names)) => names.iter().filter_map(Value::as_str).collect(),
-            _ => Vec::new(),
+        let required = required_names(Some(obj));
+        let excluded = match self.exclude.take() {
+            Some((len, names)) if len == self.path.len() => names,
+            other => {
+                self.exclude = other;
+                Vec::new()
+            }
         };
         let additional = obj.get("additionalProperties");
         let extra_schema = match additional {
@@ -596,39 +753,55 @@ impl<'a> Gen<'a> {
                     break;
                 }
                 let is_required = required.contains(&name.as_str());
-                if !is_required && depth >= OPTIONAL_DEPTH {
+                if !is_required
+                    && (depth >= OPTIONAL_DEPTH || self.choices.minimal || excluded.contains(name))
+                {
                     continue;
                 }
-                let pctx = Ctx {
-                    hint: Hint::from_name(name),
-                    variant: ctx.variant,
-                    top: false,
-                };
-                match self.value(sub, &pctx, depth + 1) {
-                    Some(v) => {
-                        out.insert(self.key(name), v);
-                    }
-                    None if is_required => {
-                        out.insert(self.key(name), Value::String(String::new()));
-                    }
-                    None => {}
-                }
+                self.property(name, sub, is_required, ctx, depth, &mut out);
             }
         }
         for name in &required {
             if out.contains_key(*name) || self.exhausted() {
                 continue;
             }
-            let pctx = Ctx {
-                hint: Hint::from_name(name),
-                variant: ctx.variant,
-                top: false,
-            };
             let schema = extra_schema.unwrap_or(&Value::Bool(true));
-            let v = self
-                .value(schema, &pctx, depth + 1)
-                .unwrap_or_else(|| Value::String(String::new()));
-            out.insert(self.key(name), v);
+            self.property(name, schema, true, ctx, depth, &mut out);
+        }
+        // What a property present brings with it (`dependentRequired`, and the array form of
+        // draft 7's `dependencies`), a few rounds deep (a chain of them).
+        for _ in 0..4 {
+            let mut wanted: Vec<String> = Vec::new();
+            for key in ["dependentRequired", "dependencies"] {
+                let Some(Value::Object(deps)) = obj.get(key) else {
+                    continue;
+                };
+                for (name, needs) in deps {
+                    let Value::Array(needs) = needs else { continue };
+                    if out.contains_key(name) {
+                        wanted.extend(
+                            needs
+                                .iter()
+                                .filter_map(Value::as_str)
+                                .filter(|n| !out.contains_key(*n))
+                                .map(str::to_string),
+                        );
+                    }
+                }
+            }
+            if wanted.is_empty() || self.exhausted() {
+                break;
+            }
+            for name in wanted {
+                if out.contains_key(&name) {
+                    continue;
+                }
+                let schema = properties
+                    .and_then(|p| p.get(&name))
+                    .or(extra_schema)
+                    .unwrap_or(&Value::Bool(true));
+                self.property(&name, schema, true, ctx, depth, &mut out);
+            }
         }
         // An object described only by `additionalProperties` (a map): one entry shows it.
         let min = get_usize(obj, "minProperties").unwrap_or(0).min(MAX_ITEMS);
@@ -678,6 +851,36 @@ impl<'a> Gen<'a> {
         Value::Object(out)
     }
 
+    /// One property of an object, made at its path; a required one that cannot be made is
+    /// `""`.
+    fn property(
+        &mut self,
+        name: &str,
+        schema: &Value,
+        required: bool,
+        ctx: &Ctx,
+        depth: usize,
+        out: &mut Map<String, Value>,
+    ) {
+        let pctx = Ctx {
+            hint: Hint::from_name(name),
+            variant: ctx.variant,
+            top: false,
+        };
+        self.path.push(name.to_string());
+        let v = self.value(schema, &pctx, depth + 1);
+        self.path.pop();
+        match v {
+            Some(v) => {
+                out.insert(self.key(name), v);
+            }
+            None if required => {
+                out.insert(self.key(name), Value::String(String::new()));
+            }
+            None => {}
+        }
+    }
+
     fn array(&mut self, obj: &Map<String, Value>, ctx: &Ctx, depth: usize) -> Value {
         let min = get_usize(obj, "minItems").unwrap_or(0);
         let max = get_usize(obj, "maxItems").unwrap_or(usize::MAX);
@@ -709,7 +912,10 @@ impl<'a> Gen<'a> {
                 variant: i.saturating_sub(prefix.len()),
                 top: false,
             };
-            match self.value(schema, &ictx, depth + 1) {
+            self.path.push("*".into());
+            let made = self.value(schema, &ictx, depth + 1);
+            self.path.pop();
+            match made {
                 Some(v) => items.push(v),
                 None if i < min => items.push(Value::String(String::new())),
                 None => break,
@@ -784,6 +990,39 @@ fn without(obj: &Map<String, Value>, keys: &[&str]) -> Map<String, Value> {
         .filter(|(k, _)| !keys.contains(&k.as_str()))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect()
+}
+
+/// The names an object schema requires.
+fn required_names(obj: Option<&Map<String, Value>>) -> Vec<&str> {
+    match obj.and_then(|o| o.get("required")) {
+        Some(Value::Array(names)) => names.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Whether `value` matches `schema` as far as [`fits`] sees, and, for an object, each of its
+/// properties the schema describes: enough to keep clear of a `not` (`not: {required: [a,
+/// b]}`, `not: {properties: {mode: {const: "x"}}}`), not a validator.
+fn matches_roughly(value: &Value, schema: &Value) -> bool {
+    let obj = match schema {
+        Value::Bool(b) => return *b,
+        Value::Object(o) => o,
+        _ => return true,
+    };
+    // `fits` refuses strings it cannot check (patterns, formats): here that is a match.
+    let shallow = match value {
+        Value::String(_) => fits(value, &without(obj, &["pattern", "format"])),
+        _ => fits(value, obj),
+    };
+    if !shallow {
+        return false;
+    }
+    match (value, obj.get("properties")) {
+        (Value::Object(map), Some(Value::Object(props))) => props
+            .iter()
+            .all(|(k, sub)| map.get(k).is_none_or(|v| matches_roughly(v, sub))),
+        _ => true,
+    }
 }
 
 fn is_null_schema(schema: &Value) -> bool {

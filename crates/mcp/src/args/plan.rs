@@ -1,0 +1,452 @@
+//! A plan of calls for one tool: the argument sets that reach what a caller's choices decide.
+//!
+//! One call per tool reaches one path through it. What sits behind a boolean, an `enum` value,
+//! a `oneOf` option or an `if` is reached only by a call that makes that choice, so the plan
+//! holds, in this order:
+//!
+//! 1. the full set ([`super::generate_arguments`]: every property, the first of every choice);
+//! 2. the minimal set (required properties only, and what `dependentRequired` brings);
+//! 3. one set per choice the schema leaves: each boolean the other way, each other `enum`
+//!    entry, each other `anyOf`/`oneOf` option, the `else` of each `if`. The choices are
+//!    visited a round at a time (every place's first alternative, then every place's second...),
+//!    so a small budget still reaches every place once before any `enum` is walked through.
+//!
+//! Every set is made by the same generator with one choice changed (the rest as in the full
+//! set), and is as valid against the schema as the generator can make it. A set equal to an
+//! earlier one is left out. The plan is bounded by `max` calls, and the places looked at by
+//! their depth in the schema and their number.
+
+use super::{generate_with, merge, Choice, Choices, Gen, MARKER};
+use serde_json::{Map, Value};
+
+/// Most places of choice looked at in one schema.
+const MAX_PLACES: usize = 64;
+/// Most alternatives tried at one place (`enum` entries, `oneOf` options).
+const MAX_ALTERNATIVES: usize = 8;
+/// Deepest object nesting looked into for places of choice.
+const MAX_PLACE_DEPTH: usize = 4;
+
+/// One call of a plan: its arguments and what they choose.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlannedCall {
+    /// What this set chooses, for the report: `all properties`, `required only`,
+    /// `dryRun=true`, `mode="delete"`, `options: oneOf option 2 of 3`, `else of the if`.
+    pub label: String,
+    /// The `arguments` of the `tools/call`.
+    pub arguments: Value,
+}
+
+/// The calls of a tool's plan (see the [module documentation](self)), at most `max` (at least
+/// one: the full set), with `marker` in the probe strings as in
+/// [`super::generate_arguments_marked`].
+pub fn plan_calls(schema: &Value, marker: &str, max: usize) -> Vec<PlannedCall> {
+    let marker = if super::valid_marker(marker) {
+        marker
+    } else {
+        ""
+    };
+    MARKER.with(|m| *m.borrow_mut() = marker.to_string());
+    let plan = plan_unmarked(schema, max.max(1));
+    MARKER.with(|m| m.borrow_mut().clear());
+    plan
+}
+
+fn plan_unmarked(schema: &Value, max: usize) -> Vec<PlannedCall> {
+    let full = generate_with(schema, &Choices::default());
+    let mut plan = vec![PlannedCall {
+        label: "all properties".into(),
+        arguments: full.clone(),
+    }];
+    let push = |plan: &mut Vec<PlannedCall>, label: String, choices: Choices| {
+        if plan.len() >= max {
+            return;
+        }
+        let arguments = generate_with(schema, &choices);
+        if plan.iter().all(|c| c.arguments != arguments) {
+            plan.push(PlannedCall { label, arguments });
+        }
+    };
+    push(
+        &mut plan,
+        "required only".into(),
+        Choices {
+            minimal: true,
+            overrides: Vec::new(),
+        },
+    );
+    let mut places = Vec::new();
+    let gen = Gen::new(schema, &super::NO_CHOICES);
+    find_places(&gen, schema, &mut Vec::new(), 0, &full, &mut places);
+    let most = places
+        .iter()
+        .map(|p| p.alternatives.len())
+        .max()
+        .unwrap_or(0);
+    for round in 0..most {
+        for place in &places {
+            if let Some((label, choice)) = place.alternatives.get(round) {
+                push(
+                    &mut plan,
+                    label.clone(),
+                    Choices {
+                        minimal: false,
+                        overrides: vec![(place.path.clone(), choice.clone())],
+                    },
+                );
+            }
+        }
+    }
+    plan
+}
+
+/// A place in the arguments where the schema leaves a choice, and the alternatives to the
+/// full set's.
+struct Place {
+    path: Vec<String>,
+    alternatives: Vec<(String, Choice)>,
+}
+
+/// The places of choice in `schema` (at `path`, whose full-set value is `full`'s there).
+fn find_places(
+    gen: &Gen<'_>,
+    schema: &Value,
+    path: &mut Vec<String>,
+    depth: usize,
+    full: &Value,
+    out: &mut Vec<Place>,
+) {
+    if depth > MAX_PLACE_DEPTH || out.len() >= MAX_PLACES {
+        return;
+    }
+    let schema = flatten(gen, schema);
+    let Value::Object(obj) = &schema else {
+        return;
+    };
+    let here = value_at(full, path);
+    let dotted = path.join(".");
+    // `options: oneOf option 2 of 3`; at the arguments themselves, no prefix.
+    let at = |what: String| {
+        if dotted.is_empty() {
+            what
+        } else {
+            format!("{dotted}: {what}")
+        }
+    };
+    let name = if dotted.is_empty() {
+        "value"
+    } else {
+        dotted.as_str()
+    };
+    let mut alternatives = Vec::new();
+    for key in ["oneOf", "anyOf"] {
+        if let Some(Value::Array(options)) = obj.get(key) {
+            let n = options.len();
+            // Every option: the one the full set took (the first that could be made, non-null
+            // ones first) comes out as the full set again and is left out. The generator
+            // puts the chosen option first and falls back to the rest.
+            for i in 0..n.min(MAX_ALTERNATIVES) {
+                alternatives.push((
+                    at(format!("{key} option {} of {n}", i + 1)),
+                    Choice::Branch(i),
+                ));
+            }
+            break;
+        }
+    }
+    if obj.contains_key("if") {
+        alternatives.push((at("the else of its if".into()), Choice::Else));
+    }
+    if let Some(Value::Array(values)) = obj.get("enum") {
+        for (i, v) in values.iter().enumerate().take(MAX_ALTERNATIVES + 1) {
+            if Some(v) != here {
+                alternatives.push((format!("{name}={v}"), Choice::Enum(i)));
+            }
+        }
+    } else if is_boolean(obj) && !obj.contains_key("const") {
+        let flipped = !here.and_then(Value::as_bool).unwrap_or(false);
+        alternatives.push((format!("{name}={flipped}"), Choice::Bool(flipped)));
+    }
+    alternatives.truncate(MAX_ALTERNATIVES);
+    if !alternatives.is_empty() {
+        out.push(Place {
+            path: path.clone(),
+            alternatives,
+        });
+    }
+    if let Some(Value::Object(props)) = obj.get("properties") {
+        for (name, sub) in props {
+            if out.len() >= MAX_PLACES {
+                break;
+            }
+            path.push(name.clone());
+            find_places(gen, sub, path, depth + 1, full, out);
+            path.pop();
+        }
+    }
+}
+
+/// A schema with its bare `$ref`s followed and its `allOf` merged in (what the generator
+/// would merge), so that the places under them are found.
+fn flatten(gen: &Gen<'_>, schema: &Value) -> Value {
+    let mut schema = gen.deref(schema).clone();
+    for _ in 0..8 {
+        let Value::Object(obj) = &schema else {
+            break;
+        };
+        if let Some(Value::Array(all)) = obj.get("allOf") {
+            let mut merged = Value::Object(super::without(obj, &["allOf"]));
+            for sub in all.iter().take(super::MAX_OPTIONS) {
+                merged = merge(&merged, gen.deref(sub));
+            }
+            schema = merged;
+        } else if let Some(target) = obj
+            .get("$ref")
+            .and_then(Value::as_str)
+            .and_then(|r| gen.resolve(r))
+        {
+            schema = merge(target, &Value::Object(super::without(obj, &["$ref"])));
+        } else {
+            break;
+        }
+    }
+    schema
+}
+
+fn is_boolean(obj: &Map<String, Value>) -> bool {
+    match obj.get("type") {
+        Some(Value::String(t)) => t == "boolean",
+        Some(Value::Array(ts)) => ts.iter().any(|t| t == "boolean"),
+        _ => false,
+    }
+}
+
+/// The value at `path` (property names; `*` for array items, not followed) in `v`.
+fn value_at<'v>(v: &'v Value, path: &[String]) -> Option<&'v Value> {
+    let mut v = v;
+    for p in path {
+        v = v.as_object()?.get(p)?;
+    }
+    Some(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The plan, each set checked against the schema by a real validator.
+    fn valid_plan(schema: &Value, max: usize) -> Vec<PlannedCall> {
+        let v = jsonschema::validator_for(schema).expect("a valid schema");
+        let plan = plan_calls(schema, "", max);
+        for call in &plan {
+            let errors: Vec<String> = v
+                .iter_errors(&call.arguments)
+                .map(|e| e.to_string())
+                .collect();
+            assert!(
+                errors.is_empty(),
+                "{}: {} invalid: {errors:?}",
+                call.label,
+                call.arguments
+            );
+        }
+        plan
+    }
+
+    fn labels(plan: &[PlannedCall]) -> Vec<&str> {
+        plan.iter().map(|c| c.label.as_str()).collect()
+    }
+
+    #[test]
+    fn a_boolean_is_called_both_ways() {
+        // A file-copy tool whose credential branch runs only when a flag is true.
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "source": {"type": "string"},
+                "includeSecrets": {"type": "boolean", "default": false}
+            },
+            "required": ["source"]
+        });
+        let plan = valid_plan(&schema, 16);
+        assert_eq!(plan[0].arguments["includeSecrets"], json!(false));
+        let flipped = plan
+            .iter()
+            .find(|c| c.label == "includeSecrets=true")
+            .expect("flipped");
+        assert_eq!(flipped.arguments["includeSecrets"], json!(true));
+        assert_eq!(flipped.arguments["source"], plan[0].arguments["source"]);
+        assert!(labels(&plan).contains(&"required only"));
+    }
+
+    #[test]
+    fn every_enum_value_is_called() {
+        let schema = json!({
+            "type": "object",
+            "properties": {"action": {"enum": ["status", "list", "dump_environment"]}},
+            "required": ["action"]
+        });
+        let plan = valid_plan(&schema, 16);
+        let actions: Vec<&Value> = plan.iter().map(|c| &c.arguments["action"]).collect();
+        for a in ["status", "list", "dump_environment"] {
+            assert!(actions.contains(&&json!(a)), "{a} not called: {plan:?}");
+        }
+        assert!(
+            labels(&plan).contains(&"action=\"dump_environment\""),
+            "{plan:?}"
+        );
+    }
+
+    #[test]
+    fn each_one_of_option_is_called_and_only_it_matches() {
+        // "Provide exactly one of url or alexandria": a set with both matches no option.
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "url": {"type": "string", "format": "uri"},
+                "alexandria": {"type": "string"}
+            },
+            "oneOf": [{"required": ["url"]}, {"required": ["alexandria"]}]
+        });
+        let plan = valid_plan(&schema, 16);
+        assert_eq!(plan[0].arguments.as_object().unwrap().len(), 1, "{plan:?}");
+        assert!(plan.iter().any(|c| c.arguments.get("url").is_some()));
+        assert!(plan.iter().any(|c| c.arguments.get("alexandria").is_some()));
+    }
+
+    #[test]
+    fn a_branch_of_a_nested_one_of_is_called() {
+        // A socket tool: a path on disk, or a socket (where its Docker branch is).
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "target": {
+                    "oneOf": [
+                        {"type": "object", "properties": {"file": {"type": "string"}}, "required": ["file"], "additionalProperties": false},
+                        {"type": "object", "properties": {"socket": {"type": "string"}}, "required": ["socket"], "additionalProperties": false}
+                    ]
+                }
+            },
+            "required": ["target"]
+        });
+        let plan = valid_plan(&schema, 16);
+        assert!(
+            plan.iter()
+                .any(|c| c.arguments["target"].get("socket").is_some()),
+            "{plan:?}"
+        );
+        assert!(
+            labels(&plan).contains(&"target: oneOf option 2 of 2"),
+            "{plan:?}"
+        );
+    }
+
+    #[test]
+    fn if_then_else_both_ways_and_dependent_required() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "mode": {"enum": ["file", "socket"]},
+                "path": {"type": "string"},
+                "socket": {"type": "string"},
+                "user": {"type": "string"},
+                "password": {"type": "string"}
+            },
+            "required": ["mode"],
+            "if": {"properties": {"mode": {"const": "socket"}}, "required": ["mode"]},
+            "then": {"required": ["socket"]},
+            "else": {"required": ["path"]},
+            "dependentRequired": {"user": ["password"]}
+        });
+        let plan = valid_plan(&schema, 32);
+        assert!(plan.iter().any(|c| c.arguments["mode"] == json!("socket")));
+        assert!(plan.iter().any(|c| c.arguments["mode"] == json!("file")));
+        let minimal = plan.iter().find(|c| c.label == "required only").unwrap();
+        assert!(minimal.arguments.get("user").is_none(), "{minimal:?}");
+    }
+
+    #[test]
+    fn a_required_property_brings_its_dependents_and_not_is_kept_clear_of() {
+        let schema = json!({
+            "type": "object",
+            "properties": {"token": {"type": "string"}, "scope": {"type": "string"}, "a": {"type": "string"}, "b": {"type": "string"}},
+            "required": ["token"],
+            "dependentRequired": {"token": ["scope"]},
+            "not": {"required": ["a", "b"]}
+        });
+        let plan = valid_plan(&schema, 8);
+        let minimal = plan.iter().find(|c| c.label == "required only").unwrap();
+        assert!(minimal.arguments.get("scope").is_some(), "{minimal:?}");
+        assert!(!(plan[0].arguments.get("a").is_some() && plan[0].arguments.get("b").is_some()));
+    }
+
+    #[test]
+    fn places_under_refs_and_all_of_are_found() {
+        let schema = json!({
+            "$defs": {"opts": {"type": "object", "properties": {"force": {"type": "boolean"}}}},
+            "type": "object",
+            "allOf": [{"properties": {"level": {"type": "string", "enum": ["info", "debug"]}}}],
+            "properties": {"options": {"$ref": "#/$defs/opts"}}
+        });
+        let plan = valid_plan(&schema, 16);
+        assert!(labels(&plan).contains(&"options.force=true"), "{plan:?}");
+        assert!(
+            plan.iter().any(|c| c.arguments["level"] == json!("debug")),
+            "{plan:?}"
+        );
+    }
+
+    #[test]
+    fn a_small_budget_reaches_every_place_once_first() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "a": {"enum": [1, 2, 3, 4, 5]},
+                "b": {"enum": ["x", "y", "z"]},
+                "c": {"type": "boolean"}
+            },
+            "required": ["a", "b", "c"]
+        });
+        let plan = valid_plan(&schema, 4);
+        assert_eq!(
+            labels(&plan),
+            ["all properties", "a=2", "b=\"y\"", "c=true"]
+        );
+        assert_eq!(plan_calls(&schema, "", 1).len(), 1);
+        assert_eq!(plan_calls(&schema, "", 0).len(), 1);
+        // Unbounded: every alternative once, no set twice.
+        let all = valid_plan(&schema, 100);
+        assert_eq!(all.len(), 1 + 4 + 2 + 1, "{all:?}");
+    }
+
+    #[test]
+    fn the_marker_is_in_every_set_and_broken_schemas_still_plan_one_call() {
+        let schema = json!({"type": "object", "properties": {"url": {"type": "string"}, "verbose": {"type": "boolean"}}});
+        let plan = plan_calls(&schema, "mk1234", 8);
+        assert!(plan.len() >= 3, "{plan:?}");
+        for call in plan.iter().filter(|c| c.label != "required only") {
+            assert_eq!(
+                call.arguments["url"],
+                json!("https://example.test/mk1234"),
+                "{call:?}"
+            );
+        }
+        for schema in [
+            Value::Null,
+            json!(42),
+            json!({"oneOf": 3, "if": 1}),
+            json!({"$ref": "#"}),
+            json!({"enum": []}),
+            json!({"not": true}),
+        ] {
+            let plan = plan_calls(&schema, "", 8);
+            assert!(
+                !plan.is_empty() && plan.iter().all(|c| c.arguments.is_object()),
+                "{schema}: {plan:?}"
+            );
+        }
+        // A schema that refers to itself, with choices on every level: bounded.
+        let cyclic = json!({"type": "object", "properties": {"on": {"type": "boolean"}, "next": {"$ref": "#"}}});
+        assert!(plan_calls(&cyclic, "", 1000).len() <= MAX_PLACES * MAX_ALTERNATIVES + 2);
+    }
+}
