@@ -1827,6 +1827,16 @@ pub fn report(
 ) -> AuditReport {
     let session = &manifest.session;
     let (verdict, inconclusive_reason) = verdict(manifest, &checks);
+    let tools: Vec<ToolSummary> = session
+        .tools
+        .iter()
+        .map(|t| ToolSummary {
+            name: t.name.clone(),
+            called: t.called,
+            result: t.result,
+            calls: t.calls.clone(),
+        })
+        .collect();
     AuditReport {
         glassbox_version: GLASSBOX_VERSION.into(),
         run_id: manifest.run_id.clone(),
@@ -1834,15 +1844,8 @@ pub fn report(
         verdict,
         inconclusive_reason,
         checks,
-        tools: session
-            .tools
-            .iter()
-            .map(|t| ToolSummary {
-                name: t.name.clone(),
-                called: t.called,
-                result: t.result,
-            })
-            .collect(),
+        call_outcomes: AuditReport::count_calls(&tools),
+        tools,
     }
 }
 

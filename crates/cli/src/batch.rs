@@ -118,6 +118,9 @@ pub(crate) struct BatchArgs {
     /// What the network edge answers (as for `audit`).
     #[arg(long, value_enum, default_value_t = crate::Responder::Ok)]
     responder: crate::Responder,
+    /// How many calls each tool gets (as for `audit`).
+    #[arg(long, value_enum, default_value_t = crate::ExploreLevel::Quick)]
+    explore: crate::ExploreLevel,
     /// How to record the open and stat families.
     #[arg(long, value_enum, default_value_t = Recorder::Auto)]
     recorder: Recorder,
@@ -646,6 +649,7 @@ pub(crate) fn run(args: BatchArgs, cwd: PathBuf, vars: &dyn Vars) -> Result<i32>
     base.install_env = crate::install_env(&args.install_env)?;
     base.session.request_timeout = Duration::from_secs(args.request_timeout.max(1));
     base.session.session_timeout = Duration::from_secs(args.session_timeout.max(1));
+    base.session.explore = args.explore.into();
     base.extra_ro = crate::absolute(args.read_only)?;
     base.limits = limits;
     base.isolation = args.isolation.into();

@@ -82,6 +82,12 @@ enum Command {
         /// (what TLS carried is then unread, never reported clean).
         #[arg(long, value_enum, default_value_t = Responder::Ok)]
         responder: Responder,
+        /// How many calls each tool gets, from its plan (all properties, required only, each
+        /// boolean the other way, each enum value, each oneOf/anyOf option...): `single` one,
+        /// `quick` up to 4 (at most 10 s more), `thorough` up to 16 (at most 120 s more). A
+        /// call whose arguments were rejected is tried once more with the next set.
+        #[arg(long, value_enum, default_value_t = ExploreLevel::Quick)]
+        explore: ExploreLevel,
         /// The store the audit is recorded in: a SQLite file, or a PostgreSQL URL
         /// (postgres://USER:PASSWORD@HOST/DB, no TLS) (default: $GLASSBOX_STORE, else
         /// $GLASSBOX_STATE_DIR/store.sqlite, else ~/.local/state/glassbox/store.sqlite).
@@ -371,6 +377,27 @@ impl From<Responder> for glassbox_audit::ResponderChoice {
         match r {
             Responder::Ok => glassbox_audit::ResponderChoice::Ok,
             Responder::Refuse => glassbox_audit::ResponderChoice::Refuse,
+        }
+    }
+}
+
+/// `--explore`.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub(crate) enum ExploreLevel {
+    /// One call per tool, with every property.
+    Single,
+    /// Up to 4 calls per tool.
+    Quick,
+    /// Up to 16 calls per tool.
+    Thorough,
+}
+
+impl From<ExploreLevel> for glassbox_mcp::Explore {
+    fn from(e: ExploreLevel) -> Self {
+        match e {
+            ExploreLevel::Single => glassbox_mcp::Explore::single(),
+            ExploreLevel::Quick => glassbox_mcp::Explore::quick(),
+            ExploreLevel::Thorough => glassbox_mcp::Explore::thorough(),
         }
     }
 }
@@ -871,6 +898,7 @@ fn run(cli: Cli) -> Result<i32> {
             network,
             allow_host,
             responder,
+            explore,
             store,
             target,
             install_timeout,
@@ -977,6 +1005,7 @@ fn run(cli: Cli) -> Result<i32> {
             opts.extra_ro = absolute(read_only)?;
             opts.session.request_timeout = Duration::from_secs(request_timeout.max(1));
             opts.session.session_timeout = Duration::from_secs(session_timeout.max(1));
+            opts.session.explore = explore.into();
             let store = match store {
                 Some(p) => p,
                 None => glassbox_store::StoreLocation::from_env()?,

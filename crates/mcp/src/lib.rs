@@ -215,13 +215,14 @@
 
 pub mod args;
 mod http;
+mod outcome;
 mod session;
 mod sse;
 mod transport;
 
 pub use args::generate_arguments;
 pub use glassbox_model::{
-    CallResult, Direction, Phase, SessionSummary, ToolRecord, TranscriptEntry,
+    CallRecord, CallResult, Direction, Phase, SessionSummary, ToolRecord, TranscriptEntry,
 };
 pub use http::{tcp_connector, Connection, Connector, HttpKind, HttpTarget, HttpTargetError};
 pub use session::{DISCOVER_PROBE, MRTR_ROUNDS};
@@ -304,6 +305,83 @@ pub struct SessionConfig {
     /// Put into every probe string of the generated arguments (see
     /// [`args::generate_arguments_marked`]) and recorded in the summary; `None`: unmarked.
     pub input_marker: Option<String>,
+    /// How many calls each tool gets (default [`Explore::quick`]).
+    pub explore: Explore,
+}
+
+/// How many calls each tool gets: the first argument sets of its plan
+/// ([`args::plan_calls`]), within a bound per tool, per session and in time.
+///
+/// Every tool's first call (the full argument set, the one call made before plans) comes
+/// first, for every tool; the rest of each plan comes after, tool by tool, while the budgets
+/// last. A call whose arguments were rejected is tried once more with the plan's next set,
+/// even when that goes one over `per_tool`. A tool whose first call timed out is not called
+/// again.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Explore {
+    /// Most calls of one tool from its plan.
+    pub per_tool: usize,
+    /// Most calls in the session, over every tool (first calls always made).
+    pub per_session: usize,
+    /// How long the calls after the first ones may take together; a call still running then
+    /// is cut (its outcome `timeout`, its error saying why).
+    pub time: Duration,
+}
+
+impl std::fmt::Display for Explore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.per_tool <= 1 {
+            return f.write_str("1 call per tool");
+        }
+        write!(
+            f,
+            "{} calls per tool, {} per session, {} after the first ones",
+            self.per_tool,
+            self.per_session,
+            session::fmt_duration(self.time)
+        )
+    }
+}
+
+impl Explore {
+    /// One call per tool, the full argument set.
+    pub fn single() -> Explore {
+        Explore {
+            per_tool: 1,
+            per_session: usize::MAX,
+            time: Duration::ZERO,
+        }
+    }
+
+    /// The default: 4 calls per tool (all properties, required only, and the first
+    /// alternative at the first two places of choice the schema leaves), at most 10 s more
+    /// than [`Explore::single`].
+    pub fn quick() -> Explore {
+        Explore {
+            per_tool: 4,
+            per_session: 4_000,
+            time: Duration::from_secs(10),
+        }
+    }
+
+    /// 16 calls per tool, at most 120 s more than [`Explore::single`].
+    pub fn thorough() -> Explore {
+        Explore {
+            per_tool: 16,
+            per_session: 16_000,
+            time: Duration::from_secs(120),
+        }
+    }
+
+    /// The preset named `single`, `quick` or `thorough`.
+    pub fn named(name: &str) -> Option<Explore> {
+        match name {
+            "single" => Some(Explore::single()),
+            "quick" => Some(Explore::quick()),
+            "thorough" => Some(Explore::thorough()),
+            _ => None,
+        }
+    }
 }
 
 impl Default for SessionConfig {
@@ -320,6 +398,7 @@ impl Default for SessionConfig {
             shutdown_grace: Duration::from_secs(2),
             max_stream_events: 100_000,
             input_marker: None,
+            explore: Explore::quick(),
         }
     }
 }

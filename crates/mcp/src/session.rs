@@ -3,12 +3,12 @@
 use crate::http::{self, HttpKind, Outgoing};
 use crate::transport::{Incoming, Line, EVENT_QUEUE};
 use crate::{
-    args, SessionConfig, SessionHooks, LATEST_LEGACY_PROTOCOL_VERSION, LEGACY_PROTOCOL_VERSIONS,
-    MODERN_PROTOCOL_VERSIONS,
+    args, outcome, SessionConfig, SessionHooks, LATEST_LEGACY_PROTOCOL_VERSION,
+    LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS,
 };
 use base64::Engine as _;
 use glassbox_model::{
-    Bytes, CallResult, Direction, Phase, SessionSummary, ToolRecord, TranscriptEntry,
+    Bytes, CallRecord, CallResult, Direction, Phase, SessionSummary, ToolRecord, TranscriptEntry,
     GLASSBOX_VERSION,
 };
 use serde_json::{json, Map, Value};
@@ -177,6 +177,9 @@ pub(crate) struct Session<'a> {
     noise_lines: usize,
     noise_bytes: usize,
     capped: bool,
+    /// A bound on the answer to the request being made, besides the request's and the
+    /// session's: the time left for the calls after the first ones.
+    cap: Option<Instant>,
 }
 
 impl<'a> Session<'a> {
@@ -205,6 +208,7 @@ impl<'a> Session<'a> {
             noise_lines: 0,
             noise_bytes: 0,
             capped: false,
+            cap: None,
         }
     }
 
@@ -322,58 +326,7 @@ impl<'a> Session<'a> {
             }
         }
 
-        // calls
-        for i in 0..summary.tools.len() {
-            let name = summary.tools[i].name.clone();
-            self.set_phase(Phase::Call(name.clone()));
-            let arguments = args::generate_arguments_marked(
-                &summary.tools[i].input_schema,
-                self.cfg.input_marker.as_deref().unwrap_or(""),
-            );
-            let step = format!("call:{}", sanitize(&name, 80));
-            let headers = match self.era {
-                Era::Modern(_) if matches!(self.link, Link::Http(_)) => {
-                    param_headers(&summary.tools[i].input_schema, &arguments)
-                }
-                _ => Vec::new(),
-            };
-            let tool = &mut summary.tools[i];
-            tool.arguments_note = args::schema_note(&tool.input_schema);
-            tool.arguments = Some(arguments.clone());
-            tool.called = true;
-            let result = self.call(&name, arguments, &step, headers);
-            let tool = &mut summary.tools[i];
-            tool.result = match result {
-                Ok(Value::Object(result)) => {
-                    if result.get("isError") == Some(&Value::Bool(true)) {
-                        CallResult::ToolError
-                    } else {
-                        CallResult::Ok
-                    }
-                }
-                // A result that is not an object, or a call that still wanted input after the
-                // retries, is a protocol error of the server's: the model has no separate kind
-                // for it.
-                Ok(_) | Err(Fail::Rpc { .. } | Fail::Invalid(_) | Fail::Http { .. }) => {
-                    CallResult::RpcError
-                }
-                Err(Fail::Timeout { .. }) => {
-                    // Tell the server to stop working on it (on streamable HTTP of 2026-07-28
-                    // the closed response stream says it); then go on with the next tool.
-                    if !(matches!(self.era, Era::Modern(_)) && matches!(self.link, Link::Http(_))) {
-                        let id = self.next_id - 1;
-                        let cancel =
-                            json!({"requestId": id, "reason": "glassbox: request timed out"});
-                        self.notify("notifications/cancelled", Some(cancel));
-                    }
-                    CallResult::Timeout
-                }
-                Err(fatal) => {
-                    tool.result = CallResult::NotCalled;
-                    return Err(fatal);
-                }
-            };
-        }
+        self.call_tools(summary)?;
 
         // final listing
         self.set_phase(Phase::List);
@@ -416,6 +369,143 @@ impl<'a> Session<'a> {
             tool.relisted_unchanged = Some(unchanged);
         }
         Ok(())
+    }
+
+    /// Calls the tools by their plans within [`SessionConfig::explore`]: every tool's first
+    /// call, then the rest of each plan (see [`crate::Explore`]).
+    fn call_tools(&mut self, summary: &mut SessionSummary) -> Result<(), Fail> {
+        let explore = self.cfg.explore.clone();
+        summary.explore = Some(explore.to_string());
+        let marker = self.cfg.input_marker.clone().unwrap_or_default();
+        // One more than the budget: the retry of a rejected last call.
+        let plans: Vec<Vec<args::PlannedCall>> = summary
+            .tools
+            .iter()
+            .map(|t| args::plan_calls(&t.input_schema, &marker, explore.per_tool.max(1) + 1))
+            .collect();
+        for (i, tool) in summary.tools.iter_mut().enumerate() {
+            tool.arguments_note = args::schema_note(&tool.input_schema);
+            tool.arguments = Some(plans[i][0].arguments.clone());
+        }
+        let mut made = 0usize;
+        for (i, plan) in plans.iter().enumerate() {
+            self.call_planned(summary, i, &plan[0], None)?;
+            made += 1;
+        }
+        if explore.per_tool <= 1 {
+            return Ok(());
+        }
+        let until = (Instant::now() + explore.time).min(self.deadline);
+        let mut cut = 0usize;
+        for (i, plan) in plans.iter().enumerate() {
+            let mut next = 1;
+            while next < plan.len() {
+                let calls = &summary.tools[i].calls;
+                let last = calls.last().expect("every tool had its first call");
+                if matches!(last.result, CallResult::Timeout | CallResult::NotCalled) {
+                    break;
+                }
+                let rejected = last.result == CallResult::RejectedArguments;
+                let in_budget = calls.len() < explore.per_tool
+                    || (rejected && calls.len() == explore.per_tool && last.retry_of.is_none());
+                if !in_budget {
+                    break;
+                }
+                if made >= explore.per_session || Instant::now() >= until {
+                    cut += 1;
+                    break;
+                }
+                let retry_of = rejected.then_some(last.k);
+                self.cap = Some(until);
+                let result = self.call_planned(summary, i, &plan[next], retry_of);
+                self.cap = None;
+                result?;
+                made += 1;
+                next += 1;
+            }
+        }
+        if cut > 0 {
+            summary.exploration_cut = Some(format!(
+                "the calls' budget ({} calls, {} after the first ones) ran out: {cut} tool(s) \
+                 got fewer calls than their plan",
+                explore.per_session,
+                fmt_duration(explore.time)
+            ));
+        }
+        Ok(())
+    }
+
+    /// One call of tool `i` with `planned`'s arguments, recorded in its [`ToolRecord::calls`].
+    /// A fatal failure (the server gone) is recorded as the call's outcome and returned.
+    fn call_planned(
+        &mut self,
+        summary: &mut SessionSummary,
+        i: usize,
+        planned: &args::PlannedCall,
+        retry_of: Option<u32>,
+    ) -> Result<(), Fail> {
+        let name = summary.tools[i].name.clone();
+        let k = summary.tools[i].calls.len() as u32 + 1;
+        self.set_phase(Phase::call(&name, k));
+        let step = match k {
+            1 => format!("call:{}", sanitize(&name, 80)),
+            k => format!("call:{}#{k}", sanitize(&name, 80)),
+        };
+        let headers = match self.era {
+            Era::Modern(_) if matches!(self.link, Link::Http(_)) => {
+                param_headers(&summary.tools[i].input_schema, &planned.arguments)
+            }
+            _ => Vec::new(),
+        };
+        summary.tools[i].called = true;
+        let answer = self.call(&name, planned.arguments.clone(), &step, headers);
+        let mut fatal = None;
+        let (result, error) = match answer {
+            Ok(result) => outcome::of_result(&result),
+            Err(Fail::Rpc { error, .. }) => (outcome::of_rpc_error(&error), Some(error)),
+            // A call that still wanted input after the retries, or an HTTP answer without
+            // one, is a protocol error of the server's.
+            Err(fail @ (Fail::Invalid(_) | Fail::Http { .. })) => {
+                (CallResult::RpcError, Some(fail.to_string()))
+            }
+            Err(fail @ Fail::Timeout { .. }) => {
+                // Tell the server to stop working on it (on streamable HTTP of 2026-07-28
+                // the closed response stream says it); then go on with the next call.
+                if !(matches!(self.era, Era::Modern(_)) && matches!(self.link, Link::Http(_))) {
+                    let id = self.next_id - 1;
+                    let cancel = json!({"requestId": id, "reason": "glassbox: request timed out"});
+                    self.notify("notifications/cancelled", Some(cancel));
+                }
+                let why = match self.cap {
+                    Some(cap) if Instant::now() >= cap => {
+                        "cut: the time for the calls after the first ones ran out".to_string()
+                    }
+                    _ => fail.to_string(),
+                };
+                (CallResult::Timeout, Some(why))
+            }
+            Err(fail) => {
+                let why = fail.to_string();
+                fatal = Some(fail);
+                (CallResult::NotCalled, Some(why))
+            }
+        };
+        let tool = &mut summary.tools[i];
+        tool.calls.push(CallRecord {
+            k,
+            label: planned.label.clone(),
+            arguments: planned.arguments.clone(),
+            result,
+            retry_of,
+            error: error.map(|e| sanitize(&e, 300)),
+        });
+        if k == 1 {
+            tool.result = result;
+        }
+        match fatal {
+            Some(fail) => Err(fail),
+            None => Ok(()),
+        }
     }
 
     /// One `tools/call`. With protocol 2026-07-28, a result that asks for input
@@ -686,7 +776,8 @@ impl<'a> Session<'a> {
     }
 
     fn request_deadline(&self) -> Instant {
-        (Instant::now() + self.cfg.request_timeout).min(self.deadline)
+        let deadline = (Instant::now() + self.cfg.request_timeout).min(self.deadline);
+        self.cap.map_or(deadline, |cap| deadline.min(cap))
     }
 
     /// Sends a request and waits for its answer; returns the `result`.
@@ -1379,6 +1470,7 @@ fn parse_tools(items: Vec<Value>) -> Vec<(ToolRecord, Listed)> {
                 arguments_note: None,
                 arguments: None,
                 result: CallResult::NotCalled,
+                calls: Vec::new(),
                 relisted_unchanged: None,
             };
             Some((

@@ -6,7 +6,9 @@ use std::marker::PhantomData;
 
 /// The part of an MCP session an event happened in.
 ///
-/// Serialized as `startup`, `initialize`, `list`, `call:<tool>`, `shutdown`.
+/// Serialized as `startup`, `initialize`, `list`, `call:<tool>`, `shutdown`. A tool called more
+/// than once (the plan of calls, [`ToolRecord::calls`]) has a phase per call: its first call is
+/// `call:<tool>`, its K-th `call:<tool>#K` ([`Phase::call`]).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Phase {
     /// The package's installation (npm, pip, uv), before the server first runs.
@@ -17,7 +19,8 @@ pub enum Phase {
     Initialize,
     /// `tools/list`, `resources/list`, `prompts/list` (first and last listing).
     List,
-    /// A `tools/call` of the named tool.
+    /// A `tools/call`: the tool's name, then `#K` for its K-th call when K > 1 (see
+    /// [`Phase::call`]).
     Call(String),
     /// After the last request: stdin closed, the server asked to exit.
     Shutdown,
@@ -33,6 +36,36 @@ impl fmt::Display for Phase {
             Phase::Call(tool) => write!(f, "call:{tool}"),
             Phase::Shutdown => f.write_str("shutdown"),
         }
+    }
+}
+
+impl Phase {
+    /// The phase of the `k`-th call (from 1) of `tool`: `call:<tool>` for the first, as
+    /// before tools were called more than once, and `call:<tool>#K` after it. A tool whose own
+    /// name ends in `#` and digits has `#1` written on its first call too, so that
+    /// [`Phase::call_of`] reads every phase back.
+    pub fn call(tool: &str, k: u32) -> Phase {
+        let ambiguous = tool
+            .rsplit_once('#')
+            .is_some_and(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+        if k <= 1 && !ambiguous {
+            Phase::Call(tool.to_string())
+        } else {
+            Phase::Call(format!("{tool}#{}", k.max(1)))
+        }
+    }
+
+    /// The tool and the call's number (from 1) of a call's phase; `None` for another phase.
+    pub fn call_of(&self) -> Option<(&str, u32)> {
+        let Phase::Call(name) = self else {
+            return None;
+        };
+        if let Some((tool, n)) = name.rsplit_once('#') {
+            if !n.is_empty() && n.len() <= 9 && n.bytes().all(|b| b.is_ascii_digit()) {
+                return Some((tool, n.parse().unwrap_or(1)));
+            }
+        }
+        Some((name, 1))
     }
 }
 
@@ -1185,6 +1218,13 @@ pub struct SessionSummary {
     pub input_marker: Option<String>,
     /// The tools the server listed and what happened when each was called.
     pub tools: Vec<ToolRecord>,
+    /// The bound on calls the session had (`3 calls per tool, 3000 per session, 10s after the
+    /// first ones`); `None` in bundles made before tools had plans (one call each).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explore: Option<String>,
+    /// Why some tools got fewer calls than their plan: the session's budget for calls ran out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exploration_cut: Option<String>,
     /// Names of the resources listed.
     pub resources: Vec<String>,
     /// Names of the prompts listed.
@@ -1203,15 +1243,23 @@ pub struct SessionSummary {
     pub instructions_hash: Option<String>,
 }
 
-/// The result of calling one tool.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// The outcome of one call of a tool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CallResult {
     /// A result without `isError`.
     Ok,
-    /// A result with `isError: true`.
+    /// A result with `isError: true` (and none of the reasons below).
     ToolError,
-    /// A JSON-RPC error response.
+    /// The arguments were refused: a JSON-RPC `-32602` (invalid params), or a tool error whose
+    /// text says the input failed validation.
+    RejectedArguments,
+    /// A tool error (or JSON-RPC error) whose text says a network request failed: the sandbox's
+    /// only network is glassbox's edge, so the failure was at the edge (a refused flow, a
+    /// rejected certificate, a synthetic answer the client could not use).
+    #[serde(rename = "transport_failure_at_edge")]
+    TransportFailure,
+    /// A JSON-RPC error response (other than the above).
     RpcError,
     /// No answer within the per-request timeout.
     Timeout,
@@ -1240,11 +1288,34 @@ pub struct ToolRecord {
     /// The arguments glassbox generated for the call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arguments: Option<serde_json::Value>,
-    /// What the call returned.
+    /// What the call returned; with several calls, what the first returned.
     pub result: CallResult,
+    /// Every call made, in order, when the tool was called by a plan ([`CallRecord`]); empty in
+    /// bundles made before tools had plans (then `arguments` and `result` are the one call).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub calls: Vec<CallRecord>,
     /// Whether it was listed again, unchanged, in the final `tools/list`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub relisted_unchanged: Option<bool>,
+}
+
+/// One call of a tool: which argument set of its plan it sent, and what came back.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CallRecord {
+    /// Its number among the tool's calls, from 1: its phase is [`Phase::call`]`(tool, k)`.
+    pub k: u32,
+    /// What the argument set chooses (`all properties`, `required only`, `dryRun=true`...).
+    pub label: String,
+    /// The arguments sent.
+    pub arguments: serde_json::Value,
+    /// What came back.
+    pub result: CallResult,
+    /// The call whose arguments were rejected and that this one tries again with another set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_of: Option<u32>,
+    /// The error's text, shortened, when the result is not `ok`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// All the evidence of one run, in memory: what checks evaluate.
@@ -1468,6 +1539,28 @@ mod tests {
             let v = serde_json::to_value(&e).unwrap();
             assert_eq!(serde_json::from_value::<Event>(v).unwrap(), e);
         }
+    }
+
+    #[test]
+    fn each_call_of_a_tool_has_its_own_phase_read_back_whole() {
+        assert_eq!(Phase::call("fetch", 1).to_string(), "call:fetch");
+        assert_eq!(Phase::call("fetch", 3).to_string(), "call:fetch#3");
+        // A tool named like a numbered call keeps its `#1`, so that it is read back whole.
+        assert_eq!(Phase::call("issue#12", 1).to_string(), "call:issue#12#1");
+        for (tool, k) in [
+            ("fetch", 1),
+            ("fetch", 2),
+            ("issue#12", 1),
+            ("a#", 4),
+            ("#", 1),
+            ("", 2),
+        ] {
+            let phase: Phase = Phase::call(tool, k).to_string().parse().unwrap();
+            assert_eq!(phase.call_of(), Some((tool, k)), "{tool} {k}");
+        }
+        assert_eq!(Phase::Startup.call_of(), None);
+        // Bundles made before plans: the whole name is the tool's.
+        assert_eq!(Phase::Call("a#b".into()).call_of(), Some(("a#b", 1)));
     }
 
     #[test]

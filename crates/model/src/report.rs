@@ -111,8 +111,30 @@ pub struct ToolSummary {
     pub name: String,
     /// Whether it was called.
     pub called: bool,
-    /// What the call returned.
+    /// What the call returned; with several calls, what the first returned.
     pub result: CallResult,
+    /// Every call, with its arguments and outcome (empty in reports made before tools had
+    /// plans).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub calls: Vec<crate::CallRecord>,
+}
+
+impl ToolSummary {
+    /// Each outcome of the tool's calls and how often, in [`CallResult`]'s order; the one
+    /// `result` for a report without calls.
+    pub fn outcomes(&self) -> Vec<(CallResult, usize)> {
+        let mut counts = std::collections::BTreeMap::new();
+        if self.calls.is_empty() {
+            if self.called {
+                counts.insert(self.result, 1);
+            }
+        } else {
+            for c in &self.calls {
+                *counts.entry(c.result).or_insert(0) += 1;
+            }
+        }
+        counts.into_iter().collect()
+    }
 }
 
 /// The report of one audit: `report.json`, and what `--json FILE` writes.
@@ -133,4 +155,19 @@ pub struct AuditReport {
     pub checks: Vec<CheckResult>,
     /// The tools the server listed.
     pub tools: Vec<ToolSummary>,
+    /// The audit's calls, counted by outcome over every tool ([`AuditReport::count_calls`]);
+    /// empty in reports made before it existed.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub call_outcomes: std::collections::BTreeMap<CallResult, usize>,
+}
+
+impl AuditReport {
+    /// The calls of `tools`, counted by outcome: what [`AuditReport::call_outcomes`] holds.
+    pub fn count_calls(tools: &[ToolSummary]) -> std::collections::BTreeMap<CallResult, usize> {
+        let mut counts = std::collections::BTreeMap::new();
+        for (outcome, n) in tools.iter().flat_map(ToolSummary::outcomes) {
+            *counts.entry(outcome).or_insert(0) += n;
+        }
+        counts
+    }
 }

@@ -157,12 +157,14 @@ fn tool(name: &str, description: &str, result: CallResult) -> (ToolRecord, ToolS
             arguments_note: None,
             arguments: None,
             result,
+            calls: Vec::new(),
             relisted_unchanged: Some(true),
         },
         ToolSummary {
             name: name.into(),
             called,
             result,
+            calls: Vec::new(),
         },
     )
 }
@@ -228,6 +230,7 @@ fn report(verdict: Verdict, checks: Vec<CheckResult>, tools: Vec<ToolSummary>) -
         inconclusive_reason: None,
         checks,
         tools,
+        call_outcomes: Default::default(),
     }
 }
 
@@ -301,6 +304,22 @@ pub(crate) fn normal() -> (Evidence, AuditReport) {
 pub(crate) fn hostile() -> (Evidence, AuditReport) {
     let evil = evil();
     let mut tools = vec![tool(&evil, &evil, CallResult::Ok)];
+    // Two calls of the first tool: its plan's labels and the error texts are the server's
+    // (property names, enum values, tool error text).
+    tools[0].1.calls = (1..=2)
+        .map(|k| glassbox_model::CallRecord {
+            k,
+            label: format!("{evil}=true"),
+            arguments: serde_json::json!({ evil.clone(): true }),
+            result: if k == 1 {
+                CallResult::Ok
+            } else {
+                CallResult::RejectedArguments
+            },
+            retry_of: None,
+            error: (k == 2).then(|| evil.clone()),
+        })
+        .collect();
     for (i, piece) in HOSTILE.iter().enumerate() {
         tools.push(tool(piece, piece, CallResult::ToolError));
         tools.push(tool(&format!("t{i}"), piece, CallResult::NotCalled));

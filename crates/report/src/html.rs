@@ -475,7 +475,7 @@ fn tools(out: &mut String, ev: &Evidence, report: &AuditReport) {
                 &[
                     cell("mono", &plain(&t.name, NAME)),
                     cell("", if t.called { "yes" } else { "no" }),
-                    cell("", tables::call_result(t.result)),
+                    cell("", &tables::outcomes(&t.outcomes())),
                     cell(
                         "",
                         &tables::description(ev, &t.name)
@@ -487,6 +487,31 @@ fn tools(out: &mut String, ev: &Evidence, report: &AuditReport) {
         }
         end_table(out);
         more(out, TOOLS_CAP, report.tools.len(), "report.json");
+        if let Some(totals) = tables::call_totals(report) {
+            para(out, "muted", &totals);
+        }
+        let rows = tables::call_rows(report);
+        if !rows.is_empty() {
+            para(
+                out,
+                "muted",
+                "Calls of the tools called more than once; findings name the call as their phase.",
+            );
+            table(out, &["phase", "arguments", "outcome", "note"]);
+            for r in rows.iter().take(TOOLS_CAP) {
+                row(
+                    out,
+                    &[
+                        cell("mono", &r.phase),
+                        cell("", &r.label),
+                        cell("", r.outcome),
+                        cell("", &r.note),
+                    ],
+                );
+            }
+            end_table(out);
+            more(out, TOOLS_CAP, rows.len(), "report.json");
+        }
     }
     end_section(out);
 }

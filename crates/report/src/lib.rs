@@ -134,7 +134,16 @@ mod tests {
                 name: "t\x1b".into(),
                 called: true,
                 result: CallResult::Timeout,
+                calls: vec![glassbox_model::CallRecord {
+                    k: 2,
+                    label: "dryRun=true".into(),
+                    arguments: serde_json::json!({"dryRun": true}),
+                    result: CallResult::TransportFailure,
+                    retry_of: None,
+                    error: Some("fetch failed".into()),
+                }],
             }],
+            call_outcomes: [(CallResult::TransportFailure, 1)].into(),
         };
         let s = json(&report);
         assert!(s.contains("\n  \"verdict\": \"inconclusive\""), "{s}");
@@ -142,6 +151,7 @@ mod tests {
             s.contains("\\u001b"),
             "JSON escapes control characters: {s}"
         );
+        assert!(s.contains("\"transport_failure_at_edge\": 1"), "{s}");
         assert_eq!(serde_json::from_str::<AuditReport>(&s).unwrap(), report);
     }
 }

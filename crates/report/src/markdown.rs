@@ -373,7 +373,7 @@ fn tools(out: &mut String, ev: &Evidence, report: &AuditReport) {
             &[
                 text(&t.name, NAME),
                 if t.called { "yes" } else { "no" }.into(),
-                tables::call_result(t.result).into(),
+                cut(&tables::outcomes(&t.outcomes()), WIDE),
                 tables::description(ev, &t.name)
                     .map(|d| cut(&d, DESCRIPTION))
                     .unwrap_or_default(),
@@ -381,6 +381,29 @@ fn tools(out: &mut String, ev: &Evidence, report: &AuditReport) {
         );
     }
     more(out, TOOLS_CAP, report.tools.len(), "report.json");
+    if let Some(totals) = tables::call_totals(report) {
+        let _ = writeln!(out, "\n{}", cut(&totals, WIDE));
+    }
+    let rows = tables::call_rows(report);
+    if !rows.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nCalls of the tools called more than once; findings name the call as their phase.\n"
+        );
+        table(out, &["phase", "arguments", "outcome", "note"]);
+        for r in rows.iter().take(TOOLS_CAP) {
+            row(
+                out,
+                &[
+                    cut(&r.phase, NAME),
+                    cut(&r.label, NAME),
+                    cut(r.outcome, NAME),
+                    cut(&r.note, WIDE),
+                ],
+            );
+        }
+        more(out, TOOLS_CAP, rows.len(), "report.json");
+    }
 }
 
 fn timeline(out: &mut String, ev: &Evidence) {
@@ -543,7 +566,7 @@ mod tests {
         assert_eq!(out.matches("\n# ").count(), 0, "one title, first line");
         // Every row of every table has as many cells as its header.
         let tables = tables(&out);
-        assert_eq!(tables.len(), 8, "{out}");
+        assert_eq!(tables.len(), 9, "{out}");
         for t in &tables {
             let cells = unescaped(t[0], '|');
             assert!(cells >= 3, "{}", t[0]);

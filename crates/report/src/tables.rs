@@ -5,8 +5,8 @@
 
 use crate::escape;
 use glassbox_model::{
-    Bytes, CallResult, EventKind, Evidence, NetworkMode, Outcome, Phase, ServerExit, Severity,
-    Verdict,
+    AuditReport, Bytes, CallResult, EventKind, Evidence, NetworkMode, Outcome, Phase, ServerExit,
+    Severity, Verdict,
 };
 use std::collections::HashMap;
 use std::hash::Hash;
@@ -391,10 +391,83 @@ pub(crate) fn call_result(r: CallResult) -> &'static str {
     match r {
         CallResult::Ok => "ok",
         CallResult::ToolError => "tool error",
+        CallResult::RejectedArguments => "rejected arguments",
+        CallResult::TransportFailure => "transport failure at the edge",
         CallResult::RpcError => "rpc error",
         CallResult::Timeout => "timeout",
         CallResult::NotCalled => "not called",
     }
+}
+
+/// Outcomes and their counts in words: `ok` for one call, `3 calls: ok 2, timeout 1`.
+pub(crate) fn outcomes(counts: &[(CallResult, usize)]) -> String {
+    let total: usize = counts.iter().map(|(_, n)| n).sum();
+    match counts {
+        [] => call_result(CallResult::NotCalled).into(),
+        [(r, 1)] => call_result(*r).into(),
+        _ => {
+            let each: Vec<String> = counts
+                .iter()
+                .map(|(r, n)| format!("{} {n}", call_result(*r)))
+                .collect();
+            format!("{total} calls: {}", each.join(", "))
+        }
+    }
+}
+
+/// The audit's calls counted by outcome, in words; `None` when it made none.
+pub(crate) fn call_totals(report: &AuditReport) -> Option<String> {
+    let counts: Vec<(CallResult, usize)> = if report.call_outcomes.is_empty() {
+        AuditReport::count_calls(&report.tools)
+            .into_iter()
+            .collect()
+    } else {
+        report.call_outcomes.iter().map(|(r, n)| (*r, *n)).collect()
+    };
+    let total: usize = counts.iter().map(|(_, n)| n).sum();
+    (total > 0).then(|| {
+        let tools = report.tools.iter().filter(|t| t.called).count();
+        let each: Vec<String> = counts
+            .iter()
+            .map(|(r, n)| format!("{} {n}", call_result(*r)))
+            .collect();
+        format!("{total} calls of {tools} tools: {}", each.join(", "))
+    })
+}
+
+/// One call of a tool called more than once, for the report's calls table: its phase (what
+/// findings name), what its arguments chose, its outcome, and the retry and error it notes.
+pub(crate) struct CallRow {
+    pub phase: String,
+    pub label: String,
+    pub outcome: &'static str,
+    pub note: String,
+}
+
+/// The calls of every tool called more than once, in the order made per tool, printable.
+pub(crate) fn call_rows(report: &AuditReport) -> Vec<CallRow> {
+    let mut rows = Vec::new();
+    for t in report.tools.iter().filter(|t| t.calls.len() > 1) {
+        for c in &t.calls {
+            let mut note = Vec::new();
+            if let Some(r) = c.retry_of {
+                note.push(format!("retry of #{r}"));
+            }
+            if let Some(e) = &c.error {
+                note.push(escape::truncate(&escape::text(e), WIDE));
+            }
+            rows.push(CallRow {
+                phase: escape::truncate(
+                    &escape::text(&Phase::call(&t.name, c.k).to_string()),
+                    NAME,
+                ),
+                label: escape::truncate(&escape::text(&c.label), NAME),
+                outcome: call_result(c.result),
+                note: note.join("; "),
+            });
+        }
+    }
+    rows
 }
 
 /// The target command, printable, cut at [`WIDE`].

@@ -255,12 +255,12 @@ fn tools(out: &mut String, st: &Style, report: &AuditReport) {
         .max()
         .unwrap_or(0);
     for (t, name) in report.tools.iter().zip(&names).take(TOOLS_CAP) {
-        let result = match t.result {
-            CallResult::Ok => st.paint(GREEN, "ok"),
-            CallResult::ToolError => st.paint(YELLOW, "tool error"),
-            CallResult::RpcError => st.paint(YELLOW, "rpc error"),
-            CallResult::Timeout => st.paint(YELLOW, "timeout"),
-            CallResult::NotCalled => st.paint(DIM, "not called"),
+        let counts = t.outcomes();
+        let text = tables::outcomes(&counts);
+        let result = match counts.as_slice() {
+            [(CallResult::Ok, _)] => st.paint(GREEN, &text),
+            [(CallResult::NotCalled, _)] => st.paint(DIM, &text),
+            _ => st.paint(YELLOW, &text),
         };
         if t.called {
             let _ = writeln!(out, "  {}called  {result}", pad(name, width));
@@ -269,6 +269,26 @@ fn tools(out: &mut String, st: &Style, report: &AuditReport) {
         }
     }
     more(out, st, TOOLS_CAP, report.tools.len(), "  ", "report.json");
+    if let Some(totals) = tables::call_totals(report) {
+        let _ = writeln!(out, "  {}", st.paint(DIM, &totals));
+    }
+    let rows = tables::call_rows(report);
+    if !rows.is_empty() {
+        let _ = writeln!(
+            out,
+            "  {}",
+            st.paint(DIM, "calls (what findings name as their phase):")
+        );
+        for r in rows.iter().take(TOOLS_CAP) {
+            let note = if r.note.is_empty() {
+                String::new()
+            } else {
+                format!("  ({})", r.note)
+            };
+            let _ = writeln!(out, "    {}  {}: {}{note}", r.phase, r.label, r.outcome);
+        }
+        more(out, st, TOOLS_CAP, rows.len(), "    ", "report.json");
+    }
 }
 
 /// The verdict and the checks only (for re-evaluations, which keep no event tables).
@@ -407,6 +427,7 @@ mod tests {
             inconclusive_reason: None,
             checks,
             tools,
+            call_outcomes: Default::default(),
         }
     }
 
@@ -491,11 +512,13 @@ mod tests {
                     name: "get_weather".into(),
                     called: true,
                     result: CallResult::Ok,
+                    calls: Vec::new(),
                 },
                 ToolSummary {
                     name: "run".into(),
                     called: false,
                     result: CallResult::NotCalled,
+                    calls: Vec::new(),
                 },
             ],
         );
@@ -618,6 +641,7 @@ mod tests {
                 name: evil.into(),
                 called: true,
                 result: CallResult::Ok,
+                calls: Vec::new(),
             }],
         );
         rep.inconclusive_reason = Some(evil.into());
@@ -674,6 +698,7 @@ mod tests {
                 name: format!("t{i}"),
                 called: true,
                 result: CallResult::Ok,
+                calls: Vec::new(),
             })
             .collect();
         let findings = (0..FINDINGS_CAP + 4)

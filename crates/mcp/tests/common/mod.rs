@@ -121,11 +121,13 @@ pub fn run_child(mut child: Child, cfg: &SessionConfig) -> Run {
     }
 }
 
-/// Short timeouts, but long enough for Python to start on a loaded machine.
+/// Short timeouts, but long enough for Python to start on a loaded machine; one call per tool
+/// (these tests are about the protocol: `tests/explore.rs` is about the plans of calls).
 pub fn quick() -> SessionConfig {
     SessionConfig {
         request_timeout: Duration::from_secs(5),
         shutdown_grace: Duration::from_millis(500),
+        explore: glassbox_mcp::Explore::single(),
         ..SessionConfig::default()
     }
 }

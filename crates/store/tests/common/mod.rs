@@ -131,6 +131,7 @@ pub fn run(run_id: &str, command: &str) -> (AuditReport, Manifest) {
         inconclusive_reason: None,
         checks,
         tools: Vec::new(),
+        call_outcomes: Default::default(),
     };
     (report, manifest)
 }

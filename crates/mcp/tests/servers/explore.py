@@ -1,0 +1,88 @@
+"""A server whose tools act on their arguments, for the plans of calls.
+
+- `copy`: `includeSecrets` (a boolean, default false) decides a branch; reports what it got.
+- `config`: an `action` enum; only `dump` answers "dumped".
+- `fetch`: exactly one of `url` or `alexandria` (a oneOf); both at once is an error naming
+  the constraint, as a real server's; neither is a -32602.
+- `strict`: rejects its first call with -32602 whatever it is sent, then accepts.
+- `net`: a tool error as Node's fetch writes one.
+- `slow`: its first call answers at once, every later one after 3 s.
+"""
+import json
+import time
+
+from mcp_common import error, initialize_result, messages, result, text
+
+TOOLS = [
+    {
+        "name": "copy",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "source": {"type": "string"},
+                "includeSecrets": {"type": "boolean", "default": False},
+            },
+            "required": ["source"],
+        },
+    },
+    {
+        "name": "config",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"action": {"enum": ["get", "list", "dump"]}},
+            "required": ["action"],
+        },
+    },
+    {
+        "name": "fetch",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"url": {"type": "string"}, "alexandria": {"type": "string"}},
+            "oneOf": [{"required": ["url"]}, {"required": ["alexandria"]}],
+        },
+    },
+    {"name": "strict", "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}}},
+    {"name": "net", "inputSchema": {"type": "object"}},
+    {"name": "slow", "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}}},
+]
+
+calls = {}
+for msg in messages():
+    method = msg.get("method")
+    msg_id = msg.get("id")
+    params = msg.get("params") or {}
+    if method == "initialize":
+        result(msg_id, initialize_result(msg, name="explore-test-server"))
+    elif method == "tools/list":
+        result(msg_id, {"tools": TOOLS})
+    elif method == "tools/call":
+        name = params.get("name")
+        args = params.get("arguments") or {}
+        calls[name] = calls.get(name, 0) + 1
+        if name == "copy":
+            branch = "with secrets" if args.get("includeSecrets") is True else "plain"
+            result(msg_id, text(branch))
+        elif name == "config":
+            result(msg_id, text("dumped" if args.get("action") == "dump" else "ok"))
+        elif name == "fetch":
+            if "url" in args and "alexandria" in args:
+                result(msg_id, text("Provide exactly one of url or alexandria", True))
+            elif "url" not in args and "alexandria" not in args:
+                error(msg_id, -32602, "Invalid params: url or alexandria")
+            else:
+                result(msg_id, text("fetched"))
+        elif name == "strict":
+            if calls[name] == 1:
+                error(msg_id, -32602, "Invalid params")
+            else:
+                result(msg_id, text("accepted " + json.dumps(args, sort_keys=True)))
+        elif name == "net":
+            result(msg_id, text("TypeError: fetch failed", True))
+        elif name == "slow":
+            if calls[name] > 1:
+                time.sleep(3)
+            result(msg_id, text("slow"))
+        else:
+            error(msg_id, -32602, "Unknown tool")
+    elif msg_id is not None:
+        result(msg_id, {})
