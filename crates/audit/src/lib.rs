@@ -405,6 +405,11 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
         });
         bait.push((name.to_string(), value));
     }
+    // What the plans' path and socket parameters name in calls of their own: files outside
+    // the workspace that are planted secrets, and the canary Docker socket.
+    let mut with_probes = opts.clone();
+    with_probes.session.probes = probes(&secrets.tokens);
+    let opts = &with_probes;
     let mut all_events = Vec::new();
     let mut flows = Vec::new();
     let mut limits_reached: Vec<String> = Vec::new();
@@ -1846,6 +1851,24 @@ pub fn report(
         checks,
         call_outcomes: AuditReport::count_calls(&tools),
         tools,
+    }
+}
+
+/// The role probes of the plans of calls ([`glassbox_mcp::args::Probes`]): a planted cloud
+/// credential and another project's `.env` for paths, the canary Docker socket for sockets.
+fn probes(tokens: &[glassbox_model::Honeytoken]) -> glassbox_mcp::args::Probes {
+    let mut outside = Vec::new();
+    for (kind, what) in [
+        ("aws-credentials", "a planted credential"),
+        ("dotenv-other-project", "another project's .env"),
+    ] {
+        if let Some(t) = tokens.iter().find(|t| t.kind == kind) {
+            outside.push((what.to_string(), t.path.clone()));
+        }
+    }
+    glassbox_mcp::args::Probes {
+        outside,
+        socket: Some(canary::DOCKER_VAR.to_string()),
     }
 }
 

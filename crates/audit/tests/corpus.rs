@@ -110,7 +110,10 @@ fn the_benign_corpus_completes_unaccused() {
                     failures.push(format!("{target}: accused by {}: {}", c.id, f.summary));
                 }
                 let explained = NETWORK_CHECKS.contains(&c.id.as_str())
-                    && matches!(&f.phase, Some(Phase::Call(t)) if fetching.contains(&t.as_str()));
+                    && f.phase
+                        .as_ref()
+                        .and_then(Phase::call_of)
+                        .is_some_and(|(t, _)| fetching.contains(&t));
                 if !explained {
                     failures.push(format!("{target}: {} flagged: {}", c.id, f.summary));
                 }

@@ -13,6 +13,14 @@
 //!
 //! Open (read, write, directory listing) and stat events count; exec events do not (the child's
 //! own open is what is recorded). One finding per distinct path.
+//!
+//! An access during a call whose input named the path ([`crate::named`]: the plan's call that
+//! gives a path parameter a planted credential; a folder on its way or inside it; for a stat or
+//! a failed open, an entry beside a folder on its way) is the tool doing what it was asked: a
+//! note here, and `input-exposure` reports it as what the tool can be made to read. The same
+//! path accessed in any other phase still counts (version 5). The kernel's own report of a
+//! planted file's open (a `honeytoken` event) comes later than the open, in a later phase: it
+//! is the same access when the recorder saw that path opened by a call whose input named it.
 
 use crate::paths::{self, NormPath, Rules, View};
 use crate::text::{self, Groups};
@@ -21,12 +29,18 @@ use glassbox_model::{Event, EventKind, Manifest, Severity};
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "credential-probe",
-    version: 4,
+    version: 5,
     claim: "no credential probing",
     severity: Severity::High,
     channels: &[Channel::Syscalls],
     accuses: "reading a planted secret (credential theft)",
-    sources: &["credential.rs", "paths.rs", "flags.rs", "text.rs"],
+    sources: &[
+        "credential.rs",
+        "named.rs",
+        "paths.rs",
+        "flags.rs",
+        "text.rs",
+    ],
 };
 
 /// Home-relative directories whose every entry counts once a honeytoken is planted in them.
@@ -246,21 +260,33 @@ impl Access {
     }
 }
 
+/// Most kernel reports held until the end.
+const MAX_KERNEL: usize = 10_000;
+
 /// The check's state over one run.
 pub(crate) struct State {
     ctx: Context,
     groups: Groups<NormPath, Access>,
+    named: crate::named::Named,
+    /// Accesses during a call whose input named the path, with the argument that did.
+    by_input: Groups<NormPath, String>,
+    /// The kernel's reports of planted files, judged at the end (see the module doc), at most
+    /// [`MAX_KERNEL`]; past it they are judged as they come.
+    kernel: Vec<(NormPath, Reason, Event)>,
 }
 
 pub(crate) fn start(c: &crate::Context<'_>) -> Box<dyn Evaluator> {
     Box::new(State {
         ctx: Context::new(c.manifest),
         groups: Groups::new(),
+        named: crate::named::Named::of(c.manifest),
+        by_input: Groups::new(),
+        kernel: Vec::new(),
     })
 }
 
-impl Evaluator for State {
-    fn event(&mut self, e: &Event) {
+impl State {
+    fn see(&mut self, e: &Event) {
         let path = match &e.kind {
             EventKind::Open { path, .. } | EventKind::Stat { path, .. } => path,
             EventKind::Honeytoken { path, access, .. } if access != "overflow" => path,
@@ -293,6 +319,33 @@ impl Evaluator for State {
                 }
             }
         };
+        // A stat or a failed open reads nothing: looking beside a folder on the way to what
+        // the input named counts as that call's too (git's search for `.git`).
+        let looks_only = match &e.kind {
+            EventKind::Stat { .. } => true,
+            EventKind::Open { result, .. } => result.is_some_and(|r| r < 0),
+            _ => false,
+        };
+        let named = if looks_only {
+            self.named.looked_around(&e.phase, norm.components())
+        } else {
+            self.named.named(&e.phase, norm.components())
+        };
+        if let Some(arg) = named {
+            let arg = arg.to_string();
+            if let Some(seen) = self.by_input.add(norm, e.id, &e.phase) {
+                *seen = arg;
+            }
+            return;
+        }
+        if matches!(e.kind, EventKind::Honeytoken { .. }) && self.kernel.len() < MAX_KERNEL {
+            self.kernel.push((norm, reason, e.clone()));
+            return;
+        }
+        self.count(norm, reason, e);
+    }
+
+    fn count(&mut self, norm: NormPath, reason: Reason, e: &Event) {
         let Some(acc) = self.groups.add(norm, e.id, &e.phase) else {
             return;
         };
@@ -331,8 +384,46 @@ impl Evaluator for State {
         }
     }
 
-    fn finish(self: Box<Self>) -> Evaluation {
-        let State { ctx, groups } = *self;
+    /// The kernel's reports held back: the same access as one by a call whose input named
+    /// the path, or the server's own.
+    fn judge_kernel(&mut self) {
+        for (norm, reason, e) in std::mem::take(&mut self.kernel) {
+            if self.by_input.items.iter().any(|g| g.key == norm) {
+                let _ = self.by_input.add(norm, e.id, &e.phase);
+            } else {
+                self.count(norm, reason, &e);
+            }
+        }
+    }
+}
+
+impl Evaluator for State {
+    fn event(&mut self, e: &Event) {
+        self.see(e);
+    }
+
+    fn finish(mut self: Box<Self>) -> Evaluation {
+        self.judge_kernel();
+        let State {
+            ctx,
+            groups,
+            by_input,
+            ..
+        } = *self;
+        let notes = by_input
+            .items
+            .into_iter()
+            .map(|g| {
+                let summary = format!(
+                    "{} was accessed during {}, whose argument `{}` named it: the tool did what \
+                     its input asked (listed by input-exposure as what it can be made to reach)",
+                    paths::display(&g.key, &ctx.home),
+                    text::phases(&g.phases),
+                    glassbox_model::printable(&glassbox_model::truncate(&g.data, 80)),
+                );
+                INFO.finding(summary, g.ids, g.phases.first().cloned())
+            })
+            .collect();
         let overflow = groups.overflow;
         let mut findings: Vec<_> = groups
             .items
@@ -369,10 +460,7 @@ impl Evaluator for State {
                 None,
             ));
         }
-        Evaluation {
-            findings,
-            notes: Vec::new(),
-        }
+        Evaluation { findings, notes }
     }
 }
 
@@ -399,6 +487,94 @@ mod tests {
 
     fn call(t: &str) -> Phase {
         Phase::Call(t.into())
+    }
+
+    #[test]
+    fn a_planted_secret_the_input_named_is_a_note_and_anywhere_else_an_accusation() {
+        let ev = Ev::new()
+            .honeytoken("/home/user/.aws/credentials")
+            .call(
+                "read_file",
+                2,
+                serde_json::json!({"path": "/home/user/.aws/credentials"}),
+            )
+            .open(
+                "/home/user/.aws/credentials",
+                0,
+                Phase::call("read_file", 2),
+            )
+            .build();
+        let e = evaluate(&ev);
+        assert!(e.findings.is_empty(), "{e:?}");
+        assert_eq!(e.notes.len(), 1);
+        assert!(
+            e.notes[0].summary.starts_with(
+                "~/.aws/credentials was accessed during call:read_file#2, whose argument `path` named it"
+            ),
+            "{}",
+            e.notes[0].summary
+        );
+        // Read again in a call that did not name it (or at startup): the server's own doing.
+        let ev = Ev::new()
+            .honeytoken("/home/user/.aws/credentials")
+            .call(
+                "read_file",
+                2,
+                serde_json::json!({"path": "/home/user/.aws/credentials"}),
+            )
+            .open(
+                "/home/user/.aws/credentials",
+                0,
+                Phase::call("read_file", 2),
+            )
+            .open(
+                "/home/user/.aws/credentials",
+                0,
+                Phase::call("read_file", 1),
+            )
+            .build();
+        let e = evaluate(&ev);
+        assert_eq!(e.findings.len(), 1, "{e:?}");
+        assert!(e.findings[0].accusation);
+        assert!(
+            e.findings[0].summary.contains("during call:read_file"),
+            "{e:?}"
+        );
+        // The kernel's report of the named read comes later, in a later phase: the same
+        // access. Realpath's stat of the folder on the way: named too.
+        let kernel = glassbox_model::EventKind::Honeytoken {
+            path: Bytes::from("/home/user/.aws/credentials"),
+            access: "read".into(),
+            dir: false,
+        };
+        let ev = Ev::new()
+            .honeytoken("/home/user/.aws/credentials")
+            .call(
+                "read_file",
+                2,
+                serde_json::json!({"path": "/home/user/.aws/credentials"}),
+            )
+            .stat("/home/user/.aws", Phase::call("read_file", 2))
+            .open(
+                "/home/user/.aws/credentials",
+                0,
+                Phase::call("read_file", 2),
+            )
+            .event(9, Phase::Shutdown, kernel.clone())
+            .build();
+        let e = evaluate(&ev);
+        assert!(e.findings.is_empty(), "{e:?}");
+        // Without the named open, the kernel's report is the server's own read.
+        let ev = Ev::new()
+            .honeytoken("/home/user/.aws/credentials")
+            .call(
+                "read_file",
+                2,
+                serde_json::json!({"path": "/home/user/notes.txt"}),
+            )
+            .event(9, Phase::Shutdown, kernel)
+            .build();
+        assert!(evaluate(&ev).findings[0].accusation);
     }
 
     #[test]

@@ -18,8 +18,18 @@
 //!   neither under the working directory nor under `/tmp` or `/var/tmp` (scratch space any
 //!   tool may use): the user's input naming a file in their home, say.
 //!
+//! - what the input made a tool do (version 4), each "because the input named it": a file
+//!   outside the workspace opened (read or written) during a call whose arguments named it
+//!   ([`crate::named`]: the plan gives path parameters a planted credential, another
+//!   project's `.env` and a `../` traversal), the tool's reach by path; a program run with the
+//!   marker in its command line (the input reached a shell or an `exec`: command injection,
+//!   or a tool that runs what it is given); a template expression of the input
+//!   (`{{7*7}}`-style, after the marker) that came back evaluated (`49` after the marker in
+//!   the server's answer to that call). A file tool that reads what it is told is doing its
+//!   job: the finding says which call and argument named it, so a reviewer sees that.
+//!
 //! Not flagged: the marker in the server's answers (that is the transcript, which stays
-//! here), in files read, or in scratch files. A tool whose purpose is to send what it is
+//! here) other than an evaluated template, in files read, or in scratch files. A tool whose purpose is to send what it is
 //! given (a fetcher, a search) is flagged during its own call: the finding names the tool, so
 //! a reviewer sees whether that was the tool's job. Not an accusation.
 
@@ -30,11 +40,11 @@ use crate::paths::NormPath;
 use crate::text;
 use crate::{Channel, CheckInfo, Evaluation, Evaluator};
 use aho_corasick::AhoCorasick;
-use glassbox_model::{Event, EventKind, NetworkMode, Severity};
+use glassbox_model::{Direction, Event, EventKind, NetworkMode, Phase, Severity};
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "input-exposure",
-    version: 3,
+    version: 4,
     claim: "keeps tool input inside the sandbox and its workspace",
     severity: Severity::Medium,
     channels: &[
@@ -45,6 +55,8 @@ pub(crate) const INFO: CheckInfo = CheckInfo {
     accuses: "",
     sources: &[
         "input.rs",
+        "named.rs",
+        "spawn.rs",
         "canary.rs",
         "flags.rs",
         "net.rs",
@@ -55,6 +67,21 @@ pub(crate) const INFO: CheckInfo = CheckInfo {
 
 /// Folders where writing a file named by the input is ordinary: scratch space.
 const SCRATCH: &[&str] = &["/tmp", "/var/tmp", "/dev/shm"];
+
+/// What a finding is about.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum What {
+    /// A destination the marker reached.
+    Network,
+    /// A file named by the marker written outside the workspace.
+    Written,
+    /// A file outside the workspace that a call's input named, opened during that call.
+    Reached,
+    /// A program whose command line carried the marker.
+    Ran,
+    /// A template expression of the input evaluated in an answer.
+    Evaluated,
+}
 
 /// One flagged destination or file.
 #[derive(Debug, Default)]
@@ -73,8 +100,10 @@ pub(crate) struct State {
     marker: Option<(AhoCorasick, Vec<&'static str>)>,
     cwd: Vec<u8>,
     /// Destinations (by name) and files the marker reached.
-    seen: Keyed<(bool, String), Seen>,
+    seen: Keyed<(What, String), Seen>,
     phases: PhaseOf,
+    named: crate::named::Named,
+    home: String,
 }
 
 /// An automaton over the marker in every encoding searched, with each pattern's encoding name.
@@ -104,6 +133,8 @@ pub(crate) fn start(c: &crate::Context<'_>) -> Box<dyn Evaluator> {
         seen: Keyed::new(),
         phases: PhaseOf::default(),
         marker,
+        named: crate::named::Named::of(c.manifest),
+        home: c.manifest.sandbox.home.clone(),
     };
     if let Some((ac, names)) = &s.marker {
         for f in c.flows.iter().filter(|f| f.mode != NetworkMode::Install) {
@@ -127,7 +158,7 @@ pub(crate) fn start(c: &crate::Context<'_>) -> Box<dyn Evaluator> {
                 .map(|(_, n)| net::show(n))
                 .unwrap_or_else(|| net::addr(&f.dst));
             s.phases.want(&f.events);
-            let Some(seen) = s.seen.get((false, dest.clone())) else {
+            let Some(seen) = s.seen.get((What::Network, dest.clone())) else {
                 continue;
             };
             seen.shown = dest;
@@ -157,67 +188,157 @@ impl State {
     }
 }
 
-impl Evaluator for State {
-    fn event(&mut self, e: &Event) {
+impl State {
+    fn note(&mut self, what: What, shown: String, how: Option<String>, e: &Event) {
+        self.phases.want(&[e.id]);
         self.phases.see(e);
-        let Some((ac, _)) = &self.marker else {
-            return;
-        };
-        let EventKind::Open {
-            syscall,
-            path,
-            flags,
-            ..
-        } = &e.kind
-        else {
-            return;
-        };
-        if !has_write_intent(syscall, *flags) || !ac.is_match(path.as_slice()) {
-            return;
+        if let Some(seen) = self.seen.get((what, shown.clone())) {
+            seen.shown = shown;
+            if let Some(h) = how {
+                if !seen.how.contains(&h) {
+                    seen.how.push(h);
+                }
+            }
+            net::add_ids(&mut seen.ids, &[e.id]);
         }
-        let norm = NormPath::resolve(path.as_slice(), &self.cwd);
+    }
+
+    /// An absolute, normalized path of `path` as bytes.
+    fn full(&self, path: &[u8]) -> (NormPath, Vec<u8>) {
+        let norm = NormPath::resolve(path, &self.cwd);
         let mut full = Vec::new();
         for c in norm.components() {
             full.push(b'/');
             full.extend_from_slice(c);
         }
-        if self.in_workspace(&full) {
-            return;
-        }
-        let shown = glassbox_model::printable(&String::from_utf8_lossy(&full));
-        self.phases.want(&[e.id]);
+        (norm, full)
+    }
+}
+
+impl Evaluator for State {
+    fn event(&mut self, e: &Event) {
         self.phases.see(e);
-        if let Some(seen) = self.seen.get((true, shown.clone())) {
-            seen.shown = shown;
-            net::add_ids(&mut seen.ids, &[e.id]);
+        match &e.kind {
+            EventKind::Exec { argv, .. } => {
+                let Some((ac, _)) = &self.marker else {
+                    return;
+                };
+                let Some(at) = argv.iter().position(|a| ac.is_match(a.as_slice())) else {
+                    return;
+                };
+                // `sh -c SCRIPT`: the input is in a script a shell runs (its words become
+                // commands); anywhere else, an argument of the program.
+                let shell = at >= 2
+                    && argv[at - 1].as_slice() == b"-c"
+                    && crate::spawn::SHELLS
+                        .iter()
+                        .any(|sh| sh.as_bytes() == crate::paths::basename(argv[0].as_slice()));
+                let how = if shell {
+                    "in a shell's script"
+                } else {
+                    "in a program's arguments"
+                };
+                let line = glassbox_model::argv_line(argv, 160);
+                self.note(What::Ran, line, Some(how.to_string()), e);
+            }
+            EventKind::Open {
+                syscall,
+                path,
+                flags,
+                ..
+            } => {
+                let write = has_write_intent(syscall, *flags);
+                let marked = self
+                    .marker
+                    .as_ref()
+                    .is_some_and(|(ac, _)| ac.is_match(path.as_slice()));
+                // Most opens are neither: no path is resolved for them.
+                if !(self.named.has(&e.phase) || (write && marked)) {
+                    return;
+                }
+                let (norm, full) = self.full(path.as_slice());
+                if self.in_workspace(&full) {
+                    return;
+                }
+                if let Some(arg) = self.named.named(&e.phase, norm.components()) {
+                    let how = format!(
+                        "{} (argument `{}`)",
+                        if write { "written" } else { "read" },
+                        glassbox_model::printable(&glassbox_model::truncate(arg, 80))
+                    );
+                    let home = NormPath::new(self.home.as_bytes());
+                    let shown = crate::paths::display(&norm, &home);
+                    self.note(What::Reached, shown, Some(how), e);
+                    return;
+                }
+                if write && marked {
+                    let shown = glassbox_model::printable(&String::from_utf8_lossy(&full));
+                    self.note(What::Written, shown, None, e);
+                }
+            }
+            _ => {}
         }
+    }
+
+    fn finish_with(mut self: Box<Self>, ctx: &crate::Context<'_>) -> Evaluation {
+        if let Some((ac, _)) = &self.marker {
+            let evaluated = evaluated_templates(ac, ctx);
+            for phase in evaluated {
+                let shown = text::phase(&phase);
+                if let Some(seen) = self.seen.get((What::Evaluated, shown.clone())) {
+                    seen.shown = shown;
+                    seen.how = vec![phase.to_string()];
+                }
+            }
+        }
+        self.finish()
     }
 
     fn finish(self: Box<Self>) -> Evaluation {
         let State { seen, phases, .. } = *self;
         let mut findings = Vec::new();
         let overflow = seen.overflow;
-        for ((file, _), s) in seen.items {
+        for ((what, _), s) in seen.items {
             let ps = phases.of(&s.ids);
-            let mut summary = if file {
-                format!(
+            let mut summary = match what {
+                What::Written => format!(
                     "a file named by a tool argument was written outside the workspace: {} ({})",
                     s.shown,
                     net::count(s.ids.len() as u64, "open", "opens")
-                )
-            } else {
-                format!(
+                ),
+                What::Network => format!(
                     "a tool argument left the sandbox towards {} ({}; {}) ({})",
                     s.shown,
                     s.how.join(", "),
                     net::count(s.flows.len() as u64, "flow", "flows"),
                     net::runs(&s.modes)
-                )
+                ),
+                What::Reached => format!(
+                    "the tool opened a file outside the workspace because its input named it: \
+                     {} ({}; {})",
+                    s.shown,
+                    s.how.join(", "),
+                    net::count(s.ids.len() as u64, "open", "opens")
+                ),
+                What::Ran => format!(
+                    "the tool ran a program with its input {}: {}",
+                    s.how.join(", "),
+                    s.shown
+                ),
+                What::Evaluated => format!(
+                    "a template expression in the input came back evaluated in the answer to \
+                     {} (the tool renders its input as a template)",
+                    s.shown
+                ),
             };
             if !ps.is_empty() {
                 summary += &format!(" during {}", text::phases(&ps));
             }
-            let mut f = INFO.finding(summary, s.ids, ps.first().cloned());
+            let phase = match what {
+                What::Evaluated => s.how.first().and_then(|p| p.parse().ok()),
+                _ => ps.first().cloned(),
+            };
+            let mut f = INFO.finding(summary, s.ids, phase);
             f.flows = s.flows;
             findings.push(f);
         }
@@ -235,6 +356,49 @@ impl Evaluator for State {
     fn unread(&self) -> Vec<String> {
         self.unread.clone()
     }
+}
+
+/// The probe after the marker whose evaluation is looked for (what the plan sends a template
+/// parameter: `{{7*7}}`, `${7*7}`, `<%= 7*7 %>`, `#{7*7}`), and what evaluating any of them
+/// gives.
+const TEMPLATE: &str = "{{7*7}}";
+const EVALUATED: &[u8] = b"49";
+/// How far after the marker an evaluated expression is looked for.
+const TEMPLATE_WINDOW: usize = 48;
+
+/// The calls whose arguments held a template probe and whose answer has `49` within
+/// [`TEMPLATE_WINDOW`] bytes after the marker (the probe itself has no `49` there), with the
+/// answer's phase.
+fn evaluated_templates(ac: &AhoCorasick, ctx: &crate::Context<'_>) -> Vec<Phase> {
+    let mut probed = std::collections::HashSet::new();
+    for tool in &ctx.manifest.session.tools {
+        for call in &tool.calls {
+            if call.arguments.to_string().contains(TEMPLATE) {
+                probed.insert(Phase::call(&tool.name, call.k));
+            }
+        }
+    }
+    let mut out: Vec<Phase> = Vec::new();
+    if probed.is_empty() {
+        return out;
+    }
+    for t in ctx.transcript {
+        if t.dir != Direction::ServerToClient || !probed.contains(&t.phase) {
+            continue;
+        }
+        if out.contains(&t.phase) {
+            continue;
+        }
+        let raw = t.raw.as_slice();
+        let hit = ac.find_iter(raw).any(|m| {
+            let after = &raw[m.end()..raw.len().min(m.end() + TEMPLATE_WINDOW)];
+            after.windows(EVALUATED.len()).any(|w| w == EVALUATED)
+        });
+        if hit {
+            out.push(t.phase.clone());
+        }
+    }
+    out
 }
 
 /// The phase a finding is filed under, for tests.
@@ -355,6 +519,67 @@ mod tests {
         // Evidence from before markers existed: nothing to follow.
         let ev = Ev::new()
             .flow(F::tcp("198.18.1.3:80").sample(format!("x={M}").as_bytes()))
+            .build();
+        assert_eq!(evaluate(&ev), Evaluation::default());
+    }
+
+    #[test]
+    fn what_the_input_made_the_tool_do_says_because_the_input_named_it() {
+        let read2 = Phase::call("read_file", 2);
+        let ev = Ev::new()
+            .marker(M)
+            .cwd("/home/user/project")
+            .call("read_file", 1, serde_json::json!({"path": format!("glassbox-probe-{M}.txt")}))
+            .call("read_file", 2, serde_json::json!({"path": "/home/user/.aws/credentials"}))
+            .call("read_file", 3, serde_json::json!({"path": "../../../../home/user/other/.env"}))
+            .call("render", 1, serde_json::json!({"template": format!("glassbox-{M}-{{{{7*7}}}}")}))
+            .call("shell", 2, serde_json::json!({"command": format!("echo glassbox-{M}")}))
+            // The file its input named, in its own call: reached.
+            .open("/home/user/.aws/credentials", O_RDONLY, read2.clone())
+            // The same file in a call whose input did not name it: not this check's.
+            .open("/home/user/.aws/credentials", O_RDONLY, Phase::call("read_file", 1))
+            // A traversal the server resolved against a folder of its own.
+            .open("/srv/data/../../home/user/other/.env", O_RDONLY, Phase::call("read_file", 3))
+            // Inside the workspace: the tool's own business.
+            .open(format!("/home/user/project/glassbox-probe-{M}.txt"), O_RDONLY, Phase::call("read_file", 1))
+            .exec(7, "/bin/sh", &["sh", "-c", &format!("echo glassbox-{M}")], Phase::call("shell", 2))
+            .exec(8, "/usr/bin/git", &["git", "log", &format!("--grep=glassbox-{M}")], Phase::call("shell", 2))
+            .answer(
+                Phase::call("render", 1),
+                &format!(r#"{{"jsonrpc":"2.0","id":3,"result":{{"content":[{{"type":"text","text":"glassbox-{M}-49"}}]}}}}"#),
+            )
+            .build();
+        let s = summaries(evaluate(&ev));
+        assert_eq!(s.len(), 5, "{s:#?}");
+        assert!(s.iter().any(|x| x.starts_with("the tool opened a file outside the workspace because its input named it: ~/.aws/credentials (read (argument `path`); 1 open) during call:read_file#2")), "{s:#?}");
+        assert!(
+            s.iter()
+                .any(|x| x.contains("~/other/.env") && x.contains("call:read_file#3")),
+            "{s:#?}"
+        );
+        assert!(
+            s.iter().any(|x| x
+                .starts_with("the tool ran a program with its input in a shell's script: sh -c")),
+            "{s:#?}"
+        );
+        assert!(
+            s.iter().any(|x| x.starts_with(
+                "the tool ran a program with its input in a program's arguments: git log"
+            )),
+            "{s:#?}"
+        );
+        assert!(s.iter().any(|x| x.starts_with("a template expression in the input came back evaluated in the answer to call:render")), "{s:#?}");
+    }
+
+    #[test]
+    fn a_template_echoed_back_unevaluated_is_not_flagged() {
+        let ev = Ev::new()
+            .marker(M)
+            .call("render", 1, serde_json::json!({"template": format!("glassbox-{M}-{{{{7*7}}}}")}))
+            .answer(
+                Phase::call("render", 1),
+                &format!(r#"{{"result":{{"content":[{{"type":"text","text":"glassbox-{M}-{{{{7*7}}}}-${{7*7}}"}}]}}}}"#),
+            )
             .build();
         assert_eq!(evaluate(&ev), Evaluation::default());
     }

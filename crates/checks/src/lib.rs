@@ -94,6 +94,7 @@ mod exfil;
 pub mod flags;
 mod input;
 mod lock;
+mod named;
 mod net;
 pub mod paths;
 mod persistence;

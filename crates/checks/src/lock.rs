@@ -94,6 +94,7 @@ mod tests {
             "canary.rs" => include_str!("canary.rs"),
             "evasion.rs" => include_str!("evasion.rs"),
             "input.rs" => include_str!("input.rs"),
+            "named.rs" => include_str!("named.rs"),
             "drift.rs" => include_str!("drift.rs"),
             other => panic!("{other} is not a known check source: add it to lock.rs"),
         }

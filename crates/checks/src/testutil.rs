@@ -65,6 +65,49 @@ impl Ev {
         self
     }
 
+    /// The `k`-th call of `tool` sent `arguments` (its phase is `Phase::call(tool, k)`).
+    pub(crate) fn call(mut self, tool: &str, k: u32, arguments: serde_json::Value) -> Self {
+        let tools = &mut self.0.manifest.session.tools;
+        if !tools.iter().any(|t| t.name == tool) {
+            tools.push(glassbox_model::ToolRecord {
+                name: tool.into(),
+                description: None,
+                input_schema: serde_json::json!({"type": "object"}),
+                called: true,
+                arguments_note: None,
+                arguments: None,
+                result: glassbox_model::CallResult::Ok,
+                calls: Vec::new(),
+                relisted_unchanged: None,
+            });
+        }
+        let t = tools.iter_mut().find(|t| t.name == tool).unwrap();
+        t.calls.push(glassbox_model::CallRecord {
+            k,
+            label: String::new(),
+            arguments,
+            result: glassbox_model::CallResult::Ok,
+            retry_of: None,
+            error: None,
+        });
+        self
+    }
+
+    /// A line the server sent during `phase`.
+    pub(crate) fn answer(mut self, phase: Phase, raw: &str) -> Self {
+        let seq = self.0.transcript.len() as u64 + 1;
+        self.0.transcript.push(glassbox_model::TranscriptEntry {
+            seq,
+            t_ns: seq,
+            dir: glassbox_model::Direction::ServerToClient,
+            phase,
+            json: true,
+            raw: Bytes::from(raw),
+            truncated: false,
+        });
+        self
+    }
+
     pub(crate) fn home(mut self, home: &str) -> Self {
         self.0.manifest.sandbox.home = home.into();
         self

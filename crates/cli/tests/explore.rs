@@ -102,3 +102,27 @@ fn a_one_of_option_is_reached_by_the_plan_and_missed_by_one_call() {
         "{calls:?}"
     );
 }
+
+#[test]
+fn a_path_argument_reaches_outside_the_workspace_because_the_input_named_it() {
+    let check = |r: &AuditReport, id: &str| r.checks.iter().find(|c| c.id == id).cloned().unwrap();
+    let single = audit("reads-any-path-it-is-given", "single");
+    assert!(check(&single, "input-exposure").findings.is_empty());
+    let quick = audit("reads-any-path-it-is-given", "quick");
+    let input = check(&quick, "input-exposure");
+    assert_eq!(input.outcome, Outcome::Flag, "{input:?}");
+    assert!(
+        input.findings.iter().any(|f| f.summary.starts_with(
+            "the tool opened a file outside the workspace because its input named it: \
+             ~/.aws/credentials"
+        ) && !f.accusation),
+        "{input:?}"
+    );
+    // The planted credential was read because the input named it: not credential theft.
+    let cred = check(&quick, "credential-probe");
+    assert!(cred.findings.is_empty(), "{cred:?}");
+    assert!(
+        cred.notes.iter().any(|n| n.summary.contains("named it")),
+        "{cred:?}"
+    );
+}

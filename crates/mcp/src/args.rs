@@ -68,7 +68,7 @@ use serde_json::{Map, Number, Value};
 mod pattern;
 pub mod plan;
 
-pub use plan::{plan_calls, PlannedCall};
+pub use plan::{plan_calls, plan_calls_with, PlannedCall, Probes};
 
 /// Deepest nesting of schemas followed (objects, arrays, `$ref`, combinators).
 const MAX_DEPTH: usize = 40;
@@ -451,6 +451,9 @@ enum Choice {
     Branch(usize),
     /// The `else` of an `if`, not its `then`.
     Else,
+    /// This string, where the schema takes a free string (a value chosen by the parameter's
+    /// role: a path outside the workspace, a command, a template; [`plan::Probes`]).
+    Text(String),
 }
 
 /// Keys that say nothing about which values are valid.
@@ -656,6 +659,16 @@ impl<'a> Gen<'a> {
             _ => {}
         }
         let string_ok = types.iter().any(|t| *t == "string" || *t == "any");
+        if let Some(Choice::Text(text)) = self.choice() {
+            if string_ok
+                && enumerated.is_none()
+                && !obj.contains_key("pattern")
+                && length_ok(obj, text)
+            {
+                self.bytes += text.len();
+                return Some(Value::String(text.clone()));
+            }
+        }
         if let Some(hint) = ctx.hint.filter(|h| h.is_path()) {
             if string_ok
                 && enumerated.is_none()

@@ -307,6 +307,9 @@ pub struct SessionConfig {
     pub input_marker: Option<String>,
     /// How many calls each tool gets (default [`Explore::quick`]).
     pub explore: Explore,
+    /// What the plans' values chosen by role name (files outside the workspace, the canary
+    /// socket); default none: paths get a `../` traversal to `/etc/hostname` only.
+    pub probes: args::Probes,
 }
 
 /// How many calls each tool gets: the first argument sets of its plan
@@ -399,6 +402,7 @@ impl Default for SessionConfig {
             max_stream_events: 100_000,
             input_marker: None,
             explore: Explore::quick(),
+            probes: args::Probes::default(),
         }
     }
 }

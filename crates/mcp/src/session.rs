@@ -381,7 +381,10 @@ impl<'a> Session<'a> {
         let plans: Vec<Vec<args::PlannedCall>> = summary
             .tools
             .iter()
-            .map(|t| args::plan_calls(&t.input_schema, &marker, explore.per_tool.max(1) + 1))
+            .map(|t| {
+                let max = explore.per_tool.max(1) + 1;
+                args::plan_calls_with(&t.input_schema, &marker, &self.cfg.probes, max)
+            })
             .collect();
         for (i, tool) in summary.tools.iter_mut().enumerate() {
             tool.arguments_note = args::schema_note(&tool.input_schema);

@@ -9,14 +9,21 @@
 //! 3. one set per choice the schema leaves: each boolean the other way, each other `enum`
 //!    entry, each other `anyOf`/`oneOf` option, the `else` of each `if`. The choices are
 //!    visited a round at a time (every place's first alternative, then every place's second...),
-//!    so a small budget still reaches every place once before any `enum` is walked through.
+//!    so a small budget still reaches every place once before any `enum` is walked through;
+//! 4. at a free string whose parameter's name says what it is (its role), a value a caller
+//!    could give that tool, which stays inside the sandbox and the edge: for a path, files
+//!    outside the workspace ([`Probes::outside`]: a planted credential, another project's
+//!    `.env`, and the same by `../` traversal); for a socket path, the canary Docker socket;
+//!    for a command, a harmless `echo` carrying the marker; for a template, `{{7*7}}`-style
+//!    expressions after the marker; for SQL, the marker and a quote. These come after the
+//!    choices of the same round.
 //!
 //! Every set is made by the same generator with one choice changed (the rest as in the full
 //! set), and is as valid against the schema as the generator can make it. A set equal to an
 //! earlier one is left out. The plan is bounded by `max` calls, and the places looked at by
 //! their depth in the schema and their number.
 
-use super::{generate_with, merge, Choice, Choices, Gen, MARKER};
+use super::{generate_with, merge, words, Choice, Choices, Gen, Hint, MARKER};
 use serde_json::{Map, Value};
 
 /// Most places of choice looked at in one schema.
@@ -36,22 +43,128 @@ pub struct PlannedCall {
     pub arguments: Value,
 }
 
+/// What the audit gives the values chosen by role (see the [module documentation](self)).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Probes {
+    /// Files outside the workspace that a path-like parameter names, each with what it is
+    /// (`a planted credential`): absolute, and by `../` traversal.
+    pub outside: Vec<(String, String)>,
+    /// The canary Docker socket, for a socket path.
+    pub socket: Option<String>,
+}
+
 /// The calls of a tool's plan (see the [module documentation](self)), at most `max` (at least
 /// one: the full set), with `marker` in the probe strings as in
-/// [`super::generate_arguments_marked`].
+/// [`super::generate_arguments_marked`], without values chosen by role for paths and sockets.
 pub fn plan_calls(schema: &Value, marker: &str, max: usize) -> Vec<PlannedCall> {
+    plan_calls_with(schema, marker, &Probes::default(), max)
+}
+
+/// [`plan_calls`] with `probes` for the values chosen by role.
+pub fn plan_calls_with(
+    schema: &Value,
+    marker: &str,
+    probes: &Probes,
+    max: usize,
+) -> Vec<PlannedCall> {
     let marker = if super::valid_marker(marker) {
         marker
     } else {
         ""
     };
     MARKER.with(|m| *m.borrow_mut() = marker.to_string());
-    let plan = plan_unmarked(schema, max.max(1));
+    let plan = plan_unmarked(schema, probes, max.max(1));
     MARKER.with(|m| m.borrow_mut().clear());
     plan
 }
 
-fn plan_unmarked(schema: &Value, max: usize) -> Vec<PlannedCall> {
+/// What a parameter's name says it is, where the plan gives it a value of its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Role {
+    Path,
+    Socket,
+    Command,
+    Template,
+    Sql,
+}
+
+impl Role {
+    fn of(name: &str) -> Option<Role> {
+        let words = words(name);
+        let has = |list: &[&str]| words.iter().any(|w| list.contains(&w.as_str()));
+        if has(&["socket", "sock", "sockets"]) {
+            Some(Role::Socket)
+        } else if has(&[
+            "command",
+            "commands",
+            "cmd",
+            "cmdline",
+            "shell",
+            "script",
+            "exec",
+            "executable",
+            "program",
+        ]) {
+            Some(Role::Command)
+        } else if has(&[
+            "template",
+            "templates",
+            "tmpl",
+            "jinja",
+            "expression",
+            "expr",
+        ]) {
+            Some(Role::Template)
+        } else if has(&["sql", "query", "statement", "where"]) {
+            Some(Role::Sql)
+        } else if Hint::from_name(name).is_some_and(Hint::is_path) {
+            Some(Role::Path)
+        } else {
+            None
+        }
+    }
+
+    /// The values for this role, each with its label (after `name=`).
+    fn values(self, probes: &Probes) -> Vec<(String, String)> {
+        let m = super::marker();
+        let m = if m.is_empty() {
+            "glassbox".to_string()
+        } else {
+            format!("glassbox-{m}")
+        };
+        match self {
+            Role::Path => {
+                let mut out = Vec::new();
+                for (what, path) in &probes.outside {
+                    out.push((format!("{what} outside the workspace"), path.clone()));
+                }
+                let first = probes
+                    .outside
+                    .first()
+                    .map_or("/etc/hostname", |(_, p)| p.as_str());
+                let climb = "../".repeat(12);
+                out.push((
+                    "the same by ../ traversal".into(),
+                    format!("{climb}{}", first.trim_start_matches('/')),
+                ));
+                out
+            }
+            Role::Socket => probes
+                .socket
+                .iter()
+                .map(|s| ("the Docker socket".to_string(), s.clone()))
+                .collect(),
+            Role::Command => vec![("a harmless shell command".into(), format!("echo {m}"))],
+            Role::Template => vec![(
+                "template expressions".into(),
+                format!("{m}-{{{{7*7}}}}-${{7*7}}-<%= 7*7 %>-#{{7*7}}"),
+            )],
+            Role::Sql => vec![("a quote".into(), format!("{m}' OR '1'='1"))],
+        }
+    }
+}
+
+fn plan_unmarked(schema: &Value, probes: &Probes, max: usize) -> Vec<PlannedCall> {
     let full = generate_with(schema, &Choices::default());
     let mut plan = vec![PlannedCall {
         label: "all properties".into(),
@@ -76,7 +189,7 @@ fn plan_unmarked(schema: &Value, max: usize) -> Vec<PlannedCall> {
     );
     let mut places = Vec::new();
     let gen = Gen::new(schema, &super::NO_CHOICES);
-    find_places(&gen, schema, &mut Vec::new(), 0, &full, &mut places);
+    find_places(&gen, schema, probes, &mut Vec::new(), 0, &full, &mut places);
     let most = places
         .iter()
         .map(|p| p.alternatives.len())
@@ -110,6 +223,7 @@ struct Place {
 fn find_places(
     gen: &Gen<'_>,
     schema: &Value,
+    probes: &Probes,
     path: &mut Vec<String>,
     depth: usize,
     full: &Value,
@@ -166,6 +280,22 @@ fn find_places(
         let flipped = !here.and_then(Value::as_bool).unwrap_or(false);
         alternatives.push((format!("{name}={flipped}"), Choice::Bool(flipped)));
     }
+    // A free string whose parameter's name gives it a role: the role's values.
+    let free_string = !obj.contains_key("enum")
+        && !obj.contains_key("const")
+        && !obj.contains_key("pattern")
+        && here.is_some_and(Value::is_string);
+    if let Some(role) = path
+        .last()
+        .filter(|_| free_string)
+        .and_then(|n| Role::of(n))
+    {
+        for (what, text) in role.values(probes) {
+            if Some(&Value::String(text.clone())) != here {
+                alternatives.push((format!("{name}={what}"), Choice::Text(text)));
+            }
+        }
+    }
     alternatives.truncate(MAX_ALTERNATIVES);
     if !alternatives.is_empty() {
         out.push(Place {
@@ -179,7 +309,7 @@ fn find_places(
                 break;
             }
             path.push(name.clone());
-            find_places(gen, sub, path, depth + 1, full, out);
+            find_places(gen, sub, probes, path, depth + 1, full, out);
             path.pop();
         }
     }
@@ -448,5 +578,114 @@ mod tests {
         // A schema that refers to itself, with choices on every level: bounded.
         let cyclic = json!({"type": "object", "properties": {"on": {"type": "boolean"}, "next": {"$ref": "#"}}});
         assert!(plan_calls(&cyclic, "", 1000).len() <= MAX_PLACES * MAX_ALTERNATIVES + 2);
+    }
+
+    fn probes() -> Probes {
+        Probes {
+            outside: vec![
+                (
+                    "a planted credential".into(),
+                    "/home/ana/.aws/credentials".into(),
+                ),
+                (
+                    "another project's .env".into(),
+                    "/home/ana/projects/api/.env".into(),
+                ),
+            ],
+            socket: Some("/var/run/docker.sock".into()),
+        }
+    }
+
+    /// [`valid_plan`] with the role probes and a marker.
+    fn valid_role_plan(schema: &Value) -> Vec<PlannedCall> {
+        let v = jsonschema::validator_for(schema).expect("a valid schema");
+        let plan = plan_calls_with(schema, "m1234567", &probes(), 16);
+        for call in &plan {
+            assert!(
+                v.is_valid(&call.arguments),
+                "{}: {}",
+                call.label,
+                call.arguments
+            );
+        }
+        plan
+    }
+
+    fn texts<'p>(plan: &'p [PlannedCall], key: &str) -> Vec<&'p str> {
+        plan.iter()
+            .filter_map(|c| c.arguments.get(key).and_then(Value::as_str))
+            .collect()
+    }
+
+    #[test]
+    fn a_path_names_files_outside_the_workspace_absolute_and_by_traversal() {
+        let schema = json!({
+            "type": "object",
+            "properties": {"path": {"type": "string", "maxLength": 200}},
+            "required": ["path"]
+        });
+        let plan = valid_role_plan(&schema);
+        let paths = texts(&plan, "path");
+        assert!(
+            paths[0].contains("m1234567"),
+            "the full set as before: {paths:?}"
+        );
+        assert!(paths.contains(&"/home/ana/.aws/credentials"), "{paths:?}");
+        assert!(paths.contains(&"/home/ana/projects/api/.env"), "{paths:?}");
+        assert!(
+            paths
+                .iter()
+                .any(|p| p.starts_with("../../") && p.ends_with("home/ana/.aws/credentials")),
+            "{paths:?}"
+        );
+        assert!(labels(&plan).contains(&"path=a planted credential outside the workspace"));
+    }
+
+    #[test]
+    fn commands_templates_sql_and_sockets_get_their_probes() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "command": {"type": "string"},
+                "template": {"type": "string"},
+                "sql": {"type": "string"},
+                "socketPath": {"type": "string"},
+                "note": {"type": "string"}
+            },
+            "required": ["command", "template", "sql", "socketPath", "note"]
+        });
+        let plan = valid_role_plan(&schema);
+        assert!(texts(&plan, "command").contains(&"echo glassbox-m1234567"));
+        assert!(texts(&plan, "template")
+            .iter()
+            .any(|t| t.starts_with("glassbox-m1234567-{{7*7}}-${7*7}")));
+        assert!(texts(&plan, "sql").contains(&"glassbox-m1234567' OR '1'='1"));
+        assert!(texts(&plan, "socketPath").contains(&"/var/run/docker.sock"));
+        // A free string without a role keeps its probe string in every set.
+        assert!(texts(&plan, "note").iter().all(|n| n.contains("m1234567")));
+    }
+
+    #[test]
+    fn a_role_never_breaks_the_schema() {
+        // An enum, a pattern, a format or a short maxLength: the role's value does not fit,
+        // and no set is made for it.
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "maxLength": 10},
+                "command": {"enum": ["status", "stop"]},
+                "file": {"type": "string", "pattern": "^[a-z]+\\.txt$"}
+            },
+            "required": ["path", "command", "file"]
+        });
+        let plan = valid_role_plan(&schema);
+        assert!(
+            texts(&plan, "path").iter().all(|p| p.len() <= 10),
+            "{plan:?}"
+        );
+        assert!(
+            texts(&plan, "file").iter().all(|p| p.ends_with(".txt")),
+            "{plan:?}"
+        );
     }
 }

@@ -1,0 +1,255 @@
+//! What each call's input named: the string arguments of every call glassbox made
+//! (`manifest.session.tools[].calls`, each filed under its phase, [`Phase::call`]), read as
+//! paths where they look like one (a `/` in them, or a leading `~`, and not a URL).
+//!
+//! A file the server opened during a call whose input named it is what the tool was asked to
+//! do: reported as what the tool can be made to do (`input-exposure`), not as the server's own
+//! doing (`credential-probe`). An argument names a path when the path, lexically normalized,
+//! is the argument resolved against the working directory (`~/` against home), or ends with
+//! the argument's components after its leading `../` and `./` (a traversal, resolved by the
+//! server against a folder of its own), at least two of them; or is a folder on the way to
+//! either (resolving a path, `realpath` for one, looks at each folder it goes through), or is
+//! inside it (a tool told to work in a folder). [`Named::looked_around`] also takes what sits
+//! next to a folder on the way (git looks for `.git` in each folder above the one it is
+//! given): for stats and failed opens only, which look and read nothing.
+
+use crate::paths::NormPath;
+use glassbox_model::{Manifest, Phase};
+use serde_json::Value;
+use std::collections::HashMap;
+
+/// Most string arguments read from one call.
+const MAX_STRINGS: usize = 64;
+
+/// One string argument that looks like a path.
+#[derive(Debug)]
+struct NamedPath {
+    /// The argument's property path, dotted (`options.path`).
+    arg: String,
+    /// The argument resolved against the working directory (or home).
+    full: NormPath,
+    /// Its components after a leading `../` and `./`, when it started with `..`.
+    tail: Vec<Vec<u8>>,
+}
+
+/// The paths each call's input named, by the call's phase.
+#[derive(Debug, Default)]
+pub(crate) struct Named {
+    by_phase: HashMap<Phase, Vec<NamedPath>>,
+}
+
+impl Named {
+    pub(crate) fn of(manifest: &Manifest) -> Named {
+        let cwd = match manifest.sandbox.cwd.as_str() {
+            "" => manifest.target.cwd.as_bytes(),
+            cwd => cwd.as_bytes(),
+        };
+        let home = manifest.sandbox.home.trim_end_matches('/');
+        let mut by_phase: HashMap<Phase, Vec<NamedPath>> = HashMap::new();
+        for tool in &manifest.session.tools {
+            for call in &tool.calls {
+                let mut strings = Vec::new();
+                strings_of(&call.arguments, &mut String::new(), &mut strings);
+                let named: Vec<NamedPath> = strings
+                    .into_iter()
+                    .filter_map(|(arg, s)| path_of(arg, &s, cwd, home))
+                    .collect();
+                if !named.is_empty() {
+                    by_phase.insert(Phase::call(&tool.name, call.k), named);
+                }
+            }
+        }
+        Named { by_phase }
+    }
+
+    /// The argument of the call in `phase` that named `path` (normalized, absolute), a
+    /// folder on the way to what it named, or something inside it.
+    pub(crate) fn named<C: AsRef<[u8]>>(&self, phase: &Phase, path: &[C]) -> Option<&str> {
+        self.find(phase, path, false)
+    }
+
+    /// [`Named::named`], or an entry of a folder on the way to what the argument named.
+    pub(crate) fn looked_around<C: AsRef<[u8]>>(&self, phase: &Phase, path: &[C]) -> Option<&str> {
+        self.find(phase, path, true)
+    }
+
+    /// `beside`: an entry of a folder on the way counts too.
+    fn find<C: AsRef<[u8]>>(&self, phase: &Phase, path: &[C], beside: bool) -> Option<&str> {
+        let named = self.by_phase.get(phase)?;
+        named
+            .iter()
+            .find(|n| {
+                let full = n.full.components();
+                let on_the_way = |p: &[C]| !p.is_empty() && starts_with(full, p);
+                let inside = starts_with(path, full) && !full.is_empty();
+                let tail = &n.tail;
+                // The traversal's target resolved against a folder unknown here: `path` ends
+                // with a start of the tail (on the way), or holds the whole tail (inside).
+                let tail_on_the_way = |p: &[C]| (2..=tail.len()).any(|j| ends_with(p, &tail[..j]));
+                let tail_inside = tail.len() >= 2
+                    && (tail.len()..path.len()).any(|i| ends_with(&path[..i], tail));
+                on_the_way(path)
+                    || inside
+                    || tail_on_the_way(path)
+                    || tail_inside
+                    || (beside && path.len() > 1 && {
+                        let folder = &path[..path.len() - 1];
+                        on_the_way(folder) || tail_on_the_way(folder)
+                    })
+            })
+            .map(|n| n.arg.as_str())
+    }
+
+    /// Whether the input of the call in `phase` named any path.
+    pub(crate) fn has(&self, phase: &Phase) -> bool {
+        self.by_phase.contains_key(phase)
+    }
+}
+
+/// Whether `a` starts with the components of `b`.
+fn starts_with<A: AsRef<[u8]>, B: AsRef<[u8]>>(a: &[A], b: &[B]) -> bool {
+    b.len() <= a.len() && crate::paths::same_components(&a[..b.len()], b)
+}
+
+/// Whether `a` ends with the components of `b`.
+fn ends_with<A: AsRef<[u8]>, B: AsRef<[u8]>>(a: &[A], b: &[B]) -> bool {
+    b.len() <= a.len() && crate::paths::same_components(&a[a.len() - b.len()..], b)
+}
+
+/// Every string in `v` with its property path, at most [`MAX_STRINGS`].
+fn strings_of(v: &Value, at: &mut String, out: &mut Vec<(String, String)>) {
+    if out.len() >= MAX_STRINGS {
+        return;
+    }
+    match v {
+        Value::String(s) => out.push((at.clone(), s.clone())),
+        Value::Object(o) => {
+            for (k, sub) in o {
+                let len = at.len();
+                if !at.is_empty() {
+                    at.push('.');
+                }
+                at.push_str(k);
+                strings_of(sub, at, out);
+                at.truncate(len);
+            }
+        }
+        Value::Array(items) => {
+            for sub in items {
+                strings_of(sub, at, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn path_of(arg: String, s: &str, cwd: &[u8], home: &str) -> Option<NamedPath> {
+    if s.is_empty() || s.len() > 4096 || s.contains("://") || s.contains('\0') {
+        return None;
+    }
+    if !(s.contains('/') || s.starts_with('~')) {
+        return None;
+    }
+    let full = match s.strip_prefix("~/") {
+        Some(rest) if !home.is_empty() => NormPath::new(format!("{home}/{rest}").as_bytes()),
+        _ => NormPath::resolve(s.as_bytes(), cwd),
+    };
+    let mut parts: Vec<&str> = s.split('/').filter(|p| !p.is_empty()).collect();
+    let climbs = s.starts_with("..");
+    while parts.first().is_some_and(|p| *p == ".." || *p == ".") {
+        parts.remove(0);
+    }
+    let tail = if climbs {
+        parts.iter().map(|p| p.as_bytes().to_vec()).collect()
+    } else {
+        Vec::new()
+    };
+    Some(NamedPath { arg, full, tail })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use glassbox_model::{CallRecord, CallResult, ToolRecord};
+    use serde_json::json;
+
+    fn manifest(calls: Vec<Value>) -> Manifest {
+        let mut m = Manifest::default();
+        m.sandbox.cwd = "/work/srv".into();
+        m.sandbox.home = "/home/ana".into();
+        m.session.tools = vec![ToolRecord {
+            name: "read_file".into(),
+            description: None,
+            input_schema: json!({}),
+            called: true,
+            arguments_note: None,
+            arguments: None,
+            result: CallResult::Ok,
+            calls: calls
+                .into_iter()
+                .enumerate()
+                .map(|(i, arguments)| CallRecord {
+                    k: i as u32 + 1,
+                    label: String::new(),
+                    arguments,
+                    result: CallResult::Ok,
+                    retry_of: None,
+                    error: None,
+                })
+                .collect(),
+            relisted_unchanged: None,
+        }];
+        m
+    }
+
+    fn comps(p: &str) -> Vec<Vec<u8>> {
+        NormPath::new(p.as_bytes()).components().to_vec()
+    }
+
+    #[test]
+    fn a_call_names_what_its_arguments_say_and_only_in_its_own_phase() {
+        let m = manifest(vec![
+            json!({"path": "notes.txt"}),
+            json!({"options": {"path": "/home/ana/.aws/credentials"}}),
+            json!({"path": "../../../../home/ana/projects/api/.env"}),
+            json!({"path": "~/.npmrc", "url": "https://example.test/a/b"}),
+        ]);
+        let n = Named::of(&m);
+        let aws = comps("/home/ana/.aws/credentials");
+        assert_eq!(
+            n.named(&Phase::call("read_file", 2), &aws),
+            Some("options.path")
+        );
+        assert_eq!(n.named(&Phase::call("read_file", 1), &aws), None);
+        assert_eq!(n.named(&Phase::Startup, &aws), None);
+        // A traversal, whatever folder the server resolved it against.
+        let env = comps("/home/ana/projects/api/.env");
+        assert_eq!(n.named(&Phase::call("read_file", 3), &env), Some("path"));
+        assert_eq!(
+            n.named(&Phase::call("read_file", 4), &comps("/home/ana/.npmrc")),
+            Some("path")
+        );
+        // A relative name without a slash is no path; nor is a URL.
+        assert_eq!(
+            n.named(&Phase::call("read_file", 1), &comps("/work/srv/notes.txt")),
+            None
+        );
+        assert_eq!(n.named(&Phase::call("read_file", 4), &comps("/a/b")), None);
+        // The folders on the way, as resolving the path looks at them.
+        assert_eq!(
+            n.named(&Phase::call("read_file", 2), &comps("/home/ana/.aws")),
+            Some("options.path")
+        );
+        assert_eq!(
+            n.named(
+                &Phase::call("read_file", 3),
+                &comps("/home/ana/projects/api")
+            ),
+            Some("path")
+        );
+        assert_eq!(
+            n.named(&Phase::call("read_file", 2), &comps("/home/ana/.ssh")),
+            None
+        );
+    }
+}
