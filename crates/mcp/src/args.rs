@@ -296,8 +296,7 @@ enum Hint {
 
 impl Hint {
     fn from_name(name: &str) -> Option<Hint> {
-        let words = words(name);
-        let has = |list: &[&str]| words.iter().any(|w| list.contains(&w.as_str()));
+        let has = name_has(name);
         if has(&[
             "url", "urls", "uri", "uris", "endpoint", "href", "link", "website",
         ]) {
@@ -380,6 +379,13 @@ impl Hint {
 
 /// Lowercase words of an identifier: `filePath`, `file_path`, `file-path` all give
 /// `["file", "path"]`.
+/// A test of whether `name` has one of a list's words (in any case: `includeSecrets` has
+/// `secrets`).
+fn name_has(name: &str) -> impl Fn(&[&str]) -> bool {
+    let words = words(name);
+    move |list: &[&str]| words.iter().any(|w| list.contains(&w.as_str()))
+}
+
 fn words(name: &str) -> Vec<String> {
     let mut words = Vec::new();
     let mut current = String::new();

@@ -326,8 +326,9 @@ pub struct Explore {
     pub per_tool: usize,
     /// Most calls in the session, over every tool (first calls always made).
     pub per_session: usize,
-    /// How long the calls after the first ones may take together; a call still running then
-    /// is cut (its outcome `timeout`, its error saying why).
+    /// How long the calls after the first ones may take together, and each of them a fifth
+    /// of it (at least 1 s), so that one slow tool leaves time for the others; a call still
+    /// running then is cut (its outcome `timeout`, its error saying why).
     pub time: Duration,
 }
 

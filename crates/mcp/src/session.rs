@@ -419,7 +419,9 @@ impl<'a> Session<'a> {
                     break;
                 }
                 let retry_of = rejected.then_some(last.k);
-                self.cap = Some(until);
+                // One slow tool does not take the others' time: a call gets a fifth of it.
+                let each = (explore.time / 5).max(Duration::from_secs(1));
+                self.cap = Some(until.min(Instant::now() + each));
                 let result = self.call_planned(summary, i, &plan[next], retry_of);
                 self.cap = None;
                 result?;
@@ -481,7 +483,12 @@ impl<'a> Session<'a> {
                 }
                 let why = match self.cap {
                     Some(cap) if Instant::now() >= cap => {
-                        "cut: the time for the calls after the first ones ran out".to_string()
+                        format!(
+                            "cut: past the time a call after the first ones may take ({} \
+                             each, {} in all)",
+                            fmt_duration((self.cfg.explore.time / 5).max(Duration::from_secs(1))),
+                            fmt_duration(self.cfg.explore.time)
+                        )
                     }
                     _ => fail.to_string(),
                 };

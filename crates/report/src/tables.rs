@@ -431,7 +431,9 @@ pub(crate) fn call_totals(report: &AuditReport) -> Option<String> {
             .iter()
             .map(|(r, n)| format!("{} {n}", call_result(*r)))
             .collect();
-        format!("{total} calls of {tools} tools: {}", each.join(", "))
+        let calls = if total == 1 { "call" } else { "calls" };
+        let of = if tools == 1 { "tool" } else { "tools" };
+        format!("{total} {calls} of {tools} {of}: {}", each.join(", "))
     })
 }
 

@@ -23,7 +23,7 @@
 //! earlier one is left out. The plan is bounded by `max` calls, and the places looked at by
 //! their depth in the schema and their number.
 
-use super::{generate_with, merge, words, Choice, Choices, Gen, Hint, MARKER};
+use super::{generate_with, merge, name_has, Choice, Choices, Gen, Hint, MARKER};
 use serde_json::{Map, Value};
 
 /// Most places of choice looked at in one schema.
@@ -90,8 +90,7 @@ enum Role {
 
 impl Role {
     fn of(name: &str) -> Option<Role> {
-        let words = words(name);
-        let has = |list: &[&str]| words.iter().any(|w| list.contains(&w.as_str()));
+        let has = name_has(name);
         if has(&["socket", "sock", "sockets"]) {
             Some(Role::Socket)
         } else if has(&[
