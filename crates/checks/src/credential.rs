@@ -327,9 +327,10 @@ impl State {
             _ => false,
         };
         let named = if looks_only {
-            self.named.looked_around(&e.phase, norm.components())
+            self.named
+                .looked_around(&e.phase, e.t_ns, norm.components())
         } else {
-            self.named.named(&e.phase, norm.components())
+            self.named.named(&e.phase, e.t_ns, norm.components())
         };
         if let Some(arg) = named {
             let arg = arg.to_string();

@@ -253,14 +253,14 @@ impl Evaluator for State {
                     .as_ref()
                     .is_some_and(|(ac, _)| ac.is_match(path.as_slice()));
                 // Most opens are neither: no path is resolved for them.
-                if !(self.named.has(&e.phase) || (write && marked)) {
+                if !(self.named.has(&e.phase, e.t_ns) || (write && marked)) {
                     return;
                 }
                 let (norm, full) = self.full(path.as_slice());
                 if self.in_workspace(&full) {
                     return;
                 }
-                if let Some(arg) = self.named.named(&e.phase, norm.components()) {
+                if let Some(arg) = self.named.named(&e.phase, e.t_ns, norm.components()) {
                     let how = format!(
                         "{} (argument `{}`)",
                         if write { "written" } else { "read" },

@@ -21,6 +21,12 @@ use std::collections::HashMap;
 /// Most string arguments read from one call.
 const MAX_STRINGS: usize = 64;
 
+/// How long after a call's phase ended an event still counts as that call's: a tool may
+/// finish its work just after it answers, and a microVM's events are stamped on arrival at the
+/// host, a little late (`crates/audit/src/microvm.rs`), so with calls a few milliseconds long
+/// an event of one call can land in the next phase.
+const LATE_NS: u64 = 250_000_000;
+
 /// One string argument that looks like a path.
 #[derive(Debug)]
 struct NamedPath {
@@ -36,6 +42,8 @@ struct NamedPath {
 #[derive(Debug, Default)]
 pub(crate) struct Named {
     by_phase: HashMap<Phase, Vec<NamedPath>>,
+    /// The time windows of the calls that named paths (one per run), from the manifest.
+    windows: Vec<(u64, u64, Phase)>,
 }
 
 impl Named {
@@ -59,25 +67,60 @@ impl Named {
                 }
             }
         }
-        Named { by_phase }
+        let windows = manifest
+            .timings
+            .iter()
+            .filter(|t| by_phase.contains_key(&t.phase))
+            .map(|t| (t.start_ns, t.end_ns, t.phase.clone()))
+            .collect();
+        Named { by_phase, windows }
+    }
+
+    /// The calls an event in `phase` at `t_ns` may belong to: its own phase's, then a call
+    /// that named paths and ended at most [`LATE_NS`] before it.
+    fn calls_at(&self, phase: &Phase, t_ns: u64) -> impl Iterator<Item = &NamedPath> + '_ {
+        let own = self.by_phase.get(phase);
+        let phase = phase.clone();
+        let late = self
+            .windows
+            .iter()
+            .filter(move |(start, end, p)| {
+                *p != phase && *start <= t_ns && t_ns <= end.saturating_add(LATE_NS)
+            })
+            .filter_map(|(_, _, p)| self.by_phase.get(p));
+        own.into_iter().chain(late).flatten()
     }
 
     /// The argument of the call in `phase` that named `path` (normalized, absolute), a
     /// folder on the way to what it named, or something inside it.
-    pub(crate) fn named<C: AsRef<[u8]>>(&self, phase: &Phase, path: &[C]) -> Option<&str> {
-        self.find(phase, path, false)
+    pub(crate) fn named<C: AsRef<[u8]>>(
+        &self,
+        phase: &Phase,
+        t_ns: u64,
+        path: &[C],
+    ) -> Option<&str> {
+        self.find(phase, t_ns, path, false)
     }
 
     /// [`Named::named`], or an entry of a folder on the way to what the argument named.
-    pub(crate) fn looked_around<C: AsRef<[u8]>>(&self, phase: &Phase, path: &[C]) -> Option<&str> {
-        self.find(phase, path, true)
+    pub(crate) fn looked_around<C: AsRef<[u8]>>(
+        &self,
+        phase: &Phase,
+        t_ns: u64,
+        path: &[C],
+    ) -> Option<&str> {
+        self.find(phase, t_ns, path, true)
     }
 
     /// `beside`: an entry of a folder on the way counts too.
-    fn find<C: AsRef<[u8]>>(&self, phase: &Phase, path: &[C], beside: bool) -> Option<&str> {
-        let named = self.by_phase.get(phase)?;
-        named
-            .iter()
+    fn find<C: AsRef<[u8]>>(
+        &self,
+        phase: &Phase,
+        t_ns: u64,
+        path: &[C],
+        beside: bool,
+    ) -> Option<&str> {
+        self.calls_at(phase, t_ns)
             .find(|n| {
                 let full = n.full.components();
                 let on_the_way = |p: &[C]| !p.is_empty() && starts_with(full, p);
@@ -100,9 +143,9 @@ impl Named {
             .map(|n| n.arg.as_str())
     }
 
-    /// Whether the input of the call in `phase` named any path.
-    pub(crate) fn has(&self, phase: &Phase) -> bool {
-        self.by_phase.contains_key(phase)
+    /// Whether an event in `phase` at `t_ns` may belong to a call whose input named a path.
+    pub(crate) fn has(&self, phase: &Phase, t_ns: u64) -> bool {
+        self.calls_at(phase, t_ns).next().is_some()
     }
 }
 
@@ -207,6 +250,27 @@ mod tests {
     }
 
     #[test]
+    fn an_event_just_after_the_call_that_named_its_path_is_that_calls() {
+        let mut m = manifest(vec![
+            json!({"path": "notes.txt"}),
+            json!({"path": "/home/ana/.aws/credentials"}),
+        ]);
+        m.timings = vec![glassbox_model::PhaseTiming {
+            phase: Phase::call("read_file", 2),
+            start_ns: 1_000,
+            end_ns: 2_000,
+        }];
+        let n = Named::of(&m);
+        let aws = comps("/home/ana/.aws/credentials");
+        // A microVM's event of that call, stamped on arrival in the final listing.
+        assert_eq!(n.named(&Phase::List, 2_500, &aws), Some("path"));
+        assert!(n.has(&Phase::List, 2_500));
+        // Long after it, or before it began: not that call's.
+        assert_eq!(n.named(&Phase::List, 2_000 + LATE_NS + 1, &aws), None);
+        assert_eq!(n.named(&Phase::Startup, 500, &aws), None);
+    }
+
+    #[test]
     fn a_call_names_what_its_arguments_say_and_only_in_its_own_phase() {
         let m = manifest(vec![
             json!({"path": "notes.txt"}),
@@ -217,38 +281,46 @@ mod tests {
         let n = Named::of(&m);
         let aws = comps("/home/ana/.aws/credentials");
         assert_eq!(
-            n.named(&Phase::call("read_file", 2), &aws),
+            n.named(&Phase::call("read_file", 2), 0, &aws),
             Some("options.path")
         );
-        assert_eq!(n.named(&Phase::call("read_file", 1), &aws), None);
-        assert_eq!(n.named(&Phase::Startup, &aws), None);
+        assert_eq!(n.named(&Phase::call("read_file", 1), 0, &aws), None);
+        assert_eq!(n.named(&Phase::Startup, 0, &aws), None);
         // A traversal, whatever folder the server resolved it against.
         let env = comps("/home/ana/projects/api/.env");
-        assert_eq!(n.named(&Phase::call("read_file", 3), &env), Some("path"));
+        assert_eq!(n.named(&Phase::call("read_file", 3), 0, &env), Some("path"));
         assert_eq!(
-            n.named(&Phase::call("read_file", 4), &comps("/home/ana/.npmrc")),
+            n.named(&Phase::call("read_file", 4), 0, &comps("/home/ana/.npmrc")),
             Some("path")
         );
         // A relative name without a slash is no path; nor is a URL.
         assert_eq!(
-            n.named(&Phase::call("read_file", 1), &comps("/work/srv/notes.txt")),
+            n.named(
+                &Phase::call("read_file", 1),
+                0,
+                &comps("/work/srv/notes.txt")
+            ),
             None
         );
-        assert_eq!(n.named(&Phase::call("read_file", 4), &comps("/a/b")), None);
+        assert_eq!(
+            n.named(&Phase::call("read_file", 4), 0, &comps("/a/b")),
+            None
+        );
         // The folders on the way, as resolving the path looks at them.
         assert_eq!(
-            n.named(&Phase::call("read_file", 2), &comps("/home/ana/.aws")),
+            n.named(&Phase::call("read_file", 2), 0, &comps("/home/ana/.aws")),
             Some("options.path")
         );
         assert_eq!(
             n.named(
                 &Phase::call("read_file", 3),
+                0,
                 &comps("/home/ana/projects/api")
             ),
             Some("path")
         );
         assert_eq!(
-            n.named(&Phase::call("read_file", 2), &comps("/home/ana/.ssh")),
+            n.named(&Phase::call("read_file", 2), 0, &comps("/home/ana/.ssh")),
             None
         );
     }
