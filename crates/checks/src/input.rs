@@ -88,6 +88,9 @@ enum What {
 struct Seen {
     shown: String,
     how: Vec<String>,
+    /// The phase it is filed under when no event gives one (an evaluated template is seen in
+    /// the transcript).
+    phase: Option<Phase>,
     modes: Vec<NetworkMode>,
     flows: Vec<u64>,
     ids: Vec<u64>,
@@ -103,7 +106,7 @@ pub(crate) struct State {
     seen: Keyed<(What, String), Seen>,
     phases: PhaseOf,
     named: crate::named::Named,
-    home: String,
+    home: NormPath,
 }
 
 /// An automaton over the marker in every encoding searched, with each pattern's encoding name.
@@ -134,7 +137,7 @@ pub(crate) fn start(c: &crate::Context<'_>) -> Box<dyn Evaluator> {
         phases: PhaseOf::default(),
         marker,
         named: crate::named::Named::of(c.manifest),
-        home: c.manifest.sandbox.home.clone(),
+        home: NormPath::new(c.manifest.sandbox.home.as_bytes()),
     };
     if let Some((ac, names)) = &s.marker {
         for f in c.flows.iter().filter(|f| f.mode != NetworkMode::Install) {
@@ -186,9 +189,7 @@ impl State {
         };
         under(&self.cwd) || SCRATCH.iter().any(|d| under(d.as_bytes()))
     }
-}
 
-impl State {
     fn note(&mut self, what: What, shown: String, how: Option<String>, e: &Event) {
         self.phases.want(&[e.id]);
         self.phases.see(e);
@@ -202,24 +203,13 @@ impl State {
             net::add_ids(&mut seen.ids, &[e.id]);
         }
     }
-
-    /// An absolute, normalized path of `path` as bytes.
-    fn full(&self, path: &[u8]) -> (NormPath, Vec<u8>) {
-        let norm = NormPath::resolve(path, &self.cwd);
-        let mut full = Vec::new();
-        for c in norm.components() {
-            full.push(b'/');
-            full.extend_from_slice(c);
-        }
-        (norm, full)
-    }
 }
 
 impl Evaluator for State {
     fn event(&mut self, e: &Event) {
         self.phases.see(e);
         match &e.kind {
-            EventKind::Exec { argv, .. } => {
+            EventKind::Exec { path, argv, .. } => {
                 let Some((ac, _)) = &self.marker else {
                     return;
                 };
@@ -230,9 +220,7 @@ impl Evaluator for State {
                 // commands); anywhere else, an argument of the program.
                 let shell = at >= 2
                     && argv[at - 1].as_slice() == b"-c"
-                    && crate::spawn::SHELLS
-                        .iter()
-                        .any(|sh| sh.as_bytes() == crate::paths::basename(argv[0].as_slice()));
+                    && crate::spawn::classify(path, argv) == Some(crate::spawn::Kind::Shell);
                 let how = if shell {
                     "in a shell's script"
                 } else {
@@ -256,7 +244,8 @@ impl Evaluator for State {
                 if !(self.named.has(&e.phase, e.t_ns) || (write && marked)) {
                     return;
                 }
-                let (norm, full) = self.full(path.as_slice());
+                let norm = NormPath::resolve(path.as_slice(), &self.cwd);
+                let full = norm.to_bytes().0;
                 if self.in_workspace(&full) {
                     return;
                 }
@@ -266,8 +255,7 @@ impl Evaluator for State {
                         if write { "written" } else { "read" },
                         glassbox_model::printable(&glassbox_model::truncate(arg, 80))
                     );
-                    let home = NormPath::new(self.home.as_bytes());
-                    let shown = crate::paths::display(&norm, &home);
+                    let shown = crate::paths::display(&norm, &self.home);
                     self.note(What::Reached, shown, Some(how), e);
                     return;
                 }
@@ -287,7 +275,7 @@ impl Evaluator for State {
                 let shown = text::phase(&phase);
                 if let Some(seen) = self.seen.get((What::Evaluated, shown.clone())) {
                     seen.shown = shown;
-                    seen.how = vec![phase.to_string()];
+                    seen.phase = Some(phase);
                 }
             }
         }
@@ -334,10 +322,7 @@ impl Evaluator for State {
             if !ps.is_empty() {
                 summary += &format!(" during {}", text::phases(&ps));
             }
-            let phase = match what {
-                What::Evaluated => s.how.first().and_then(|p| p.parse().ok()),
-                _ => ps.first().cloned(),
-            };
+            let phase = s.phase.or_else(|| ps.first().cloned());
             let mut f = INFO.finding(summary, s.ids, phase);
             f.flows = s.flows;
             findings.push(f);

@@ -151,7 +151,7 @@ impl Named {
 
 /// Whether `a` starts with the components of `b`.
 fn starts_with<A: AsRef<[u8]>, B: AsRef<[u8]>>(a: &[A], b: &[B]) -> bool {
-    b.len() <= a.len() && crate::paths::same_components(&a[..b.len()], b)
+    crate::paths::strip_components(a, b).is_some()
 }
 
 /// Whether `a` ends with the components of `b`.
@@ -197,13 +197,12 @@ fn path_of(arg: String, s: &str, cwd: &[u8], home: &str) -> Option<NamedPath> {
         Some(rest) if !home.is_empty() => NormPath::new(format!("{home}/{rest}").as_bytes()),
         _ => NormPath::resolve(s.as_bytes(), cwd),
     };
-    let mut parts: Vec<&str> = s.split('/').filter(|p| !p.is_empty()).collect();
-    let climbs = s.starts_with("..");
-    while parts.first().is_some_and(|p| *p == ".." || *p == ".") {
-        parts.remove(0);
-    }
-    let tail = if climbs {
-        parts.iter().map(|p| p.as_bytes().to_vec()).collect()
+    let tail = if s.starts_with("..") {
+        s.split('/')
+            .filter(|p| !p.is_empty())
+            .skip_while(|p| *p == ".." || *p == ".")
+            .map(|p| p.as_bytes().to_vec())
+            .collect()
     } else {
         Vec::new()
     };

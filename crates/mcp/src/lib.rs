@@ -348,6 +348,12 @@ impl std::fmt::Display for Explore {
 }
 
 impl Explore {
+    /// How long one call after the first ones may take: a fifth of [`Explore::time`], at
+    /// least 1 s.
+    pub fn per_call(&self) -> Duration {
+        (self.time / 5).max(Duration::from_secs(1))
+    }
+
     /// One call per tool, the full argument set.
     pub fn single() -> Explore {
         Explore {

@@ -96,9 +96,10 @@ pub(crate) fn of_result(result: &Value) -> (CallResult, Option<String>) {
         return (CallResult::Ok, None);
     }
     let text = result_text(result);
-    let outcome = if says(&text, TRANSPORT) {
+    let lower = text.to_lowercase();
+    let outcome = if says(&lower, TRANSPORT) {
         CallResult::TransportFailure
-    } else if says(&text, REJECTED) {
+    } else if says(&lower, REJECTED) {
         CallResult::RejectedArguments
     } else {
         CallResult::ToolError
@@ -109,11 +110,12 @@ pub(crate) fn of_result(result: &Value) -> (CallResult, Option<String>) {
 /// The outcome of a call answered with a JSON-RPC error whose description is `error`
 /// (`JSON-RPC error CODE: MESSAGE`).
 pub(crate) fn of_rpc_error(error: &str) -> CallResult {
+    let lower = error.to_lowercase();
     if error.starts_with(INVALID_PARAMS) {
         CallResult::RejectedArguments
-    } else if says(error, TRANSPORT) {
+    } else if says(&lower, TRANSPORT) {
         CallResult::TransportFailure
-    } else if says(error, REJECTED) && error.contains("-326") {
+    } else if says(&lower, REJECTED) && error.contains("-326") {
         // The SDKs' own codes (-32600..-32603) with a validation message.
         CallResult::RejectedArguments
     } else {
@@ -145,8 +147,8 @@ fn result_text(result: &Value) -> String {
     text
 }
 
-fn says(text: &str, pieces: &[&str]) -> bool {
-    let lower = text.to_lowercase();
+/// Whether `lower` (lower-cased text) holds one of `pieces`.
+fn says(lower: &str, pieces: &[&str]) -> bool {
     pieces.iter().any(|p| lower.contains(p))
 }
 

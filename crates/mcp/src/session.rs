@@ -419,9 +419,8 @@ impl<'a> Session<'a> {
                     break;
                 }
                 let retry_of = rejected.then_some(last.k);
-                // One slow tool does not take the others' time: a call gets a fifth of it.
-                let each = (explore.time / 5).max(Duration::from_secs(1));
-                self.cap = Some(until.min(Instant::now() + each));
+                // One slow tool does not take the others' time.
+                self.cap = Some(until.min(Instant::now() + explore.per_call()));
                 let result = self.call_planned(summary, i, &plan[next], retry_of);
                 self.cap = None;
                 result?;
@@ -451,11 +450,10 @@ impl<'a> Session<'a> {
     ) -> Result<(), Fail> {
         let name = summary.tools[i].name.clone();
         let k = summary.tools[i].calls.len() as u32 + 1;
-        self.set_phase(Phase::call(&name, k));
-        let step = match k {
-            1 => format!("call:{}", sanitize(&name, 80)),
-            k => format!("call:{}#{k}", sanitize(&name, 80)),
-        };
+        let phase = Phase::call(&name, k);
+        // The phase as it is written (`call:NAME#K`), made fit for a one-line reason.
+        let step = sanitize(&phase.to_string(), 90);
+        self.set_phase(phase);
         let headers = match self.era {
             Era::Modern(_) if matches!(self.link, Link::Http(_)) => {
                 param_headers(&summary.tools[i].input_schema, &planned.arguments)
@@ -486,7 +484,7 @@ impl<'a> Session<'a> {
                         format!(
                             "cut: past the time a call after the first ones may take ({} \
                              each, {} in all)",
-                            fmt_duration((self.cfg.explore.time / 5).max(Duration::from_secs(1))),
+                            fmt_duration(self.cfg.explore.per_call()),
                             fmt_duration(self.cfg.explore.time)
                         )
                     }

@@ -417,13 +417,10 @@ pub(crate) fn outcomes(counts: &[(CallResult, usize)]) -> String {
 
 /// The audit's calls counted by outcome, in words; `None` when it made none.
 pub(crate) fn call_totals(report: &AuditReport) -> Option<String> {
-    let counts: Vec<(CallResult, usize)> = if report.call_outcomes.is_empty() {
-        AuditReport::count_calls(&report.tools)
-            .into_iter()
-            .collect()
-    } else {
-        report.call_outcomes.iter().map(|(r, n)| (*r, *n)).collect()
-    };
+    // Derived from the tools, as `call_outcomes` is (reports made before it have none).
+    let counts: Vec<(CallResult, usize)> = AuditReport::count_calls(&report.tools)
+        .into_iter()
+        .collect();
     let total: usize = counts.iter().map(|(_, n)| n).sum();
     (total > 0).then(|| {
         let tools = report.tools.iter().filter(|t| t.called).count();
