@@ -135,6 +135,42 @@ pub struct AuditOptions {
     pub isolation: Isolation,
     /// What the network edge answers.
     pub responder: ResponderChoice,
+    /// The address URL parameters are given, in a call of their own, as the cloud metadata
+    /// service's ([`metadata_probe_default`]): a tool that fetches it can be made to reach
+    /// internal services (server-side request forgery). The packets end at glassbox's edge,
+    /// which answers; nothing leaves.
+    pub metadata_probe: std::net::IpAddr,
+}
+
+/// The cloud metadata service's address (AWS, GCP, Azure, OpenStack alike).
+pub const METADATA_ADDRESS: std::net::IpAddr =
+    std::net::IpAddr::V4(std::net::Ipv4Addr::new(169, 254, 169, 254));
+
+/// The environment variable that sets [`AuditOptions::metadata_probe`]'s default: the test
+/// suite sets it (`.cargo/config.toml`) to a documentation address, because a fixture may
+/// target only those, and the selftest always uses [`METADATA_STAND_IN`].
+pub const METADATA_PROBE_VAR: &str = "GLASSBOX_METADATA_PROBE";
+
+/// The documentation address (RFC 5737) that stands in for the metadata address wherever a
+/// fixture is run.
+pub const METADATA_STAND_IN: std::net::IpAddr =
+    std::net::IpAddr::V4(std::net::Ipv4Addr::new(192, 0, 2, 254));
+
+/// [`METADATA_PROBE_VAR`]'s address when it is set (an IP address), else
+/// [`METADATA_ADDRESS`].
+///
+/// # Errors
+/// The variable is set to something other than an IP address.
+pub fn metadata_probe_default() -> Result<std::net::IpAddr, Error> {
+    match std::env::var_os(METADATA_PROBE_VAR) {
+        None => Ok(METADATA_ADDRESS),
+        Some(v) => v
+            .to_str()
+            .and_then(|s| s.trim().parse().ok())
+            .ok_or_else(|| {
+                Error::Usage(format!("{METADATA_PROBE_VAR} is {v:?}, not an IP address"))
+            }),
+    }
 }
 
 /// What the network edge answers (`--responder`).
@@ -206,6 +242,7 @@ impl AuditOptions {
             limits: glassbox_sandbox::Limits::default(),
             isolation: Isolation::Namespace,
             responder: ResponderChoice::Ok,
+            metadata_probe: metadata_probe_default().unwrap_or(METADATA_STAND_IN),
         }
     }
 }
@@ -408,7 +445,7 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
     // What the plans' path and socket parameters name in calls of their own: files outside
     // the workspace that are planted secrets, and the canary Docker socket.
     let mut with_probes = opts.clone();
-    with_probes.session.probes = probes(&secrets.tokens);
+    with_probes.session.probes = probes(&secrets.tokens, opts.metadata_probe);
     let opts = &with_probes;
     let mut all_events = Vec::new();
     let mut flows = Vec::new();
@@ -1855,8 +1892,12 @@ pub fn report(
 }
 
 /// The role probes of the plans of calls ([`glassbox_mcp::args::Probes`]): a planted cloud
-/// credential and another project's `.env` for paths, the canary Docker socket for sockets.
-fn probes(tokens: &[glassbox_model::Honeytoken]) -> glassbox_mcp::args::Probes {
+/// credential and another project's `.env` for paths, the canary Docker socket for sockets,
+/// the metadata address for URLs.
+fn probes(
+    tokens: &[glassbox_model::Honeytoken],
+    metadata: std::net::IpAddr,
+) -> glassbox_mcp::args::Probes {
     let mut outside = Vec::new();
     for (kind, what) in [
         ("aws-credentials", "a planted credential"),
@@ -1869,6 +1910,7 @@ fn probes(tokens: &[glassbox_model::Honeytoken]) -> glassbox_mcp::args::Probes {
     glassbox_mcp::args::Probes {
         outside,
         socket: Some(canary::DOCKER_VAR.to_string()),
+        metadata: Some(metadata.to_string()),
     }
 }
 
@@ -1966,4 +2008,26 @@ pub fn trace(
         events: recording.stats.events,
         flows: recording.edge.flows,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The suite's audits of fixtures give URL parameters a documentation address, never the
+    /// real metadata address: a fixture may target only those (`.cargo/config.toml` sets
+    /// [`METADATA_PROBE_VAR`] for every cargo command here). Run without it, this fails rather
+    /// than let the suite fall back to `169.254.169.254`.
+    #[test]
+    fn the_test_suite_probes_a_documentation_address() {
+        let ip = metadata_probe_default().expect("an IP address");
+        assert_eq!(
+            ip, METADATA_STAND_IN,
+            "{METADATA_PROBE_VAR} must be set to {METADATA_STAND_IN} for the test suite"
+        );
+        assert_eq!(
+            AuditOptions::new(Vec::new(), "/".into()).metadata_probe,
+            METADATA_STAND_IN
+        );
+    }
 }

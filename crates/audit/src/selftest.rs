@@ -523,6 +523,9 @@ fn run_case(case: &Case, opts: &Options, lib: &Path, scratch: &Path) -> Result<A
     o.evidence_dir = Some(evidence);
     o.recorder = opts.recorder;
     o.isolation = opts.isolation;
+    // A fixture targets only documentation addresses: one stands in for the metadata address
+    // (the checks read the address from the manifest, so what is proven is the same).
+    o.metadata_probe = crate::METADATA_STAND_IN;
     o.session.request_timeout = opts.request_timeout;
     o.session.session_timeout = Duration::from_secs(60);
     // The selftest is what proves the checks: it judges their raw outcomes.

@@ -21,6 +21,8 @@
 //! path accessed in any other phase still counts (version 5). The kernel's own report of a
 //! planted file's open (a `honeytoken` event) comes later than the open, in a later phase: it
 //! is the same access when the recorder saw that path opened by a call whose input named it.
+//! Version 6 judges as version 5 did: its source `named.rs` also reads what URLs name now,
+//! for `input-exposure`.
 
 use crate::paths::{self, NormPath, Rules, View};
 use crate::text::{self, Groups};
@@ -29,7 +31,7 @@ use glassbox_model::{Event, EventKind, Manifest, Severity};
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "credential-probe",
-    version: 5,
+    version: 6,
     claim: "no credential probing",
     severity: Severity::High,
     channels: &[Channel::Syscalls],

@@ -25,8 +25,13 @@
 //!   marker in its command line (the input reached a shell or an `exec`: command injection,
 //!   or a tool that runs what it is given); a template expression of the input
 //!   (`{{7*7}}`-style, after the marker) that came back evaluated (`49` after the marker in
-//!   the server's answer to that call). A file tool that reads what it is told is doing its
-//!   job: the finding says which call and argument named it, so a reviewer sees that.
+//!   the server's answer to that call); and (version 5) a connection to the IP address of a
+//!   URL the call's input gave, when that address is internal: the cloud metadata address the
+//!   plan gives URL parameters (`manifest.session.metadata_probe`, or `169.254.169.254`), a
+//!   private, link-local, loopback or shared address (server-side request forgery: the tool
+//!   can be made to reach what only the machine it runs on can). A file tool that reads what
+//!   it is told is doing its job: the finding says which call and argument named it, so a
+//!   reviewer sees that.
 //!
 //! Not flagged: the marker in the server's answers (that is the transcript, which stays
 //! here) other than an evaluated template, in files read, or in scratch files. A tool whose purpose is to send what it is
@@ -40,11 +45,12 @@ use crate::paths::NormPath;
 use crate::text;
 use crate::{Channel, CheckInfo, Evaluation, Evaluator};
 use aho_corasick::AhoCorasick;
-use glassbox_model::{Direction, Event, EventKind, NetworkMode, Phase, Severity};
+use glassbox_model::{Direction, Event, EventKind, NetworkMode, Phase, Severity, SockAddr};
+use std::net::IpAddr;
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "input-exposure",
-    version: 4,
+    version: 5,
     claim: "keeps tool input inside the sandbox and its workspace",
     severity: Severity::Medium,
     channels: &[
@@ -81,6 +87,8 @@ enum What {
     Ran,
     /// A template expression of the input evaluated in an answer.
     Evaluated,
+    /// An internal address that a URL of the input named, connected to during its call.
+    Fetched,
 }
 
 /// One flagged destination or file.
@@ -107,6 +115,8 @@ pub(crate) struct State {
     phases: PhaseOf,
     named: crate::named::Named,
     home: NormPath,
+    /// The metadata address the plan gave URL parameters, if any.
+    metadata: Option<IpAddr>,
 }
 
 /// An automaton over the marker in every encoding searched, with each pattern's encoding name.
@@ -138,6 +148,12 @@ pub(crate) fn start(c: &crate::Context<'_>) -> Box<dyn Evaluator> {
         marker,
         named: crate::named::Named::of(c.manifest),
         home: NormPath::new(c.manifest.sandbox.home.as_bytes()),
+        metadata: c
+            .manifest
+            .session
+            .metadata_probe
+            .as_deref()
+            .and_then(|a| a.parse().ok()),
     };
     if let Some((ac, names)) = &s.marker {
         for f in c.flows.iter().filter(|f| f.mode != NetworkMode::Install) {
@@ -190,6 +206,37 @@ impl State {
         under(&self.cwd) || SCRATCH.iter().any(|d| under(d.as_bytes()))
     }
 
+    /// What an internal address is, or `None` for an address any fetch may reach.
+    fn internal(&self, ip: IpAddr) -> Option<&'static str> {
+        const CLOUD: &[&str] = &["169.254.169.254", "fd00:ec2::254"];
+        if CLOUD.iter().any(|c| c.parse() == Ok(ip)) {
+            return Some("the cloud metadata address");
+        }
+        if Some(ip) == self.metadata {
+            // A documentation address given in its place (the selftest, the test suite).
+            return Some("the stand-in for the cloud metadata address");
+        }
+        let internal = match ip {
+            IpAddr::V4(v4) => {
+                let [a, b, ..] = v4.octets();
+                v4.is_private()
+                    || v4.is_loopback()
+                    || v4.is_link_local()
+                    // 100.64.0.0/10, shared address space (carrier NAT, cloud VPCs).
+                    || (a == 100 && (64..128).contains(&b))
+            }
+            IpAddr::V6(v6) => {
+                let first = v6.segments()[0];
+                v6.is_loopback()
+                    // fc00::/7 unique local, fe80::/10 link-local.
+                    || (first & 0xfe00) == 0xfc00
+                    || (first & 0xffc0) == 0xfe80
+                    || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_private() || v4.is_loopback())
+            }
+        };
+        internal.then_some("a private address")
+    }
+
     fn note(&mut self, what: What, shown: String, how: Option<String>, e: &Event) {
         self.phases.want(&[e.id]);
         self.phases.see(e);
@@ -209,6 +256,26 @@ impl Evaluator for State {
     fn event(&mut self, e: &Event) {
         self.phases.see(e);
         match &e.kind {
+            EventKind::Connect { addr, .. } => {
+                let (SockAddr::Inet { ip, .. } | SockAddr::Inet6 { ip, .. }) = addr else {
+                    return;
+                };
+                let Ok(ip) = ip.parse::<IpAddr>() else {
+                    return;
+                };
+                let Some(arg) = self.named.address(&e.phase, e.t_ns, ip) else {
+                    return;
+                };
+                let Some(what) = self.internal(ip) else {
+                    return;
+                };
+                let shown = format!("{what} {}", net::addr(addr));
+                let how = format!(
+                    "argument `{}`",
+                    glassbox_model::printable(&glassbox_model::truncate(arg, 80))
+                );
+                self.note(What::Fetched, shown, Some(how), e);
+            }
             EventKind::Exec { path, argv, .. } => {
                 let Some((ac, _)) = &self.marker else {
                     return;
@@ -317,6 +384,13 @@ impl Evaluator for State {
                     "a template expression in the input came back evaluated in the answer to \
                      {} (the tool renders its input as a template)",
                     s.shown
+                ),
+                What::Fetched => format!(
+                    "the tool connected to {} because a URL of its input named it ({}; {}): it \
+                     can be made to reach internal services (server-side request forgery)",
+                    s.shown,
+                    s.how.join(", "),
+                    net::count(s.ids.len() as u64, "connect", "connects")
                 ),
             };
             if !ps.is_empty() {
@@ -567,5 +641,63 @@ mod tests {
             )
             .build();
         assert_eq!(evaluate(&ev), Evaluation::default());
+    }
+
+    #[test]
+    fn a_url_of_the_input_fetched_at_an_internal_address_is_server_side_request_forgery() {
+        let meta = "http://192.0.2.254/latest/meta-data/iam/security-credentials/";
+        let ev = Ev::new()
+            .marker(M)
+            .metadata_probe("192.0.2.254")
+            .call(
+                "fetch",
+                1,
+                serde_json::json!({"url": format!("https://example.test/{M}")}),
+            )
+            .call("fetch", 2, serde_json::json!({"url": meta}))
+            .call(
+                "fetch",
+                3,
+                serde_json::json!({"url": "http://10.1.2.3:8080/admin"}),
+            )
+            .call(
+                "fetch",
+                4,
+                serde_json::json!({"url": "http://198.51.100.9/"}),
+            )
+            .call(
+                "fetch",
+                5,
+                serde_json::json!({"url": "http://[fd00:ec2::254]/"}),
+            )
+            .connect("192.0.2.254:80", Phase::call("fetch", 2))
+            .connect("10.1.2.3:8080", Phase::call("fetch", 3))
+            .connect("[fd00:ec2::254]:80", Phase::call("fetch", 5))
+            // The address its input named, but public: a fetch, not a forgery.
+            .connect("198.51.100.9:80", Phase::call("fetch", 4))
+            // The metadata address in a call whose input did not name it: the server's own
+            // doing, not this check's.
+            .connect("192.0.2.254:80", Phase::call("fetch", 1))
+            .build();
+        let s = summaries(evaluate(&ev));
+        assert_eq!(s.len(), 3, "{s:#?}");
+        assert!(s.iter().any(|x| x.starts_with("the tool connected to the stand-in for the cloud metadata address 192.0.2.254:80 because a URL of its input named it (argument `url`; 1 connect): it can be made to reach internal services (server-side request forgery) during call:fetch#2")), "{s:#?}");
+        assert!(
+            s.iter().any(
+                |x| x.contains("a private address 10.1.2.3:8080") && x.contains("call:fetch#3")
+            ),
+            "{s:#?}"
+        );
+        assert!(
+            s.iter()
+                .any(|x| x.contains("the cloud metadata address [fd00:ec2::254]:80")),
+            "{s:#?}"
+        );
+        // Without the probe recorded, the stand-in is an ordinary address.
+        let plain = Ev::new()
+            .call("fetch", 2, serde_json::json!({"url": meta}))
+            .connect("192.0.2.254:80", Phase::call("fetch", 2))
+            .build();
+        assert_eq!(evaluate(&plain), Evaluation::default());
     }
 }

@@ -1,6 +1,8 @@
 //! What each call's input named: the string arguments of every call glassbox made
 //! (`manifest.session.tools[].calls`, each filed under its phase, [`Phase::call`]), read as
-//! paths where they look like one (a `/` in them, or a leading `~`, and not a URL).
+//! paths where they look like one (a `/` in them, or a leading `~`, and not a URL), and the
+//! IP address of a URL whose host is one ([`Named::address`]: a connect to it during that
+//! call is the tool fetching what its input named).
 //!
 //! A file the server opened during a call whose input named it is what the tool was asked to
 //! do: reported as what the tool can be made to do (`input-exposure`), not as the server's own
@@ -17,6 +19,7 @@ use crate::paths::NormPath;
 use glassbox_model::{Manifest, Phase};
 use serde_json::Value;
 use std::collections::HashMap;
+use std::net::IpAddr;
 
 /// Most string arguments read from one call.
 const MAX_STRINGS: usize = 64;
@@ -38,10 +41,18 @@ struct NamedPath {
     tail: Vec<Vec<u8>>,
 }
 
-/// The paths each call's input named, by the call's phase.
+/// What one call's input named.
+#[derive(Debug, Default)]
+struct CallNamed {
+    paths: Vec<NamedPath>,
+    /// The IP literal hosts of its URL arguments, each with the argument.
+    addresses: Vec<(String, IpAddr)>,
+}
+
+/// What each call's input named, by the call's phase.
 #[derive(Debug, Default)]
 pub(crate) struct Named {
-    by_phase: HashMap<Phase, Vec<NamedPath>>,
+    by_phase: HashMap<Phase, CallNamed>,
     /// The time windows of the calls that named paths (one per run), from the manifest.
     windows: Vec<(u64, u64, Phase)>,
 }
@@ -53,16 +64,20 @@ impl Named {
             cwd => cwd.as_bytes(),
         };
         let home = manifest.sandbox.home.trim_end_matches('/');
-        let mut by_phase: HashMap<Phase, Vec<NamedPath>> = HashMap::new();
+        let mut by_phase: HashMap<Phase, CallNamed> = HashMap::new();
         for tool in &manifest.session.tools {
             for call in &tool.calls {
                 let mut strings = Vec::new();
                 strings_of(&call.arguments, &mut String::new(), &mut strings);
-                let named: Vec<NamedPath> = strings
-                    .into_iter()
-                    .filter_map(|(arg, s)| path_of(arg, &s, cwd, home))
-                    .collect();
-                if !named.is_empty() {
+                let mut named = CallNamed::default();
+                for (arg, s) in strings {
+                    if let Some(ip) = url_address(&s) {
+                        named.addresses.push((arg, ip));
+                    } else if let Some(p) = path_of(arg, &s, cwd, home) {
+                        named.paths.push(p);
+                    }
+                }
+                if !(named.paths.is_empty() && named.addresses.is_empty()) {
                     by_phase.insert(Phase::call(&tool.name, call.k), named);
                 }
             }
@@ -77,8 +92,8 @@ impl Named {
     }
 
     /// The calls an event in `phase` at `t_ns` may belong to: its own phase's, then a call
-    /// that named paths and ended at most [`LATE_NS`] before it.
-    fn calls_at(&self, phase: &Phase, t_ns: u64) -> impl Iterator<Item = &NamedPath> + '_ {
+    /// that named something and ended at most [`LATE_NS`] before it.
+    fn calls_at(&self, phase: &Phase, t_ns: u64) -> impl Iterator<Item = &CallNamed> + '_ {
         let own = self.by_phase.get(phase);
         let phase = phase.clone();
         let late = self
@@ -88,7 +103,20 @@ impl Named {
                 *p != phase && *start <= t_ns && t_ns <= end.saturating_add(LATE_NS)
             })
             .filter_map(|(_, _, p)| self.by_phase.get(p));
-        own.into_iter().chain(late).flatten()
+        own.into_iter().chain(late)
+    }
+
+    fn paths_at(&self, phase: &Phase, t_ns: u64) -> impl Iterator<Item = &NamedPath> + '_ {
+        self.calls_at(phase, t_ns).flat_map(|c| &c.paths)
+    }
+
+    /// The argument of the call an event in `phase` at `t_ns` belongs to that is a URL whose
+    /// host is `ip`.
+    pub(crate) fn address(&self, phase: &Phase, t_ns: u64, ip: IpAddr) -> Option<&str> {
+        self.calls_at(phase, t_ns)
+            .flat_map(|c| &c.addresses)
+            .find(|(_, a)| *a == ip)
+            .map(|(arg, _)| arg.as_str())
     }
 
     /// The argument of the call in `phase` that named `path` (normalized, absolute), a
@@ -120,7 +148,7 @@ impl Named {
         path: &[C],
         beside: bool,
     ) -> Option<&str> {
-        self.calls_at(phase, t_ns)
+        self.paths_at(phase, t_ns)
             .find(|n| {
                 let full = n.full.components();
                 let on_the_way = |p: &[C]| !p.is_empty() && starts_with(full, p);
@@ -145,7 +173,7 @@ impl Named {
 
     /// Whether an event in `phase` at `t_ns` may belong to a call whose input named a path.
     pub(crate) fn has(&self, phase: &Phase, t_ns: u64) -> bool {
-        self.calls_at(phase, t_ns).next().is_some()
+        self.paths_at(phase, t_ns).next().is_some()
     }
 }
 
@@ -184,6 +212,28 @@ fn strings_of(v: &Value, at: &mut String, out: &mut Vec<(String, String)>) {
         }
         _ => {}
     }
+}
+
+/// The host of the URL `s` when it is an IP literal (`http://192.0.2.1:8080/x`,
+/// `https://[2001:db8::1]/`): what a fetch of it connects to.
+fn url_address(s: &str) -> Option<IpAddr> {
+    if s.len() > 4096 {
+        return None;
+    }
+    let (scheme, rest) = s.trim().split_once("://")?;
+    if scheme.is_empty()
+        || !scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+    {
+        return None;
+    }
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    if let Some(v6) = host.strip_prefix('[') {
+        return v6.split_once(']')?.0.parse().ok();
+    }
+    host.split(':').next()?.parse().ok()
 }
 
 fn path_of(arg: String, s: &str, cwd: &[u8], home: &str) -> Option<NamedPath> {
@@ -242,6 +292,34 @@ mod tests {
             relisted_unchanged: None,
         }];
         m
+    }
+
+    #[test]
+    fn a_url_names_its_ip_literal_host_in_its_own_call() {
+        let m = manifest(vec![
+            json!({"url": "http://192.0.2.254/latest/meta-data/"}),
+            json!({"url": "https://user@[2001:db8::7]:8443/x?y", "q": "http://198.51.100.1"}),
+            json!({"url": "https://example.test/192.0.2.254"}),
+        ]);
+        let n = Named::of(&m);
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        let call = |k| Phase::call("read_file", k);
+        assert_eq!(n.address(&call(1), 0, ip("192.0.2.254")), Some("url"));
+        assert_eq!(n.address(&call(2), 0, ip("2001:db8::7")), Some("url"));
+        assert_eq!(n.address(&call(2), 0, ip("198.51.100.1")), Some("q"));
+        // Not in another call; not a host name's path.
+        assert_eq!(n.address(&call(2), 0, ip("192.0.2.254")), None);
+        assert_eq!(n.address(&call(3), 0, ip("192.0.2.254")), None);
+        // A URL is not a path.
+        assert!(!n.has(&call(1), 0));
+        for bad in [
+            "192.0.2.1",
+            "://192.0.2.1",
+            "http://[::1",
+            "http://999.0.0.1/",
+        ] {
+            assert_eq!(url_address(bad), None, "{bad}");
+        }
     }
 
     fn comps(p: &str) -> Vec<Vec<u8>> {

@@ -59,6 +59,12 @@ impl Ev {
         self
     }
 
+    /// The address the plan gave URL parameters as the cloud metadata service's.
+    pub(crate) fn metadata_probe(mut self, ip: &str) -> Self {
+        self.0.manifest.session.metadata_probe = Some(ip.into());
+        self
+    }
+
     /// The server's working directory.
     pub(crate) fn cwd(mut self, cwd: &str) -> Self {
         self.0.manifest.target.cwd = cwd.into();

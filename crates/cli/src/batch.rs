@@ -641,6 +641,7 @@ pub(crate) fn run(args: BatchArgs, cwd: PathBuf, vars: &dyn Vars) -> Result<i32>
         .with_context(|| format!("cannot create {}", evidence.display()))?;
 
     let mut base = AuditOptions::new(Vec::new(), cwd);
+    base.metadata_probe = glassbox_audit::metadata_probe_default()?;
     base.recorder = args.recorder.into();
     base.network = args.network.into();
     base.allow_hosts = args.allow_host;

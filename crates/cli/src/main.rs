@@ -984,6 +984,7 @@ fn run(cli: Cli) -> Result<i32> {
                 anyhow::bail!("--json - and --sarif - cannot both write to standard output");
             }
             let mut opts = AuditOptions::new(cmd, cwd);
+            opts.metadata_probe = glassbox_audit::metadata_probe_default()?;
             opts.recorder = recorder.into();
             opts.network = network.into();
             opts.allow_hosts = allow_host;

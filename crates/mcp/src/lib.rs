@@ -308,7 +308,8 @@ pub struct SessionConfig {
     /// How many calls each tool gets (default [`Explore::quick`]).
     pub explore: Explore,
     /// What the plans' values chosen by role name (files outside the workspace, the canary
-    /// socket); default none: paths get a `../` traversal to `/etc/hostname` only.
+    /// socket, the metadata address); default none: paths get a `../` traversal to
+    /// `/etc/hostname` only, URLs no call of their own.
     pub probes: args::Probes,
 }
 
@@ -479,6 +480,7 @@ pub fn run(transport: Transport, cfg: &SessionConfig, hooks: &dyn SessionHooks) 
     let start = Instant::now();
     let mut summary = SessionSummary {
         input_marker: cfg.input_marker.clone(),
+        metadata_probe: cfg.probes.metadata.clone(),
         ..SessionSummary::default()
     };
     let (events_tx, events_rx) = mpsc::sync_channel(transport::EVENT_QUEUE);

@@ -1216,6 +1216,11 @@ pub struct SessionSummary {
     /// run of an audit), to follow where the server takes its input.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_marker: Option<String>,
+    /// The address the plans gave URL parameters as the cloud metadata service's (an IP
+    /// literal: `169.254.169.254`, or the documentation address that stands in for it in tests
+    /// and the selftest): what a tool fetching it reached, the checks read from here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata_probe: Option<String>,
     /// The tools the server listed and what happened when each was called.
     pub tools: Vec<ToolRecord>,
     /// The bound on calls the session had (`3 calls per tool, 3000 per session, 10s after the

@@ -51,6 +51,26 @@ pub struct Probes {
     pub outside: Vec<(String, String)>,
     /// The canary Docker socket, for a socket path.
     pub socket: Option<String>,
+    /// The address a URL parameter is given as the cloud metadata service's
+    /// (`169.254.169.254`; in tests and the selftest a documentation address stands in for
+    /// it): an IP literal, IPv6 without brackets.
+    pub metadata: Option<String>,
+}
+
+/// The path asked of the metadata address: where a cloud's instance credentials are.
+pub const METADATA_PATH: &str = "/latest/meta-data/iam/security-credentials/";
+
+impl Probes {
+    /// The URL a URL parameter gets for the metadata address, if there is one.
+    pub fn metadata_url(&self) -> Option<String> {
+        let ip = self.metadata.as_deref()?;
+        let host = if ip.contains(':') {
+            format!("[{ip}]")
+        } else {
+            ip.to_string()
+        };
+        Some(format!("http://{host}{METADATA_PATH}"))
+    }
 }
 
 /// The calls of a tool's plan (see the [module documentation](self)), at most `max` (at least
@@ -86,10 +106,69 @@ enum Role {
     Command,
     Template,
     Sql,
+    Url,
 }
 
 impl Role {
-    fn of(name: &str) -> Option<Role> {
+    /// The role of the parameter `name` whose schema is `obj`: by its name, else its format,
+    /// else its description.
+    fn of(name: &str, obj: &Map<String, Value>) -> Option<Role> {
+        if let Some(role) = Role::of_name(name) {
+            return Some(role);
+        }
+        let format = obj.get("format").and_then(Value::as_str);
+        if matches!(format, Some("uri" | "url" | "iri" | "uri-reference")) {
+            return Some(Role::Url);
+        }
+        obj.get("description")
+            .and_then(Value::as_str)
+            .and_then(Role::of_description)
+    }
+
+    /// The role a description gives: a few words of it, in the order of [`Role::of_name`],
+    /// taken only where they say what the value is ("the URL to fetch", "shell command to
+    /// run", "path to the file"), not where they mention it ("returns the file's URL" has
+    /// both; the first phrase found decides). Bounded: the first 300 characters.
+    fn of_description(description: &str) -> Option<Role> {
+        let d: String = description
+            .chars()
+            .take(300)
+            .collect::<String>()
+            .to_lowercase();
+        const PHRASES: &[(&str, Role)] = &[
+            ("socket path", Role::Socket),
+            ("path to the socket", Role::Socket),
+            ("unix socket", Role::Socket),
+            ("shell command", Role::Command),
+            ("command to run", Role::Command),
+            ("command to execute", Role::Command),
+            ("command line to", Role::Command),
+            ("template to render", Role::Template),
+            ("template string", Role::Template),
+            ("jinja", Role::Template),
+            ("sql query", Role::Sql),
+            ("sql statement", Role::Sql),
+            ("url to ", Role::Url),
+            ("url of ", Role::Url),
+            ("uri of ", Role::Url),
+            ("web address", Role::Url),
+            ("path to the file", Role::Path),
+            ("path to a file", Role::Path),
+            ("path of the file", Role::Path),
+            ("file path", Role::Path),
+            ("absolute path", Role::Path),
+            ("relative path", Role::Path),
+            ("path to the directory", Role::Path),
+            ("directory path", Role::Path),
+        ];
+        PHRASES
+            .iter()
+            .filter_map(|(p, role)| d.find(p).map(|at| (at, *role)))
+            .min_by_key(|(at, _)| *at)
+            .map(|(_, role)| role)
+    }
+
+    fn of_name(name: &str) -> Option<Role> {
         let has = name_has(name);
         if has(&["socket", "sock", "sockets"]) {
             Some(Role::Socket)
@@ -116,10 +195,12 @@ impl Role {
             Some(Role::Template)
         } else if has(&["sql", "query", "statement", "where"]) {
             Some(Role::Sql)
-        } else if Hint::from_name(name).is_some_and(Hint::is_path) {
-            Some(Role::Path)
         } else {
-            None
+            match Hint::from_name(name) {
+                Some(h) if h.is_path() => Some(Role::Path),
+                Some(Hint::Url) => Some(Role::Url),
+                _ => None,
+            }
         }
     }
 
@@ -159,6 +240,11 @@ impl Role {
                 format!("{m}-{{{{7*7}}}}-${{7*7}}-<%= 7*7 %>-#{{7*7}}"),
             )],
             Role::Sql => vec![("a quote".into(), format!("{m}' OR '1'='1"))],
+            Role::Url => probes
+                .metadata_url()
+                .map(|u| ("the cloud metadata address".to_string(), u))
+                .into_iter()
+                .collect(),
         }
     }
 }
@@ -287,7 +373,7 @@ fn find_places(
     if let Some(role) = path
         .last()
         .filter(|_| free_string)
-        .and_then(|n| Role::of(n))
+        .and_then(|n| Role::of(n, obj))
     {
         for (what, text) in role.values(probes) {
             if Some(&Value::String(text.clone())) != here {
@@ -592,6 +678,7 @@ mod tests {
                 ),
             ],
             socket: Some("/var/run/docker.sock".into()),
+            metadata: Some("192.0.2.254".into()),
         }
     }
 
@@ -662,6 +749,57 @@ mod tests {
         assert!(texts(&plan, "socketPath").contains(&"/var/run/docker.sock"));
         // A free string without a role keeps its probe string in every set.
         assert!(texts(&plan, "note").iter().all(|n| n.contains("m1234567")));
+    }
+
+    #[test]
+    fn a_url_gets_the_metadata_address_by_name_format_or_description() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "url": {"type": "string"},
+                "target": {"type": "string", "format": "uri"},
+                "page": {"type": "string", "description": "The URL of the page to fetch."},
+                "title": {"type": "string", "description": "Its title, shown beside the URL."}
+            },
+            "required": ["url", "target", "page", "title"]
+        });
+        let plan = valid_role_plan(&schema);
+        let metadata = "http://192.0.2.254/latest/meta-data/iam/security-credentials/";
+        for key in ["url", "target", "page"] {
+            assert!(texts(&plan, key).contains(&metadata), "{key}: {plan:?}");
+        }
+        // A description that only mentions a URL gives no role.
+        assert!(!texts(&plan, "title").contains(&metadata), "{plan:?}");
+        assert!(labels(&plan).contains(&"url=the cloud metadata address"));
+        // IPv6 in brackets; no address, no call.
+        let v6 = Probes {
+            metadata: Some("fd00:ec2::254".into()),
+            ..Probes::default()
+        };
+        assert_eq!(
+            v6.metadata_url().as_deref(),
+            Some("http://[fd00:ec2::254]/latest/meta-data/iam/security-credentials/")
+        );
+        let none = plan_calls(&schema, "m1234567", 16);
+        assert!(!none
+            .iter()
+            .any(|c| c.arguments.to_string().contains("meta-data")));
+    }
+
+    #[test]
+    fn descriptions_give_roles_by_what_the_value_is() {
+        for (d, role) in [
+            ("The shell command to run.", Some(Role::Command)),
+            ("Path to the file to read", Some(Role::Path)),
+            ("A SQL query against the warehouse", Some(Role::Sql)),
+            ("Jinja template for the message", Some(Role::Template)),
+            ("Unix socket of the daemon", Some(Role::Socket)),
+            ("The URL to fetch", Some(Role::Url)),
+            ("A short note", None),
+            ("Search users by display name, username, or email", None),
+        ] {
+            assert_eq!(Role::of_description(d), role, "{d}");
+        }
     }
 
     #[test]
