@@ -29,7 +29,9 @@
 //!   URL the call's input gave, when that address is internal: the cloud metadata address the
 //!   plan gives URL parameters (`manifest.session.metadata_probe`, or `169.254.169.254`), a
 //!   private, link-local, loopback or shared address (server-side request forgery: the tool
-//!   can be made to reach what only the machine it runs on can). A file tool that reads what
+//!   can be made to reach what only the machine it runs on can); a Unix socket whose path the
+//!   call's input named, connected to during it (the plan gives a socket parameter the canary
+//!   Docker socket; `unix-socket` keeps it as a note). A file tool that reads what
 //!   it is told is doing its job: the finding says which call and argument named it, so a
 //!   reviewer sees that.
 //!
@@ -89,6 +91,8 @@ enum What {
     Evaluated,
     /// An internal address that a URL of the input named, connected to during its call.
     Fetched,
+    /// A Unix socket the input named, connected to during its call.
+    Socket,
 }
 
 /// One flagged destination or file.
@@ -256,6 +260,29 @@ impl Evaluator for State {
     fn event(&mut self, e: &Event) {
         self.phases.see(e);
         match &e.kind {
+            EventKind::Connect {
+                addr:
+                    SockAddr::Unix {
+                        path,
+                        is_abstract: false,
+                    },
+                ..
+            } => {
+                let norm = NormPath::resolve(path.as_slice(), &self.cwd);
+                // A socket in the workspace or scratch space is the tool's own business.
+                if self.in_workspace(&norm.to_bytes().0) {
+                    return;
+                }
+                let Some(arg) = self.named.named(&e.phase, e.t_ns, norm.components()) else {
+                    return;
+                };
+                let how = format!(
+                    "argument `{}`",
+                    glassbox_model::printable(&glassbox_model::truncate(arg, 80))
+                );
+                let shown = crate::paths::display(&norm, &self.home);
+                self.note(What::Socket, shown, Some(how), e);
+            }
             EventKind::Connect { addr, .. } => {
                 let (SockAddr::Inet { ip, .. } | SockAddr::Inet6 { ip, .. }) = addr else {
                     return;
@@ -384,6 +411,14 @@ impl Evaluator for State {
                     "a template expression in the input came back evaluated in the answer to \
                      {} (the tool renders its input as a template)",
                     s.shown
+                ),
+                What::Socket => format!(
+                    "the tool connected to the Unix socket {} because its input named it ({}; \
+                     {}): whatever listens there (the Docker daemon is root on the host) is \
+                     within its caller's reach",
+                    s.shown,
+                    s.how.join(", "),
+                    net::count(s.ids.len() as u64, "connect", "connects")
                 ),
                 What::Fetched => format!(
                     "the tool connected to {} because a URL of its input named it ({}; {}): it \
@@ -673,6 +708,14 @@ mod tests {
             .connect("192.0.2.254:80", Phase::call("fetch", 2))
             .connect("10.1.2.3:8080", Phase::call("fetch", 3))
             .connect("[fd00:ec2::254]:80", Phase::call("fetch", 5))
+            .call(
+                "status",
+                1,
+                serde_json::json!({"socketPath": "/var/run/docker.sock"}),
+            )
+            .connect("unix:/var/run/docker.sock", Phase::call("status", 1))
+            // A socket the call did not name: `unix-socket`'s.
+            .connect("unix:/run/other.sock", Phase::call("status", 1))
             // The address its input named, but public: a fetch, not a forgery.
             .connect("198.51.100.9:80", Phase::call("fetch", 4))
             // The metadata address in a call whose input did not name it: the server's own
@@ -680,7 +723,8 @@ mod tests {
             .connect("192.0.2.254:80", Phase::call("fetch", 1))
             .build();
         let s = summaries(evaluate(&ev));
-        assert_eq!(s.len(), 3, "{s:#?}");
+        assert_eq!(s.len(), 4, "{s:#?}");
+        assert!(s.iter().any(|x| x.starts_with("the tool connected to the Unix socket /var/run/docker.sock because its input named it (argument `socketPath`; 1 connect)") && x.ends_with("during call:status")), "{s:#?}");
         assert!(s.iter().any(|x| x.starts_with("the tool connected to the stand-in for the cloud metadata address 192.0.2.254:80 because a URL of its input named it (argument `url`; 1 connect): it can be made to reach internal services (server-side request forgery) during call:fetch#2")), "{s:#?}");
         assert!(
             s.iter().any(

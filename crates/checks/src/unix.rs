@@ -19,6 +19,12 @@
 //! cut) to the finding of its path, and is a finding by itself should its connect event be
 //! missing. Paths are compared lexically normalized (a relative one against the sandbox's
 //! working directory, `/var/run` as the `/run` it links to). One finding per socket.
+//!
+//! A connect during a call whose input named that socket's path ([`crate::named`]: the plan
+//! gives a socket parameter the canary Docker socket) is the tool doing what it was asked: a
+//! note here (version 3), with what the canary recorded of it, and `input-exposure` lists it
+//! as what the tool can be made to reach. The same socket connected in another phase still
+//! counts.
 
 use crate::net::{self, Keyed, PhaseOf};
 use crate::paths::NormPath;
@@ -29,12 +35,12 @@ use std::collections::HashSet;
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "unix-socket",
-    version: 2,
+    version: 3,
     claim: "connects to no Unix socket it does not own",
     severity: Severity::High,
     channels: &[Channel::Syscalls],
     accuses: "",
-    sources: &["unix.rs", "net.rs", "paths.rs", "text.rs"],
+    sources: &["unix.rs", "named.rs", "net.rs", "paths.rs", "text.rs"],
 };
 
 /// Sockets the C library connects to on its own, and why (not flagged).
@@ -74,6 +80,10 @@ struct Use {
     flows: Vec<u64>,
     ids: Vec<u64>,
     phases: Vec<Phase>,
+    /// The argument of the call that named it, when every connect was during such a call.
+    named: Option<String>,
+    /// Connects during a call that did not name it.
+    unnamed: u64,
 }
 
 /// The check's state over one run.
@@ -86,6 +96,11 @@ pub(crate) struct State {
     bound: HashSet<(Option<usize>, Key)>,
     groups: Keyed<Key, Use>,
     phases: PhaseOf,
+    named: crate::named::Named,
+    /// The audit's input marker (`manifest.session.input_marker`).
+    marker: Option<String>,
+    /// Connect events during a call whose input named their socket.
+    named_ids: HashSet<u64>,
 }
 
 /// A socket path lexically normalized, `/var/run/...` as `/run/...` (`/var/run` is a symlink
@@ -125,6 +140,14 @@ pub(crate) fn start(c: &crate::Context<'_>) -> Box<dyn Evaluator> {
         bound: HashSet::new(),
         groups: Keyed::new(),
         phases: PhaseOf::default(),
+        named: crate::named::Named::of(c.manifest),
+        marker: c
+            .manifest
+            .session
+            .input_marker
+            .clone()
+            .filter(|m| m.len() >= 4),
+        named_ids: HashSet::new(),
     };
     for f in c.flows.iter().filter(|f| f.protocol == FlowProtocol::Unix) {
         s.phases.want(&f.events);
@@ -178,11 +201,42 @@ impl Evaluator for State {
         {
             return;
         }
+        let named = match addr {
+            SockAddr::Unix { path, is_abstract } if !*is_abstract => {
+                let norm = NormPath::resolve(path.as_slice(), &self.cwd);
+                let marked = self.marker.as_deref().is_some_and(|m| {
+                    path.as_slice()
+                        .windows(m.len())
+                        .any(|w| w.eq_ignore_ascii_case(m.as_bytes()))
+                });
+                self.named
+                    .named(&e.phase, e.t_ns, norm.components())
+                    .map(|arg| {
+                        format!(
+                            "argument `{}`",
+                            glassbox_model::printable(&glassbox_model::truncate(arg, 80))
+                        )
+                    })
+                    // A name without a folder (`glassbox-probe-<marker>.txt`) is no path to
+                    // `named`; the marker in it says the input named it.
+                    .or_else(|| marked.then(|| "the probe string of its input".to_string()))
+            }
+            _ => None,
+        };
+        if named.is_some() {
+            self.named_ids.insert(e.id);
+        }
         let Some(u) = self.groups.get(key) else {
             return;
         };
         if u.shown.is_none() {
             u.shown = Some(shown(addr));
+        }
+        match named {
+            Some(arg) => {
+                u.named.get_or_insert(arg);
+            }
+            None => u.unnamed += 1,
         }
         u.connects += 1;
         u.canary = canary;
@@ -224,6 +278,7 @@ impl Evaluator for State {
             }
         }
         let mut findings = Vec::new();
+        let mut notes = Vec::new();
         for ((is_abstract, path), u) in s.groups.items {
             let shown = u
                 .shown
@@ -250,6 +305,27 @@ impl Evaluator for State {
             if !u.sent.is_empty() {
                 summary += &format!("; sent {}", u.sent.join(", "));
             }
+            // Every connect during a call whose input named the socket, and every flow the
+            // canary recorded of one of those connects: what the tool was asked to do.
+            let asked = u.unnamed == 0 && u.connects > 0;
+            let flows_named = u.flows.is_empty()
+                || ctx
+                    .flows
+                    .iter()
+                    .filter(|f| u.flows.contains(&f.id))
+                    .all(|f| {
+                        !f.events.is_empty() && f.events.iter().all(|id| s.named_ids.contains(id))
+                    });
+            if let (true, true, Some(arg)) = (asked, flows_named, &u.named) {
+                summary += &format!(
+                    ", because that call's input named it ({arg}): what the tool can be made to \
+                     reach, listed by input-exposure when outside the workspace"
+                );
+                let mut f = INFO.finding(summary, u.ids, u.phases.first().cloned());
+                f.flows = u.flows;
+                notes.push(f);
+                continue;
+            }
             let mut f = INFO.finding(summary, u.ids, u.phases.first().cloned());
             f.flows = u.flows;
             findings.push(f);
@@ -264,10 +340,7 @@ impl Evaluator for State {
                 None,
             ));
         }
-        Evaluation {
-            findings,
-            notes: Vec::new(),
-        }
+        Evaluation { findings, notes }
     }
 }
 
@@ -300,6 +373,77 @@ mod tests {
             "connected to Unix socket /var/run/docker.sock (not bound in the sandbox) during call:ps"
         );
         assert_eq!(eval.findings[0].evidence, vec![3]);
+    }
+
+    #[test]
+    fn a_socket_the_calls_input_named_is_a_note_and_elsewhere_still_counts() {
+        let asked = Phase::call("status", 2);
+        let ev = Ev::new()
+            .canary_sockets(&["/var/run/docker.sock"])
+            .call(
+                "status",
+                1,
+                serde_json::json!({"socketPath": "glassbox-probe.txt"}),
+            )
+            .call(
+                "status",
+                2,
+                serde_json::json!({"socketPath": "/var/run/docker.sock"}),
+            )
+            .connect("unix:/var/run/docker.sock", asked.clone())
+            .flow(
+                F::unix("/var/run/docker.sock")
+                    .sample(&b"GET /containers/json HTTP/1.1\r\n"[..])
+                    .events(&[1]),
+            )
+            .build();
+        let eval = evaluate(&ev);
+        assert!(eval.findings.is_empty(), "{eval:#?}");
+        assert_eq!(eval.notes.len(), 1, "{eval:#?}");
+        assert!(
+            eval.notes[0].summary.starts_with(
+                "connected to Unix socket /var/run/docker.sock (a glassbox canary) during \
+                 call:status#2; sent \"GET /containers/json"
+            ) && eval.notes[0]
+                .summary
+                .ends_with("because that call's input named it (argument `socketPath`): what the tool can be made to reach, listed by input-exposure when outside the workspace"),
+            "{eval:#?}"
+        );
+        // A name without a folder, with the marker: named by the input too.
+        let ev = Ev::new()
+            .marker("gbm0a1b2c3")
+            .call(
+                "status",
+                1,
+                serde_json::json!({"socketPath": "glassbox-probe-gbm0a1b2c3.txt"}),
+            )
+            .connect(
+                "unix:glassbox-probe-gbm0a1b2c3.txt",
+                Phase::call("status", 1),
+            )
+            .build();
+        let eval = evaluate(&ev);
+        assert!(eval.findings.is_empty(), "{eval:#?}");
+        assert!(
+            eval.notes[0]
+                .summary
+                .contains("(the probe string of its input)"),
+            "{eval:#?}"
+        );
+        // The same socket also connected in a call that did not name it: a finding.
+        let ev = Ev::new()
+            .canary_sockets(&["/var/run/docker.sock"])
+            .call(
+                "status",
+                2,
+                serde_json::json!({"socketPath": "/var/run/docker.sock"}),
+            )
+            .connect("unix:/var/run/docker.sock", asked)
+            .connect("unix:/var/run/docker.sock", Phase::Startup)
+            .build();
+        let s = summaries(&ev);
+        assert_eq!(s.len(), 1, "{s:?}");
+        assert!(s[0].contains("2 times"), "{s:?}");
     }
 
     #[test]
