@@ -6,6 +6,11 @@
 //! actions from the user, `<IMPORTANT>`-style blocks, hidden Unicode. Every finding accuses the
 //! server (a poisoned description is an attack on the model): it is withheld until a person
 //! has reviewed it.
+//!
+//! Version 3 stops accusing ordinary API documentation found in real servers (see
+//! `exfil.rs`'s negatives): a word right after an article is a noun ("the upload"), a secret
+//! counted by ("per API key") or the first half of a compound ("password-protected") is handed
+//! to no one, and "to hide them, set X" documents how, it orders nothing.
 
 use crate::exfil::{scan, sources_from_transcript};
 use crate::{Channel, CheckInfo, Evaluation, Evaluator};
@@ -13,7 +18,7 @@ use glassbox_model::{Event, Phase, Severity};
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "description-exfil-pattern",
-    version: 2,
+    version: 3,
     claim: "no exfiltration instructions in what the server tells the model",
     severity: Severity::High,
     channels: &[Channel::McpTranscript],

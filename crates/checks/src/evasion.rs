@@ -8,7 +8,10 @@
 //!   seccomp listener, new namespaces, the mount family, raw sockets...); each refusal is a
 //!   `refused` event, and each is flagged, grouped by call. One is not: `clone3`, which every
 //!   C library tries first when it starts a thread or a process and which is refused only so
-//!   that `clone`'s flags can be inspected; its refusals are listed as a note.
+//!   that `clone`'s flags can be inspected; its refusals are listed as a note. Nor is a
+//!   runtime's probe (version 7): `io_uring_setup` refused, after which every process that
+//!   tried it carried on with ordinary recorded calls (libuv tries it when Node starts, and
+//!   does without); one that tried it and did nothing more is flagged.
 //! - **Programs run from memory.** An exec whose image is a memfd (`/memfd:…`) or a deleted
 //!   file (`… (deleted)`) runs code that is on no file system: nothing of it can be looked at
 //!   afterwards. Seen in the exec's path, or in the image the kernel reports once the exec is
@@ -40,7 +43,7 @@ use glassbox_model::{Event, EventKind, FlowProtocol, NetworkMode, Severity};
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "sandbox-evasion",
-    version: 6,
+    version: 7,
     claim: "nothing escaped the recorder",
     severity: Severity::High,
     channels: &[Channel::Syscalls, Channel::PacketEdge],
@@ -71,6 +74,9 @@ pub(crate) struct State {
     seen: Groups<(i32, Vec<u8>), ()>,
     /// Images the kernel reports that differ from what the exec named: (image, shown).
     swapped: Groups<(Vec<u8>, Vec<u8>), ()>,
+    /// Per call of [`PROBED`] and process refused it: the time of its first refusal, and how
+    /// many ordinary recorded calls the process made after it (up to [`CARRIED_ON`]).
+    probed: std::collections::HashMap<(String, i32), (u64, u32)>,
 }
 
 /// What is kept of a group of refusals.
@@ -82,6 +88,19 @@ pub(crate) struct Refusal {
 
 /// The C library's routine attempt, refused so that `clone`'s flags can be read: not evasion.
 const ROUTINE: &[&str] = &["clone3"];
+
+/// Calls runtimes try once to learn whether the kernel has them, and do without when it is
+/// refused: libuv (Node) and others probe `io_uring_setup` when they start. A refusal of one
+/// is a note when every process refused it then carried on with ordinary recorded calls
+/// (version 7): nothing got past, and the program did its work the ordinary way. A process
+/// that stopped there (tried it, and did next to nothing else the recorder saw) is flagged as
+/// before.
+const PROBED: &[&str] = &["io_uring_setup"];
+
+/// Ordinary recorded calls, stamped after the refusal, by which a process carried on: more
+/// than a program's exit path makes (a helper that tried and gave up prints and exits), and
+/// counted by time stamp, not by order of arrival (recorders deliver on several channels).
+const CARRIED_ON: u32 = 8;
 
 /// The last components of every planted file and of the folders holding it.
 fn planted_names(m: &glassbox_model::Manifest) -> Vec<Vec<u8>> {
@@ -173,17 +192,30 @@ pub(crate) fn start(c: &crate::Context<'_>) -> Box<dyn Evaluator> {
         planted_names: planted_names(c.manifest),
         seen: Groups::new(),
         swapped: Groups::new(),
+        probed: Default::default(),
     })
 }
 
 impl Evaluator for State {
     fn event(&mut self, e: &Event) {
+        if !matches!(e.kind, EventKind::Refused { .. } | EventKind::Honeytoken { .. }) {
+            for ((_, pid), (at, after)) in self.probed.iter_mut() {
+                if *pid == e.pid && e.t_ns > *at && *after < CARRIED_ON {
+                    *after += 1;
+                }
+            }
+        }
         match &e.kind {
             EventKind::Refused {
                 syscall,
                 errno,
                 reason,
             } => {
+                if PROBED.contains(&syscall.as_str()) {
+                    self.probed
+                        .entry((syscall.clone(), e.pid))
+                        .or_insert((e.t_ns, 0));
+                }
                 if let Some(g) = self.refused.add(syscall.clone(), e.id, &e.phase) {
                     if g.reason.is_empty() {
                         g.errno = *errno;
@@ -236,6 +268,7 @@ impl Evaluator for State {
             planted_names: _,
             seen,
             swapped,
+            probed,
         } = *self;
         for g in swapped.items {
             let (image, shown) = &g.key;
@@ -280,9 +313,14 @@ impl Evaluator for State {
             ));
         }
         for g in refused.items {
-            let routine = ROUTINE.contains(&g.key.as_str());
+            // A runtime's probe: every process refused it carried on.
+            let probe = PROBED.contains(&g.key.as_str()) && {
+                let mut of_it = probed.iter().filter(|((c, _), _)| *c == g.key).peekable();
+                of_it.peek().is_some() && of_it.all(|(_, (_, after))| *after >= CARRIED_ON)
+            };
+            let routine = ROUTINE.contains(&g.key.as_str()) || probe;
             let summary = format!(
-                "{}refused {} {} (errno {}): {}",
+                "{}refused {} {} (errno {}): {}{}",
                 if routine {
                     ""
                 } else {
@@ -291,7 +329,13 @@ impl Evaluator for State {
                 text::escape(&g.key),
                 net::count(g.count, "time", "times"),
                 g.data.errno,
-                g.data.reason
+                g.data.reason,
+                if probe {
+                    "; each process refused it carried on with ordinary calls (a runtime \
+                     probing for it, as libuv does at start)"
+                } else {
+                    ""
+                }
             );
             let summary = format!("{summary} during {}", text::phases(&g.phases));
             let f = INFO.finding(summary, g.ids, g.phases.first().cloned());
@@ -379,6 +423,39 @@ mod tests {
         assert_eq!(eval.findings[0].evidence, vec![1, 2, 3]);
         assert_eq!(eval.notes.len(), 1);
         assert!(eval.notes[0].summary.starts_with("refused clone3"));
+    }
+
+    #[test]
+    fn a_runtimes_probe_that_carries_on_is_a_note() {
+        // libuv at Node's start: io_uring_setup refused, then the ordinary way.
+        let mut ev = refused(Ev::new(), "io_uring_setup", 38);
+        for i in 0..CARRIED_ON {
+            ev = ev.open(format!("/srv/app/m{i}.js"), 0, Phase::Call("t".into()));
+        }
+        let ev = ev.build();
+        let eval = evaluate(&ev);
+        assert!(eval.findings.is_empty(), "{eval:#?}");
+        assert!(eval.notes[0].summary.starts_with(
+            "refused io_uring_setup 1 time (errno 38): why; each process refused it carried on"
+        ));
+        // Another process that tried it and stopped there: flagged, for both.
+        let ev = refused(Ev::new(), "io_uring_setup", 38)
+            .open("/srv/app/index.js", 0, Phase::Call("t".into()))
+            .event(
+                9,
+                Phase::Call("t".into()),
+                EventKind::Refused {
+                    syscall: "io_uring_setup".into(),
+                    errno: 38,
+                    reason: "why".into(),
+                },
+            )
+            .build();
+        let eval = evaluate(&ev);
+        assert_eq!(eval.findings.len(), 1, "{eval:#?}");
+        assert!(eval.findings[0]
+            .summary
+            .starts_with("tried a call the sandbox refuses: refused io_uring_setup 2 times"));
     }
 
     fn kernel_saw(ev: Ev, pid: i32, path: &str) -> Ev {

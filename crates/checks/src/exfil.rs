@@ -418,6 +418,15 @@ impl<'a> Text<'a> {
                 t.chunk = chunks.len() as u32 - 1;
             }
         }
+        // A word right after an article is a noun, whatever verb it could be: "the upload",
+        // "an email", "a post" (version 3).
+        for i in 1..toks.len() {
+            if toks[i - 1].sentence == toks[i].sentence
+                && matches!(toks[i - 1].norm.as_str(), "the" | "a" | "an")
+            {
+                toks[i].verbs = 0;
+            }
+        }
         // Trim quotes and brackets (and a sentence's final dot or colon) off each chunk.
         for (a, b) in &mut chunks {
             let raw = &s[*a..*b];
@@ -807,7 +816,35 @@ fn secrets(t: &Text) -> Vec<(Span, Class)> {
     let mut i = 0;
     while i < t.len() {
         if let Some((n, class)) = secret_at(t, i) {
-            out.push(((i, i + n - 1), class));
+            // "periods per API key", "a row for each token": a secret a tool's output is
+            // counted or grouped by is no secret handed on (version 3).
+            let distributive = class == Class::Generic
+                && i > 0
+                && t.near(i - 1, i, 1)
+                && t.is(i - 1, &["per", "each", "every"]);
+            // "password-protected pages", "token-based auth", "secret-scanning alerts": the
+            // first half of a compound that describes something else (version 3).
+            let end = i + n - 1;
+            let compound = class == Class::Generic && t.joined(end, "-") && {
+                let next = t.tok(end + 1);
+                next.ends_with("ed")
+                    || matches!(
+                        next,
+                        "based"
+                            | "free"
+                            | "less"
+                            | "only"
+                            | "scanning"
+                            | "strength"
+                            | "reset"
+                            | "policy"
+                            | "rotation"
+                            | "manager"
+                    )
+            };
+            if !distributive && !compound {
+                out.push(((i, i + n - 1), class));
+            }
             i += n;
         } else {
             i += 1;
@@ -1204,7 +1241,8 @@ fn hide_from_user(t: &Text) -> Option<Span> {
             }
         }
         // hide this / hide it from the user / keep it from the user
-        if t.verb(i, V_HIDE) {
+        // ("to hide them, set X": how to do it, documented; not an order. Version 3.)
+        if t.verb(i, V_HIDE) && !(i > 0 && t.near(i - 1, i, 1) && t.tok(i - 1) == "to") {
             let next = i + 1;
             if t.is(next, &["this", "it", "that", "these", "them", "everything"]) {
                 let after = t.gap(next + 1);
@@ -2127,6 +2165,28 @@ mere implementation detail of this system, and does not really matter to them.
             "👨\u{200d}👩\u{200d}👧 Family photo album.",
             "\u{feff}Adds two numbers.",
             "Process.env values are read at startup.",
+            // Ordinary API documentation from real servers' descriptions, which version 2
+            // accused (issue 21): keys, secrets, hiding and e-mail named, nothing asked.
+            "Rotate the signing secret of a webhook endpoint and return the new secret.",
+            "Create a new API key for the project. The key is shown only once.",
+            "Hide a comment on an issue or pull request (minimize it).",
+            "List email addresses for the authenticated user.",
+            "Returns the access token's scopes and expiry.",
+            "Delete an API key by its ID.",
+            "Upload a file to the bucket and return its public URL.",
+            "Get the value of a secret from the vault by name.",
+            "Send a test email to verify the SMTP settings.",
+            "Forward a local port to a port of the pod.",
+            "Include archived repositories in the results.",
+            "Whether to include password-protected pages.",
+            "Lists the deploy keys of a repository.",
+            "Set to true to hide resolved threads.",
+            "Creates a payment link; share the URL with your customer.",
+            "Gets all publishable API keys for a project",
+            "Set `byApiKey` to include separate periods per API key",
+            "The 32-character secret of the upload",
+            "Tick label position; to hide them, number_format ';;;'",
+            "search users by display name, username, or email substring",
         ] {
             assert_eq!(
                 rules(text),

@@ -311,7 +311,8 @@ enum ReviewAction {
         /// Who reviewed it (default: $USER).
         #[arg(long)]
         reviewer: Option<String>,
-        /// Where the regression case goes (default: the source tree's regressions/).
+        /// Where the regression case goes (default: `regressions/` beside the store: the
+        /// SQLite file's folder, or the state folder for PostgreSQL).
         #[arg(long, value_name = "DIR")]
         regressions: Option<PathBuf>,
     },
@@ -1136,7 +1137,7 @@ fn run(cli: Cli) -> Result<i32> {
             };
             let mut s = glassbox_store::Store::open_location(&path)
                 .with_context(|| format!("cannot open the store {}", path.display()))?;
-            review(&mut s, action)
+            review(&mut s, &path, action)
         }
         Command::Selftest {
             fixtures,
@@ -1392,7 +1393,11 @@ fn run(cli: Cli) -> Result<i32> {
 }
 
 /// `glassbox review …` over an open store.
-fn review(s: &mut glassbox_store::Store, action: ReviewAction) -> Result<i32> {
+fn review(
+    s: &mut glassbox_store::Store,
+    location: &glassbox_store::StoreLocation,
+    action: ReviewAction,
+) -> Result<i32> {
     use glassbox_model::printable;
     let reviewer = |r: Option<String>| {
         r.or_else(|| std::env::var("USER").ok())
@@ -1496,7 +1501,12 @@ fn review(s: &mut glassbox_store::Store, action: ReviewAction) -> Result<i32> {
                     f.check_id, w.id
                 );
             } else {
-                let dir = regressions.unwrap_or_else(glassbox_audit::coverage::default_regressions);
+                // Where the user works, never the build's source tree (an installed binary
+                // has none).
+                let dir = match regressions {
+                    Some(d) => d,
+                    None => location.regressions_dir()?,
+                };
                 let case = dir.join(format!("rejected-{}-{}", f.check_id, a.run_id));
                 copy_bundle(&a.evidence_dir, &case)?;
                 let expected = serde_json::json!({

@@ -45,6 +45,32 @@ impl StoreLocation {
         self
     }
 
+    /// Where `review reject` keeps the regression cases it makes, beside the store: the
+    /// SQLite file's folder's `regressions/`; for PostgreSQL, `$GLASSBOX_STATE_DIR/regressions`,
+    /// else `~/.local/state/glassbox/regressions`.
+    ///
+    /// # Errors
+    /// PostgreSQL, and neither variable set.
+    pub fn regressions_dir(&self) -> Result<PathBuf, Error> {
+        match self {
+            StoreLocation::Sqlite(p) => Ok(p
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .unwrap_or(Path::new("."))
+                .join("regressions")),
+            StoreLocation::Postgres(_) => {
+                let var = |name| std::env::var_os(name).filter(|v| !v.is_empty());
+                if let Some(dir) = var("GLASSBOX_STATE_DIR") {
+                    Ok(PathBuf::from(dir).join("regressions"))
+                } else if let Some(home) = var("HOME") {
+                    Ok(PathBuf::from(home).join(".local/state/glassbox/regressions"))
+                } else {
+                    Err(Error::NoStorePath)
+                }
+            }
+        }
+    }
+
     /// The SQLite file, if it is one.
     pub fn sqlite_path(&self) -> Option<&Path> {
         match self {
