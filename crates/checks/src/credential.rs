@@ -31,7 +31,7 @@ use glassbox_model::{Event, EventKind, Manifest, Severity};
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "credential-probe",
-    version: 6,
+    version: 7,
     claim: "no credential probing",
     severity: Severity::High,
     channels: &[Channel::Syscalls],
@@ -77,6 +77,16 @@ pub(crate) const WELL_KNOWN: &[&str] = &[
     ".config/google-chrome/**",
     ".config/chromium/**",
 ];
+
+/// Well-known credential paths that libraries look up by themselves, with who does: an
+/// access to one that is not planted is a note naming it (version 7), not a finding. None of
+/// them is planted (`crates/sandbox/src/honeytokens.rs`): the seed's rule is to plant only
+/// where nothing legitimate reads automatically.
+pub(crate) const DEFAULT_LOOKUPS: &[(&str, &str)] = &[(
+    ".netrc",
+    "HTTP libraries look it up by default on every request (Python requests, curl's \
+     --netrc-optional, libcurl bindings)",
+)];
 
 /// Why a path is a credential path; the first reason that applies wins.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -427,10 +437,31 @@ impl Evaluator for State {
                 INFO.finding(summary, g.ids, g.phases.first().cloned())
             })
             .collect();
+        let mut notes: Vec<_> = notes;
         let overflow = groups.overflow;
         let mut findings: Vec<_> = groups
             .items
             .into_iter()
+            .filter_map(|g| {
+                let default = (g.data.reason == Some(Reason::WellKnown))
+                    .then(|| paths::home_relative(&g.key, &ctx.home))
+                    .flatten()
+                    .and_then(|rel| DEFAULT_LOOKUPS.iter().find(|(p, _)| paths::matches(rel, p)));
+                if let Some((_, who)) = default {
+                    notes.push(INFO.finding(
+                        format!(
+                            "{} {} during {}: {who}; it is not planted",
+                            g.data.verbs(),
+                            paths::display(&g.key, &ctx.home),
+                            text::phases(&g.phases),
+                        ),
+                        g.ids,
+                        g.phases.first().cloned(),
+                    ));
+                    return None;
+                }
+                Some(g)
+            })
             .map(|g| {
                 let acc = &g.data;
                 let reason = acc.reason.map_or("", Reason::text);
@@ -622,9 +653,25 @@ mod tests {
     }
 
     #[test]
+    fn a_lookup_libraries_make_by_default_is_a_note() {
+        let ev = Ev::new()
+            .stat("/home/user/.netrc", call("fetch"))
+            .open_result("/home/user/.netrc", 0, Some(-2), call("fetch"))
+            .build();
+        let e = evaluate(&ev);
+        assert!(e.findings.is_empty(), "{e:#?}");
+        assert_eq!(
+            e.notes[0].summary,
+            "read + stat of ~/.netrc during call:fetch: HTTP libraries look it up by default on \
+             every request (Python requests, curl's --netrc-optional, libcurl bindings); it is \
+             not planted"
+        );
+    }
+
+    #[test]
     fn read_write_stat_and_list_are_distinguished() {
         let ev = Ev::new()
-            .open("/home/user/.netrc", 0, Phase::Startup)
+            .open("/home/user/.pgpass", 0, Phase::Startup)
             .open("/home/user/.npmrc", O_WRONLY | O_CREAT, Phase::Startup)
             .stat("/home/user/.gnupg", Phase::Startup)
             .open("/home/user/.ssh", O_DIRECTORY, Phase::List)
@@ -632,7 +679,7 @@ mod tests {
         assert_eq!(
             summaries(&ev),
             vec![
-                "read ~/.netrc (well-known credential path) during startup",
+                "read ~/.pgpass (well-known credential path) during startup",
                 "write ~/.npmrc (well-known credential path) during startup",
                 "stat of ~/.gnupg (well-known credential path) during startup",
                 "list ~/.ssh (well-known credential path) during list",
@@ -659,7 +706,7 @@ mod tests {
             "/home/user/.aws/credentials",
             "/home/user/.aws/config",
             "/home/user/.gnupg/private-keys-v1.d/x.key",
-            "/home/user/.netrc",
+            "/home/user/.pgpass",
             "/home/user/.pgpass",
             "/home/user/.git-credentials",
             "/home/user/.npmrc",
@@ -700,12 +747,12 @@ mod tests {
             "/home/user/.cargo/registry/index",
             "/home/user/.cargo/config.toml",
             "/home/user/.npmrc.bak/x",
-            "/home/user/.netrc/x",
+            "/home/user/.pgpass/x",
             "/home/user/project/.ssh/id_rsa.pub.md",
             "/home/user",
             "/home/user/.config",
             "/etc/ssh/ssh_config",
-            "/root/.netrc",
+            "/root/.pgpass",
             "/home/other/.ssh/id_rsa",
             "/home/userx/.ssh/id_rsa",
             "/usr/lib/node_modules/npm/.npmrc",
@@ -837,7 +884,7 @@ mod tests {
         assert!(flagged_in("/work/app", b"../../home/user/other/.env"));
         // Inside home: a `.env` of its own is not counted, home's credentials are.
         assert!(!flagged_in("/home/user/project", b".env"));
-        assert!(flagged_in("/home/user/project", b"../.netrc"));
+        assert!(flagged_in("/home/user/project", b"../.pgpass"));
         // Above home (or a planted folder): no `..` needed to reach them.
         assert!(flagged_in("/home", b"user/.aws/credentials"));
         assert!(flagged_in("/", b"home/user/.ssh/id_rsa"));
@@ -945,7 +992,7 @@ mod tests {
     fn hostile_tool_names_in_phases_are_escaped() {
         let ev = Ev::new()
             .open(
-                "/home/user/.netrc",
+                "/home/user/.pgpass",
                 0,
                 Phase::Call("x\x1b]0;pwned\x07".into()),
             )

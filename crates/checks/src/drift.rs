@@ -1185,7 +1185,10 @@ mod tests {
             json!(["cwd", "cmd"]),
         );
         let mut ev = Ev::new().build();
-        ev.transcript = session(&[first.clone()], &[reordered.clone()]);
+        ev.transcript = session(
+            std::slice::from_ref(&first),
+            std::slice::from_ref(&reordered),
+        );
         let e = evaluate_with(&ev, &[]);
         assert!(e.findings.is_empty(), "{:#?}", e.findings);
         assert!(summaries(e.notes).iter().any(|n| n
@@ -1211,7 +1214,11 @@ mod tests {
             ),
         ] {
             assert_eq!(
-                findings(session(&[first.clone()], &[changed.clone()])).len(),
+                findings(session(
+                    std::slice::from_ref(&first),
+                    std::slice::from_ref(&changed)
+                ))
+                .len(),
                 1,
                 "{changed}"
             );

@@ -198,7 +198,10 @@ pub(crate) fn start(c: &crate::Context<'_>) -> Box<dyn Evaluator> {
 
 impl Evaluator for State {
     fn event(&mut self, e: &Event) {
-        if !matches!(e.kind, EventKind::Refused { .. } | EventKind::Honeytoken { .. }) {
+        if !matches!(
+            e.kind,
+            EventKind::Refused { .. } | EventKind::Honeytoken { .. }
+        ) {
             for ((_, pid), (at, after)) in self.probed.iter_mut() {
                 if *pid == e.pid && e.t_ns > *at && *after < CARRIED_ON {
                     *after += 1;
