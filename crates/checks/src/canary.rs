@@ -67,6 +67,9 @@
 //! report says of every planted secret where it went (in what the edge read: a flow it could
 //! not read makes the check `not-observed`).
 //!
+//! Version 5 judges as version 4 did; its search of the flows is shared with
+//! `credential-probe` ([`went`]), which also searches the server's answers to the client.
+//!
 //! One finding per planted file and run (for a declared secret: one for the flows to its
 //! documented hosts, a note, and one for the rest), with every flow its secret was found in:
 //! the evidence and flow ids of all of them, the bytes of the secret found (`bytes 4..32 of
@@ -91,7 +94,7 @@ use std::collections::HashMap;
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "canary-exfiltration",
-    version: 4,
+    version: 5,
     claim: "no planted secret leaves the sandbox",
     severity: Severity::High,
     channels: &[Channel::PacketEdge],
@@ -570,7 +573,78 @@ pub(crate) fn start(c: &crate::Context<'_>) -> Box<dyn Evaluator> {
     let Some(m) = Matcher::new(&c.manifest.sandbox.honeytokens) else {
         return Box::new(s);
     };
-    for (fi, f) in c.flows.iter().enumerate() {
+    s.leaks = leaks(&m, c.flows);
+    for (fi, _) in s.leaks.items.iter().map(|(k, _)| *k).collect::<Vec<_>>() {
+        s.phases.want(&c.flows[fi].events);
+    }
+    Box::new(s)
+}
+
+/// Where one planted file's secrets went ([`went`]).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Went {
+    /// Flows that carried one elsewhere than to its own service: each destination.
+    pub(crate) elsewhere: Vec<String>,
+    /// Its own services (or documented hosts) that flows carried one to.
+    pub(crate) own: Vec<String>,
+    /// Phases whose answer to the client (tool results, resources: the model's context)
+    /// carried one.
+    pub(crate) answers: Vec<glassbox_model::Phase>,
+}
+
+/// Where each planted file's secrets went (by index of `manifest.sandbox.honeytokens`), in
+/// what the edge read and in the server's answers to the client (both runs); `None` when
+/// there were more finds than are kept (then nothing can be said of any).
+pub(crate) fn went(c: &crate::Context<'_>) -> Option<Vec<Went>> {
+    let tokens = &c.manifest.sandbox.honeytokens;
+    let mut out = vec![Went::default(); tokens.len()];
+    let Some(m) = Matcher::new(tokens) else {
+        return Some(out);
+    };
+    let found = leaks(&m, c.flows);
+    if found.overflow > 0 {
+        return None;
+    }
+    for ((fi, ti), leak) in found.items {
+        let (Some(f), Some(h)) = (c.flows.get(fi), tokens.get(ti)) else {
+            continue;
+        };
+        let w = &mut out[ti];
+        let add = |v: &mut Vec<String>, x: String| {
+            if !v.contains(&x) {
+                v.push(x);
+            }
+        };
+        match fate(f, h, &leak) {
+            Fate::Elsewhere => add(&mut w.elsewhere, destination(f)),
+            Fate::Documented => add(&mut w.own, "its documented host".into()),
+            Fate::Used(si) => {
+                if let Some(svc) = h.services.get(si) {
+                    add(&mut w.own, net::show(&svc.name));
+                }
+            }
+        }
+    }
+    for t in c.transcript.iter().chain(c.denied_transcript) {
+        if t.dir != glassbox_model::Direction::ServerToClient {
+            continue;
+        }
+        for p in m.find(t.raw.as_slice()) {
+            for n in &m.needles[p] {
+                let w = &mut out[n.token];
+                if !w.answers.contains(&t.phase) {
+                    w.answers.push(t.phase.clone());
+                }
+            }
+        }
+    }
+    Some(out)
+}
+
+/// What `m` finds in each flow's fields, per (flow, honeytoken) by index.
+fn leaks(m: &Matcher, flows: &[Flow]) -> Keyed<(usize, usize), Leak> {
+    let mut leaks: Keyed<(usize, usize), Leak> = Keyed::new();
+    for (fi, f) in flows.iter().enumerate() {
         for (field, hay) in fields(f) {
             let plain = m.find(&hay);
             let decoded = percent_decoded(&hay).map_or_else(Vec::new, |d| m.find(&d));
@@ -582,8 +656,7 @@ pub(crate) fn start(c: &crate::Context<'_>) -> Box<dyn Evaluator> {
             );
             for (p, url) in found {
                 for n in &m.needles[p] {
-                    s.phases.want(&f.events);
-                    let Some(leak) = s.leaks.get((fi, n.token)) else {
+                    let Some(leak) = leaks.get((fi, n.token)) else {
                         continue;
                     };
                     if n.piece.whole() {
@@ -602,7 +675,7 @@ pub(crate) fn start(c: &crate::Context<'_>) -> Box<dyn Evaluator> {
             }
         }
     }
-    Box::new(s)
+    leaks
 }
 
 /// Where a planted secret went, in one flow.

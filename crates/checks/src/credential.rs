@@ -14,6 +14,12 @@
 //! Open (read, write, directory listing) and stat events count; exec events do not (the child's
 //! own open is what is recorded). One finding per distinct path.
 //!
+//! Version 7: a read of a planted secret is an accusation only where a reviewer would uphold
+//! one: its value left for anywhere but its own service, came back to the client in an answer
+//! (a tool result or a resource), or may have gone where the edge could not read (a flow of a
+//! server run unread). A value that never left, or went only to its own service (a kube
+//! client's token to its cluster), is a finding that says so, without accusing.
+//!
 //! An access during a call whose input named the path ([`crate::named`]: the plan's call that
 //! gives a path parameter a planted credential; a folder on its way or inside it; for a stat or
 //! a failed open, an entry beside a folder on its way) is the tool doing what it was asked: a
@@ -35,9 +41,12 @@ pub(crate) const INFO: CheckInfo = CheckInfo {
     claim: "no credential probing",
     severity: Severity::High,
     channels: &[Channel::Syscalls],
-    accuses: "reading a planted secret (credential theft)",
+    accuses: "reading a planted secret whose value then left, came back to the client, or may \
+              have gone where the edge could not read (credential theft)",
     sources: &[
         "credential.rs",
+        "canary.rs",
+        "net.rs",
         "named.rs",
         "paths.rs",
         "flags.rs",
@@ -87,6 +96,105 @@ pub(crate) const DEFAULT_LOOKUPS: &[(&str, &str)] = &[(
     "HTTP libraries look it up by default on every request (Python requests, curl's \
      --netrc-optional, libcurl bindings)",
 )];
+
+/// Where the values of the planted secrets read went (version 7), which decides whether a
+/// read is an accusation: what a reviewer would uphold. The value leaving for anywhere but its
+/// own service, coming back to the client in an answer (a tool result or a resource: the
+/// model's context is a channel), or a fate unknown because a flow of a server run could not
+/// be read, is; a value that never left, or went only to its own service, is not (the finding
+/// says which).
+struct Fate {
+    /// [`crate::canary::went`]: `None` when more was found than is kept, or when no planted
+    /// read asked.
+    went: Option<Vec<crate::canary::Went>>,
+    /// Whether it was computed (nothing planted was read, otherwise).
+    asked: bool,
+    /// The planted files, normalized, by index of `manifest.sandbox.honeytokens`.
+    tokens: Vec<NormPath>,
+    /// Flows of a server run the edge could not read.
+    unread: usize,
+    /// The packet edge was there to see what left (`manifest.recorder.channels`).
+    edge: bool,
+}
+
+impl Fate {
+    /// What is needed to judge reads of planted files, if `asked`.
+    fn new(c: &crate::Context<'_>, asked: bool) -> Fate {
+        Fate {
+            went: if asked { crate::canary::went(c) } else { None },
+            asked,
+            tokens: c
+                .manifest
+                .sandbox
+                .honeytokens
+                .iter()
+                .map(|h| NormPath::new(h.path.as_bytes()))
+                .collect(),
+            unread: crate::canary::unread(c.flows, |f| {
+                f.mode != glassbox_model::NetworkMode::Install
+            })
+            .len(),
+            edge: crate::Channel::PacketEdge.observed_in(c.manifest),
+        }
+    }
+
+    /// What became of the planted file `path`'s value, to follow its finding's summary, and
+    /// whether the read is an accusation.
+    fn of(&self, path: &NormPath) -> (String, bool) {
+        let ti = self.tokens.iter().position(|t| t == path);
+        let went = match (self.asked, &self.went, ti) {
+            (true, Some(all), Some(ti)) => all.get(ti),
+            _ => None,
+        };
+        let Some(w) = went else {
+            return (
+                "; where its value went is not known (more was found than is kept)".into(),
+                true,
+            );
+        };
+        let mut why = Vec::new();
+        if !w.elsewhere.is_empty() {
+            why.push(format!(
+                "its value left for {} (canary-exfiltration)",
+                w.elsewhere
+                    .iter()
+                    .take(3)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ));
+        }
+        if !w.answers.is_empty() {
+            why.push(format!(
+                "its value came back to the client in the answer to {} (the model's context is \
+                 a channel)",
+                text::phases(&w.answers)
+            ));
+        }
+        if why.is_empty() && !self.edge {
+            why.push("where its value went is not known: the network edge was not there".into());
+        }
+        if why.is_empty() && self.unread > 0 {
+            why.push(format!(
+                "where its value went is not known: {} could not be read",
+                crate::net::count(self.unread as u64, "flow", "flows")
+            ));
+        }
+        if !why.is_empty() {
+            return (format!("; {}", why.join("; ")), true);
+        }
+        let said = match w.own.is_empty() {
+            true => "; its value never left: nothing the edge read carried it, nor any answer to \
+                     the client"
+                .to_string(),
+            false => format!(
+                "; its value went only to its own service ({}): use, not theft",
+                w.own.join(", ")
+            ),
+        };
+        (said, false)
+    }
+}
 
 /// Why a path is a credential path; the first reason that applies wins.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -254,6 +362,11 @@ struct Access {
 }
 
 impl Access {
+    /// A planted secret read (an open that succeeded, or the kernel's report of a read).
+    fn read_planted(&self) -> bool {
+        self.read && self.failed_opens < self.opens && matches!(self.reason, Some(Reason::Planted))
+    }
+
     fn verbs(&self) -> String {
         let mut v = Vec::new();
         if self.read {
@@ -415,7 +528,7 @@ impl Evaluator for State {
         self.see(e);
     }
 
-    fn finish(mut self: Box<Self>) -> Evaluation {
+    fn finish_with(mut self: Box<Self>, c: &crate::Context<'_>) -> Evaluation {
         self.judge_kernel();
         let State {
             ctx,
@@ -438,6 +551,8 @@ impl Evaluator for State {
             })
             .collect();
         let mut notes: Vec<_> = notes;
+        let asked = groups.items.iter().any(|g| g.data.read_planted());
+        let fate = Fate::new(c, asked);
         let overflow = groups.overflow;
         let mut findings: Vec<_> = groups
             .items
@@ -478,12 +593,14 @@ impl Evaluator for State {
                     paths::display(&g.key, &ctx.home),
                     text::phases(&g.phases),
                 );
-                let mut f = INFO.finding(summary, g.ids, g.phases.first().cloned());
-                // Reading a planted secret is an accusation of credential theft; a stat or
-                // a failed attempt is a probe, reported without accusing.
-                f.accusation = acc.read
-                    && acc.failed_opens < acc.opens
-                    && matches!(acc.reason, Some(Reason::Planted));
+                // Reading a planted secret may be credential theft ([`Fate`]); a stat or a
+                // failed attempt is a probe, reported without accusing.
+                let (fate, accusation) = match acc.read_planted() {
+                    true => fate.of(&g.key),
+                    false => (String::new(), false),
+                };
+                let mut f = INFO.finding(summary + &fate, g.ids, g.phases.first().cloned());
+                f.accusation = accusation;
                 f
             })
             .collect();
@@ -507,7 +624,7 @@ pub(crate) fn evaluate(ev: &glassbox_model::Evidence) -> Evaluation {
 mod tests {
     use super::*;
     use crate::flags::{O_CREAT, O_DIRECTORY, O_WRONLY};
-    use crate::testutil::Ev;
+    use crate::testutil::{Ev, F};
     use glassbox_model::{Bytes, Phase};
 
     fn summaries(ev: &glassbox_model::Evidence) -> Vec<String> {
@@ -566,6 +683,7 @@ mod tests {
                 0,
                 Phase::call("read_file", 1),
             )
+            .flow(F::tcp("198.18.1.3:443").sni("t.example").unread("pinned"))
             .build();
         let e = evaluate(&ev);
         assert_eq!(e.findings.len(), 1, "{e:?}");
@@ -607,6 +725,7 @@ mod tests {
                 serde_json::json!({"path": "/home/user/notes.txt"}),
             )
             .event(9, Phase::Shutdown, kernel)
+            .flow(F::tcp("198.18.1.3:443").sni("t.example").unread("pinned"))
             .build();
         assert!(evaluate(&ev).findings[0].accusation);
     }
@@ -629,9 +748,58 @@ mod tests {
         assert_eq!(eval.findings.len(), 1);
         assert_eq!(
             eval.findings[0].summary,
-            "read ~/.ssh/id_rsa (planted secret, seen by the kernel) during call:t"
+            "read ~/.ssh/id_rsa (planted secret, seen by the kernel) during call:t; its value \
+             never left: nothing the edge read carried it, nor any answer to the client"
         );
-        assert!(eval.findings[0].accusation);
+        // Read, and nothing shows it stayed: the read is not proven theft.
+        assert!(!eval.findings[0].accusation);
+    }
+
+    #[test]
+    fn a_planted_read_accuses_when_its_value_left_came_back_or_may_have_gone_unread() {
+        const KEY: &str = "wJalrXUtnFEMIK7MDENGbPxRfiCYzEXAMPLEKEY1";
+        let base = || {
+            Ev::new()
+                .honeytoken_secrets("/home/user/.aws/credentials", "aws-credentials", &[KEY])
+                .open("/home/user/.aws/credentials", 0, call("sync"))
+        };
+        let judged = |ev: Ev| {
+            let e = evaluate(&ev.build());
+            assert_eq!(e.findings.len(), 1, "{e:#?}");
+            (e.findings[0].summary.clone(), e.findings[0].accusation)
+        };
+        // Sent elsewhere.
+        let (s, accused) = judged(
+            base().flow(
+                F::tcp("198.18.1.3:80")
+                    .name("collect.example")
+                    .sample(format!("POST / HTTP/1.1\r\n\r\n{KEY}").into_bytes()),
+            ),
+        );
+        assert!(
+            accused && s.contains("its value left for TCP to 198.18.1.3:80"),
+            "{s}"
+        );
+        // Given back to the client in a tool's answer.
+        let (s, accused) = judged(base().answer(
+            call("sync"),
+            &format!(r#"{{"jsonrpc":"2.0","id":3,"result":{{"content":[{{"type":"text","text":"{KEY}"}}]}}}}"#),
+        ));
+        assert!(
+            accused && s.contains("came back to the client in the answer to call:sync"),
+            "{s}"
+        );
+        // A flow the edge could not read: unknown.
+        let (s, accused) =
+            judged(base().flow(F::tcp("198.18.1.4:443").sni("t.example").unread("pinned")));
+        assert!(
+            accused && s.contains("where its value went is not known: 1 flow could not be read"),
+            "{s}"
+        );
+        // Nothing carried it, everything was read: a finding that says so, no accusation.
+        let (s, accused) =
+            judged(base().flow(F::tcp("198.18.1.5:80").sample(&b"GET / HTTP/1.1\r\n\r\n"[..])));
+        assert!(!accused && s.ends_with("its value never left: nothing the edge read carried it, nor any answer to the client"), "{s}");
     }
 
     #[test]
@@ -648,7 +816,7 @@ mod tests {
         assert_eq!(f[0].phase, Some(call("get_weather")));
         assert_eq!(
             f[0].summary,
-            "read + stat of ~/.ssh/id_rsa (planted secret) during call:get_weather, startup"
+            "read + stat of ~/.ssh/id_rsa (planted secret) during call:get_weather, startup; its value never left: nothing the edge read carried it, nor any answer to the client"
         );
     }
 
@@ -922,7 +1090,7 @@ mod tests {
             summaries(&ev),
             vec![
                 "read ~/.docker/contexts/meta (directory of planted secrets) during startup",
-                "read ~/other-project/.env (planted secret) during startup",
+                "read ~/other-project/.env (planted secret) during startup; its value never left: nothing the edge read carried it, nor any answer to the client",
             ]
         );
     }
@@ -936,7 +1104,7 @@ mod tests {
             .build();
         assert_eq!(
             summaries(&ev),
-            vec!["read /run/secrets/token (planted secret) during startup"]
+            vec!["read /run/secrets/token (planted secret) during startup; its value never left: nothing the edge read carried it, nor any answer to the client"]
         );
     }
 

@@ -779,15 +779,28 @@ mod tests {
 
     #[test]
     fn reading_a_planted_secret_is_an_accusation_and_withholds_the_verdict() {
+        // Read, then a flow the edge could not read: where the key went is unknown.
         let ev = Ev::new()
             .honeytoken("/home/user/.ssh/id_rsa")
             .open("/home/user/.ssh/id_rsa", 0, Phase::Startup)
+            .flow(
+                crate::testutil::F::tcp("198.18.1.3:443")
+                    .sni("t.example")
+                    .unread("pinned"),
+            )
             .build();
         let results = evaluate_all(&ev, &Proofs::all_proven());
         assert!(results
             .iter()
             .any(|r| r.findings.iter().any(|f| f.accusation)));
         assert_eq!(verdict(&results, true, None).0, Verdict::Withheld);
+        // Read, and nothing the edge read or the client was given carried it: flagged.
+        let ev = Ev::new()
+            .honeytoken("/home/user/.ssh/id_rsa")
+            .open("/home/user/.ssh/id_rsa", 0, Phase::Startup)
+            .build();
+        let results = evaluate_all(&ev, &Proofs::all_proven());
+        assert_eq!(verdict(&results, true, None).0, Verdict::Flagged);
     }
 
     #[test]

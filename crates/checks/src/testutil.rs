@@ -356,6 +356,12 @@ impl F {
         F::new(FlowProtocol::Tcp, dst)
     }
 
+    /// The edge could not read this flow, for `why`.
+    pub(crate) fn unread(mut self, why: &str) -> F {
+        self.0.unread = Some(why.into());
+        self
+    }
+
     pub(crate) fn udp(dst: &str) -> F {
         F::new(FlowProtocol::Udp, dst)
     }

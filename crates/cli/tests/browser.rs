@@ -3,7 +3,7 @@
 //!
 //! Real audits of control fixtures go into a fresh store: `html-markup-in-tool-names` (tool
 //! names and descriptions that are markup which would run script, each setting the page title
-//! to PWNED), `baseline-answers-only`, `reads-ssh-key-in-call` (a withheld accusation) and
+//! to PWNED), `baseline-answers-only`, `returns-npmrc-in-tool-result` (a withheld accusation) and
 //! `dns-then-connect` (a host contacted). Chromium renders each page and prints the DOM it
 //! ended with (`--dump-dom`, after the load event and a second of virtual time); the tests
 //! read that DOM: its title, its elements and their attributes.
@@ -73,7 +73,7 @@ impl Setup {
 const FIXTURES: [&str; 4] = [
     "baseline-answers-only",
     "dns-then-connect",
-    "reads-ssh-key-in-call",
+    "returns-npmrc-in-tool-result",
     "html-markup-in-tool-names",
 ];
 
@@ -531,7 +531,7 @@ fn every_page_of_the_site_renders_and_links_only_to_its_pages() {
     assert!(hostile_dom.contains("&lt;script&gt;document.title='PWNED'&lt;/script&gt;"));
 
     // A withheld accusation is never revealed: the site says it is withheld, nothing more.
-    let id = s.id("reads-ssh-key-in-call");
+    let id = s.id("returns-npmrc-in-tool-result");
     let full: serde_json::Value = serde_json::from_slice(
         &glassbox(&s.store)
             .args([

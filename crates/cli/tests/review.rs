@@ -85,11 +85,11 @@ fn withheld_findings_are_accepted_or_rejected_into_regression_cases() {
     std::fs::create_dir_all(&root).unwrap();
     let store = root.join("store.sqlite");
 
-    audit(&store, "reads-ssh-key-in-call", &root.join("ev1"));
+    audit(&store, "returns-npmrc-in-tool-result", &root.join("ev1"));
     let id = withheld(&store, "credential-probe");
     let shown = run(&store, &["review", "show", &id]);
     assert!(shown.contains("status    Withheld"), "{shown}");
-    assert!(shown.contains(".ssh/id_rsa"), "{shown}");
+    assert!(shown.contains(".npmrc"), "{shown}");
     let accepted = run(
         &store,
         &[
