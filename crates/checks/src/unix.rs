@@ -308,14 +308,22 @@ impl Evaluator for State {
             // Every connect during a call whose input named the socket, and every flow the
             // canary recorded of one of those connects: what the tool was asked to do.
             let asked = u.unnamed == 0 && u.connects > 0;
-            let flows_named = u.flows.is_empty()
-                || ctx
-                    .flows
-                    .iter()
-                    .filter(|f| u.flows.contains(&f.id))
-                    .all(|f| {
-                        !f.events.is_empty() && f.events.iter().all(|id| s.named_ids.contains(id))
-                    });
+            // A canary flow linked to its connects must be linked to named ones only; one the
+            // audit could not link (a microVM's flows carry no event ids) needs a named connect
+            // of its own to account for it, one not linked to another flow, so that a connect
+            // the recorder missed still shows as a flow too many.
+            let mine: Vec<&glassbox_model::Flow> = ctx
+                .flows
+                .iter()
+                .filter(|f| u.flows.contains(&f.id))
+                .collect();
+            let linked = mine.iter().filter(|f| !f.events.is_empty()).count() as u64;
+            let unlinked = mine.len() as u64 - linked;
+            let flows_named = mine
+                .iter()
+                .filter(|f| !f.events.is_empty())
+                .all(|f| f.events.iter().all(|id| s.named_ids.contains(id)))
+                && unlinked <= u.connects.saturating_sub(linked);
             if let (true, true, Some(arg)) = (asked, flows_named, &u.named) {
                 summary += &format!(
                     ", because that call's input named it ({arg}): what the tool can be made to \
@@ -430,6 +438,25 @@ mod tests {
                 .contains("(the probe string of its input)"),
             "{eval:#?}"
         );
+        // A canary flow the audit could not link (a microVM's), one per named connect: the
+        // same note. One flow more than the connects: a connect the recorder missed.
+        let unlinked = |flows: usize| {
+            let mut ev = Ev::new()
+                .canary_sockets(&["/var/run/docker.sock"])
+                .call(
+                    "status",
+                    2,
+                    serde_json::json!({"socketPath": "/var/run/docker.sock"}),
+                )
+                .connect("unix:/var/run/docker.sock", Phase::call("status", 2));
+            for _ in 0..flows {
+                ev = ev.flow(F::unix("/var/run/docker.sock").sample(&b"GET /version"[..]));
+            }
+            evaluate(&ev.build())
+        };
+        let e = unlinked(1);
+        assert!(e.findings.is_empty() && e.notes.len() == 1, "{e:#?}");
+        assert_eq!(unlinked(2).findings.len(), 1);
         // The same socket also connected in a call that did not name it: a finding.
         let ev = Ev::new()
             .canary_sockets(&["/var/run/docker.sock"])
