@@ -556,7 +556,7 @@ pub(crate) struct State {
 }
 
 /// Whether `f` is a connection of the install relayed to the package registry, byte for byte.
-fn relayed(f: &Flow) -> bool {
+pub(crate) fn relayed(f: &Flow) -> bool {
     f.mode == NetworkMode::Install
         && f.note
             .as_deref()

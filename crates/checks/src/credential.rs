@@ -16,8 +16,8 @@
 //!
 //! Version 7: a read of a planted secret is an accusation only where a reviewer would uphold
 //! one: its value left for anywhere but its own service, came back to the client in an answer
-//! (a tool result or a resource), or may have gone where the edge could not read (a flow of a
-//! server run unread). A value that never left, or went only to its own service (a kube
+//! (a tool result or a resource), or may have gone where the edge could not read (a flow it
+//! could not read, the install's registry traffic aside). A value that never left, or went only to its own service (a kube
 //! client's token to its cluster), is a finding that says so, without accusing.
 //!
 //! An access during a call whose input named the path ([`crate::named`]: the plan's call that
@@ -100,8 +100,8 @@ pub(crate) const DEFAULT_LOOKUPS: &[(&str, &str)] = &[(
 /// Where the values of the planted secrets read went (version 7), which decides whether a
 /// read is an accusation: what a reviewer would uphold. The value leaving for anywhere but its
 /// own service, coming back to the client in an answer (a tool result or a resource: the
-/// model's context is a channel), or a fate unknown because a flow of a server run could not
-/// be read, is; a value that never left, or went only to its own service, is not (the finding
+/// model's context is a channel), or a fate unknown because a flow could not be read (any
+/// but the install's relayed to the package registry), is; a value that never left, or went only to its own service, is not (the finding
 /// says which).
 struct Fate {
     /// [`crate::canary::went`]: `None` when more was found than is kept, or when no planted
@@ -111,7 +111,7 @@ struct Fate {
     asked: bool,
     /// The planted files, normalized, by index of `manifest.sandbox.honeytokens`.
     tokens: Vec<NormPath>,
-    /// Flows of a server run the edge could not read.
+    /// Flows the edge could not read (of the install too, but its registry's).
     unread: usize,
     /// The packet edge was there to see what left (`manifest.recorder.channels`).
     edge: bool,
@@ -130,10 +130,9 @@ impl Fate {
                 .iter()
                 .map(|h| NormPath::new(h.path.as_bytes()))
                 .collect(),
-            unread: crate::canary::unread(c.flows, |f| {
-                f.mode != glassbox_model::NetworkMode::Install
-            })
-            .len(),
+            // As `canary-exfiltration` counts them: every flow but the install's relayed to
+            // the package registry (an install's own download the edge did not read counts).
+            unread: crate::canary::unread(c.flows, |f| !crate::canary::relayed(f)).len(),
             edge: crate::Channel::PacketEdge.observed_in(c.manifest),
         }
     }
