@@ -184,7 +184,7 @@ fn install_was_caught(a: &glassbox_audit::Audit, secret: &str) {
             .find(|c| c.id == id)
             .unwrap_or_else(|| panic!("{id}"))
     };
-    // The secret read by setup.py: an accusation, in phase install.
+    // The secret read by setup.py: flagged, in phase install.
     let cred = check("credential-probe");
     assert_eq!(cred.outcome, Outcome::Flag, "{cred:?}");
     assert!(
