@@ -574,8 +574,8 @@ pub(crate) fn start(c: &crate::Context<'_>) -> Box<dyn Evaluator> {
         return Box::new(s);
     };
     s.leaks = leaks(&m, c.flows);
-    for (fi, _) in s.leaks.items.iter().map(|(k, _)| *k).collect::<Vec<_>>() {
-        s.phases.want(&c.flows[fi].events);
+    for ((fi, _), _) in &s.leaks.items {
+        s.phases.want(&c.flows[*fi].events);
     }
     Box::new(s)
 }

@@ -104,11 +104,9 @@ pub(crate) const DEFAULT_LOOKUPS: &[(&str, &str)] = &[(
 /// but the install's relayed to the package registry), is; a value that never left, or went only to its own service, is not (the finding
 /// says which).
 struct Fate {
-    /// [`crate::canary::went`]: `None` when more was found than is kept, or when no planted
-    /// read asked.
+    /// [`crate::canary::went`], computed when a planted file was read: `None` when more was
+    /// found than is kept (or nothing planted was read, and [`Fate::of`] is never asked).
     went: Option<Vec<crate::canary::Went>>,
-    /// Whether it was computed (nothing planted was read, otherwise).
-    asked: bool,
     /// The planted files, normalized, by index of `manifest.sandbox.honeytokens`.
     tokens: Vec<NormPath>,
     /// Flows the edge could not read (of the install too, but its registry's).
@@ -122,7 +120,6 @@ impl Fate {
     fn new(c: &crate::Context<'_>, asked: bool) -> Fate {
         Fate {
             went: if asked { crate::canary::went(c) } else { None },
-            asked,
             tokens: c
                 .manifest
                 .sandbox
@@ -141,10 +138,7 @@ impl Fate {
     /// whether the read is an accusation.
     fn of(&self, path: &NormPath) -> (String, bool) {
         let ti = self.tokens.iter().position(|t| t == path);
-        let went = match (self.asked, &self.went, ti) {
-            (true, Some(all), Some(ti)) => all.get(ti),
-            _ => None,
-        };
+        let went = self.went.as_ref().zip(ti).and_then(|(all, ti)| all.get(ti));
         let Some(w) = went else {
             return (
                 "; where its value went is not known (more was found than is kept)".into(),
@@ -540,11 +534,11 @@ impl Evaluator for State {
             .into_iter()
             .map(|g| {
                 let summary = format!(
-                    "{} was accessed during {}, whose argument `{}` named it: the tool did what \
-                     its input asked (listed by input-exposure as what it can be made to reach)",
+                    "{} was accessed during {}, whose {} named it: the tool did what its input \
+                     asked (listed by input-exposure as what it can be made to reach)",
                     paths::display(&g.key, &ctx.home),
                     text::phases(&g.phases),
-                    glassbox_model::printable(&glassbox_model::truncate(&g.data, 80)),
+                    crate::named::argument(&g.data),
                 );
                 INFO.finding(summary, g.ids, g.phases.first().cloned())
             })

@@ -276,10 +276,7 @@ impl Evaluator for State {
                 let Some(arg) = self.named.named(&e.phase, e.t_ns, norm.components()) else {
                     return;
                 };
-                let how = format!(
-                    "argument `{}`",
-                    glassbox_model::printable(&glassbox_model::truncate(arg, 80))
-                );
+                let how = crate::named::argument(arg);
                 let shown = crate::paths::display(&norm, &self.home);
                 self.note(What::Socket, shown, Some(how), e);
             }
@@ -297,10 +294,7 @@ impl Evaluator for State {
                     return;
                 };
                 let shown = format!("{what} {}", net::addr(addr));
-                let how = format!(
-                    "argument `{}`",
-                    glassbox_model::printable(&glassbox_model::truncate(arg, 80))
-                );
+                let how = crate::named::argument(arg);
                 self.note(What::Fetched, shown, Some(how), e);
             }
             EventKind::Exec { path, argv, .. } => {
@@ -345,9 +339,9 @@ impl Evaluator for State {
                 }
                 if let Some(arg) = self.named.named(&e.phase, e.t_ns, norm.components()) {
                     let how = format!(
-                        "{} (argument `{}`)",
+                        "{} ({})",
                         if write { "written" } else { "read" },
-                        glassbox_model::printable(&glassbox_model::truncate(arg, 80))
+                        crate::named::argument(arg)
                     );
                     let shown = crate::paths::display(&norm, &self.home);
                     self.note(What::Reached, shown, Some(how), e);

@@ -177,6 +177,14 @@ impl Named {
     }
 }
 
+/// An argument as a finding names it: `` argument `options.path` `` (printable, cut).
+pub(crate) fn argument(arg: &str) -> String {
+    format!(
+        "argument `{}`",
+        glassbox_model::printable(&glassbox_model::truncate(arg, 80))
+    )
+}
+
 /// Whether `a` starts with the components of `b`.
 fn starts_with<A: AsRef<[u8]>, B: AsRef<[u8]>>(a: &[A], b: &[B]) -> bool {
     crate::paths::strip_components(a, b).is_some()

@@ -204,22 +204,19 @@ impl Evaluator for State {
         let named = match addr {
             SockAddr::Unix { path, is_abstract } if !*is_abstract => {
                 let norm = NormPath::resolve(path.as_slice(), &self.cwd);
-                let marked = self.marker.as_deref().is_some_and(|m| {
-                    path.as_slice()
-                        .windows(m.len())
-                        .any(|w| w.eq_ignore_ascii_case(m.as_bytes()))
-                });
+                let marked = || {
+                    self.marker.as_deref().is_some_and(|m| {
+                        path.as_slice()
+                            .windows(m.len())
+                            .any(|w| w.eq_ignore_ascii_case(m.as_bytes()))
+                    })
+                };
                 self.named
                     .named(&e.phase, e.t_ns, norm.components())
-                    .map(|arg| {
-                        format!(
-                            "argument `{}`",
-                            glassbox_model::printable(&glassbox_model::truncate(arg, 80))
-                        )
-                    })
+                    .map(crate::named::argument)
                     // A name without a folder (`glassbox-probe-<marker>.txt`) is no path to
                     // `named`; the marker in it says the input named it.
-                    .or_else(|| marked.then(|| "the probe string of its input".to_string()))
+                    .or_else(|| marked().then(|| "the probe string of its input".to_string()))
             }
             _ => None,
         };

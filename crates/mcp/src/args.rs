@@ -334,6 +334,17 @@ impl Hint {
         }
     }
 
+    /// What a string `format` says the value is, where a hint gives it.
+    fn from_format(format: &str) -> Option<Hint> {
+        match format {
+            "uri" | "url" | "iri" | "uri-reference" | "iri-reference" => Some(Hint::Url),
+            "email" | "idn-email" => Some(Hint::Email),
+            "hostname" | "idn-hostname" => Some(Hint::Host),
+            "ipv4" => Some(Hint::Ip),
+            _ => None,
+        }
+    }
+
     /// The value for this hint; `variant` makes distinct values for unique array items.
     fn value(self, variant: usize) -> String {
         let m = marker();
@@ -1235,12 +1246,11 @@ fn plain(variant: usize) -> String {
 
 /// The value for a known `format`.
 fn format_value(format: &str, variant: usize) -> Option<String> {
+    if let Some(hint) = Hint::from_format(format) {
+        return Some(hint.value(variant));
+    }
     Some(match format {
-        "uri" | "url" | "iri" | "uri-reference" | "iri-reference" => Hint::Url.value(variant),
         "uri-template" => "https://example.test/{id}".into(),
-        "email" | "idn-email" => Hint::Email.value(variant),
-        "hostname" | "idn-hostname" => Hint::Host.value(variant),
-        "ipv4" => Hint::Ip.value(variant),
         "ipv6" => PROBE_IPV6.into(),
         "date" => format!("2024-01-{:02}", 1 + variant % 28),
         "date-time" => format!("2024-01-{:02}T00:00:00Z", 1 + variant % 28),

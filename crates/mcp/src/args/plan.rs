@@ -117,7 +117,7 @@ impl Role {
             return Some(role);
         }
         let format = obj.get("format").and_then(Value::as_str);
-        if matches!(format, Some("uri" | "url" | "iri" | "uri-reference")) {
+        if format.and_then(Hint::from_format) == Some(Hint::Url) {
             return Some(Role::Url);
         }
         obj.get("description")
