@@ -40,6 +40,8 @@ pub struct Job {
     pub launch: Launch,
     /// Its environment (from a configuration).
     pub env: Vec<(String, EnvValue)>,
+    /// What its `server.json` names ([`crate::config::ServerEntry::names`]).
+    pub names: Vec<glassbox_model::ExplainedHost>,
     /// The directory it runs in (visible read-only).
     pub cwd: PathBuf,
 }
@@ -77,6 +79,7 @@ pub fn load(path: &Path, cwd: &Path, vars: &dyn Vars) -> Result<Vec<Job>, Error>
                 label: format!("{rel}: {}", e.name),
                 launch: e.launch,
                 env: e.env,
+                names: e.names,
                 cwd: cwd.to_path_buf(),
             }));
         }
@@ -101,6 +104,7 @@ pub fn load(path: &Path, cwd: &Path, vars: &dyn Vars) -> Result<Vec<Job>, Error>
                     label: e.name,
                     launch: e.launch,
                     env: e.env,
+                    names: e.names,
                     cwd: cwd.to_path_buf(),
                 })
                 .collect()
@@ -133,6 +137,7 @@ pub fn parse_list(text: &str, dir: &Path) -> Result<Vec<Job>, String> {
                 label: line.to_string(),
                 launch,
                 env: Vec::new(),
+                names: Vec::new(),
                 cwd: dir.to_path_buf(),
             }),
             Err(e) => errors.push(format!("line {}: {e}", n + 1)),

@@ -81,23 +81,11 @@ impl EnvValue {
 /// The hosts of the `http://` and `https://` URLs in `text` (a variable's description:
 /// "Create a key at https://console.weather.example/keys"), lower-cased.
 pub fn hosts_in(text: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for (i, _) in text.match_indices("://") {
-        let scheme_ok = text[..i].ends_with("http") || text[..i].ends_with("https");
-        if !scheme_ok {
-            continue;
-        }
-        let host: String = text[i + 3..]
-            .chars()
-            .take_while(|c| c.is_ascii_alphanumeric() || *c == '.' || *c == '-')
-            .collect::<String>()
-            .trim_end_matches('.')
-            .to_ascii_lowercase();
-        if host.contains('.') && !out.contains(&host) {
-            out.push(host);
-        }
-    }
-    out
+    crate::explain::urls_in(text)
+        .into_iter()
+        .filter(|(scheme, h)| matches!(scheme.as_str(), "http" | "https") && h.contains('.'))
+        .map(|(_, h)| h)
+        .collect()
 }
 
 /// One server of a configuration.
@@ -109,6 +97,9 @@ pub struct ServerEntry {
     pub launch: Launch,
     /// Its environment.
     pub env: Vec<(String, EnvValue)>,
+    /// What its `server.json` names (site, repository, remotes, variables' descriptions):
+    /// egress there is explained.
+    pub names: Vec<glassbox_model::ExplainedHost>,
 }
 
 /// Where `${...}` values come from.
@@ -317,6 +308,7 @@ fn entry(
         name: name.to_string(),
         launch,
         env,
+        names: Vec::new(),
     })
 }
 
@@ -419,6 +411,7 @@ pub fn server_json(text: &str, vars: &dyn Vars) -> Result<Vec<ServerEntry>, Erro
     let v: Value =
         serde_json::from_str(text).map_err(|e| bad(format!("not a JSON server.json: {e}")))?;
     let name = v.get("name").and_then(Value::as_str).unwrap_or("server");
+    let names = crate::explain::server_json_names(&v);
     let mut out = Vec::new();
     for (i, p) in v
         .get("packages")
@@ -544,6 +537,7 @@ pub fn server_json(text: &str, vars: &dyn Vars) -> Result<Vec<ServerEntry>, Erro
             name: format!("{name} (package {})", i + 1),
             launch,
             env,
+            names: names.clone(),
         });
     }
     for (i, r) in v
@@ -562,6 +556,7 @@ pub fn server_json(text: &str, vars: &dyn Vars) -> Result<Vec<ServerEntry>, Erro
                 transport: kind.to_string(),
             },
             env: Vec::new(),
+            names: names.clone(),
         });
     }
     if out.is_empty() {

@@ -20,6 +20,7 @@ mod bundle;
 mod canary;
 pub mod config;
 pub mod coverage;
+pub mod explain;
 pub mod install;
 pub mod launcher;
 mod lazykey;
@@ -127,6 +128,9 @@ pub struct AuditOptions {
     /// The server's environment (a configuration's `env`); secret values are replaced by
     /// canaries.
     pub server_env: Vec<(String, config::EnvValue)>,
+    /// What the entry's `server.json` names (its site, repository, remotes, the URLs in its
+    /// variables' descriptions): egress there is explained ([`explain`]).
+    pub entry_names: Vec<glassbox_model::ExplainedHost>,
     /// The server speaks MCP over HTTP on this port of its sandbox, not over stdio.
     pub http: Option<HttpServer>,
     /// Memory, processes, CPU and disk of each sandbox (the install's and every run's).
@@ -238,6 +242,7 @@ impl AuditOptions {
             install_timeout: Duration::from_secs(600),
             install_env: Vec::new(),
             server_env: Vec::new(),
+            entry_names: Vec::new(),
             http: None,
             limits: glassbox_sandbox::Limits::default(),
             isolation: Isolation::Namespace,
@@ -453,6 +458,7 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
     let mut transcript = Vec::new();
     let mut denied_transcript = Vec::new();
     let mut server_cwd = opts.cwd.clone();
+    let mut installed_in: Option<PathBuf> = None;
     if let (Some(package), Some(exact)) = (&opts.package, exact) {
         let installed = install_phase(
             package,
@@ -519,6 +525,7 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
         // directory glassbox was started in (`--ro` makes more visible).
         let mut t = target::resolve(&command, &installed.dir)?;
         t.extra_ro.push(installed.dir.clone());
+        installed_in = Some(installed.dir.clone());
         server_cwd = installed.dir.clone();
         // The server's own environment: the installer's settings are not the server's.
         manifest.target.command = command
@@ -561,6 +568,7 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
         target.env.retain(|(k, _)| k != name);
         target.env.push((name.clone(), value));
     }
+    manifest.network.explained = explained(opts, installed_in.as_deref(), &secrets.tokens);
     for (i, &mode) in modes.iter().enumerate() {
         let main = i == 0;
         progress.network_run(mode);
@@ -2008,6 +2016,33 @@ pub fn trace(
         events: recording.stats.events,
         flows: recording.edge.flows,
     })
+}
+
+/// What the audited entry names itself, in the order the report prefers its reasons (see
+/// [`explain`]): its environment's plain values, its arguments, its declared secrets'
+/// documented hosts, its `server.json`, its installed package's metadata.
+fn explained(
+    opts: &AuditOptions,
+    installed_in: Option<&Path>,
+    tokens: &[glassbox_model::Honeytoken],
+) -> Vec<glassbox_model::ExplainedHost> {
+    let mut e = explain::Explained::new();
+    e.environment(opts.server_env.iter().filter_map(|(n, v)| match v {
+        config::EnvValue::Plain(v) => Some((n.as_str(), v.as_str())),
+        config::EnvValue::Secret { .. } => None,
+    }));
+    let args: Vec<String> = opts
+        .command
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    e.arguments(args.iter().map(String::as_str));
+    e.secrets(tokens);
+    e.named(&opts.entry_names);
+    if let (Some(p), Some(dir)) = (&opts.package, installed_in) {
+        e.package(p.spec.registry, &p.spec.name, dir);
+    }
+    e.into_vec()
 }
 
 #[cfg(test)]

@@ -100,6 +100,10 @@ pub struct Case {
     /// Whether the case attempts network traffic: it then runs only behind a verified edge.
     #[serde(default)]
     pub network: bool,
+    /// The server's environment, as a client configuration's `env` gives it (plain values:
+    /// what they name explains egress there).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
 }
 
 impl Controls {
@@ -523,6 +527,11 @@ fn run_case(case: &Case, opts: &Options, lib: &Path, scratch: &Path) -> Result<A
     o.evidence_dir = Some(evidence);
     o.recorder = opts.recorder;
     o.isolation = opts.isolation;
+    o.server_env = case
+        .env
+        .iter()
+        .map(|(k, v)| (k.clone(), crate::config::EnvValue::Plain(v.clone())))
+        .collect();
     // A fixture targets only documentation addresses: one stands in for the metadata address
     // (the checks read the address from the manifest, so what is proven is the same).
     o.metadata_probe = crate::METADATA_STAND_IN;

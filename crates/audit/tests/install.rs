@@ -225,15 +225,18 @@ fn pack(dir: &Path, data: &str, file: &str) -> std::path::PathBuf {
     let data = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data")
         .join(data);
-    for f in ["package.json", "postinstall.js"] {
-        std::fs::copy(data.join(f), pkg.join(f)).unwrap();
+    for e in std::fs::read_dir(&data).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), pkg.join(e.file_name())).unwrap();
     }
-    // One MCP server for both packages.
-    std::fs::copy(
-        data.join("../npm-postinstall/server.js"),
-        pkg.join("server.js"),
-    )
-    .unwrap();
+    // One MCP server for the packages that have none of their own.
+    if !pkg.join("server.js").exists() {
+        std::fs::copy(
+            data.join("../npm-postinstall/server.js"),
+            pkg.join("server.js"),
+        )
+        .unwrap();
+    }
     let ok = std::process::Command::new("tar")
         .args(["czf", file, "package"])
         .current_dir(dir)
@@ -408,5 +411,67 @@ fn an_npm_postinstall_script_that_reads_a_secret_and_calls_home_is_caught_in_pha
         "the postinstall script's process is not in the evidence"
     );
     install_was_caught(&a, ".npmrc");
+    let _ = std::fs::remove_dir_all(&tmp);
+}
+
+/// A package's own homepage explains its egress: a vendor-API client (`tests/data/
+/// npm-vendor-client`, homepage `https://docs.vendor.example/mcp`) whose tool calls
+/// `api.vendor.example` and `metrics.collector.example`. The vendor's API is a note that names
+/// the package's homepage domain, in both runs; the collector is flagged.
+#[test]
+fn a_packages_homepage_domain_explains_its_api_and_nothing_else() {
+    let tmp = std::env::temp_dir().join(format!("gb-npm-vendor-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).unwrap();
+    let tgz = pack(&tmp, "npm-vendor-client", "gb-npm-vendor-client-1.0.0.tgz");
+    shared_state_dir();
+    let spec = PackageSpec::parse(&format!("npm:{}", tgz.display()))
+        .unwrap()
+        .unwrap();
+    let mut o = AuditOptions::new(Vec::new(), tmp.clone());
+    o.package = Some(spec.into());
+    o.evidence_dir = Some(tmp.join("evidence"));
+    o.proofs = Some(Proofs::all_proven());
+    let a = audit(&o, &Quiet).expect("audit");
+    let m = &a.evidence.manifest;
+    assert!(m.session.completed, "{:?}", m.session);
+    assert_eq!(
+        m.network
+            .explained
+            .iter()
+            .map(|e| (e.host.as_str(), e.why.as_str()))
+            .collect::<Vec<_>>(),
+        [(
+            "vendor.example",
+            "the package's homepage domain, vendor.example (npm `homepage`)"
+        )]
+    );
+    let check = |id: &str| {
+        a.report
+            .checks
+            .iter()
+            .find(|c| c.id == id)
+            .unwrap_or_else(|| panic!("{id}"))
+    };
+    for id in ["unexplained-egress", "denied-network-attempts"] {
+        let c = check(id);
+        let flagged: Vec<&str> = c.findings.iter().map(|f| f.summary.as_str()).collect();
+        assert!(
+            !flagged.is_empty() && flagged.iter().all(|s| !s.contains("api.vendor.example")),
+            "{id}: {flagged:?}"
+        );
+        assert!(
+            flagged
+                .iter()
+                .any(|s| s.contains("metrics.collector.example")),
+            "{id}: {flagged:?}"
+        );
+        let notes: Vec<&str> = c.notes.iter().map(|f| f.summary.as_str()).collect();
+        assert!(
+            notes.iter().any(|s| s.contains("api.vendor.example")
+                && s.contains("the package's homepage domain, vendor.example")),
+            "{id}: {notes:?}"
+        );
+    }
     let _ = std::fs::remove_dir_all(&tmp);
 }

@@ -83,6 +83,7 @@
 //! (the last 8 bytes of a 40-byte secret in 16-byte chunks): the bytes listed are those seen.
 //! Version 3 found a secret cut into pieces shorter than its windows nowhere.
 
+use crate::explain;
 use crate::net::{self, Keyed, PhaseOf};
 use crate::text;
 use crate::{Channel, CheckInfo, Evaluation, Evaluator};
@@ -94,12 +95,12 @@ use std::collections::HashMap;
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "canary-exfiltration",
-    version: 5,
+    version: 6,
     claim: "no planted secret leaves the sandbox",
     severity: Severity::High,
     channels: &[Channel::PacketEdge],
     accuses: "every finding (a planted secret sent out of the sandbox)",
-    sources: &["canary.rs", "net.rs", "text.rs"],
+    sources: &["canary.rs", "explain.rs", "named.rs", "net.rs", "text.rs"],
 };
 
 /// Secrets shorter than this are not searched (too likely to occur by chance).
@@ -618,6 +619,7 @@ pub(crate) fn went(c: &crate::Context<'_>) -> Option<Vec<Went>> {
         match fate(f, h, &leak) {
             Fate::Elsewhere => add(&mut w.elsewhere, destination(f)),
             Fate::Documented => add(&mut w.own, "its documented host".into()),
+            Fate::Vendor => add(&mut w.own, "the vendor its name names".into()),
             Fate::Used(si) => {
                 if let Some(svc) = h.services.get(si) {
                     add(&mut w.own, net::show(&svc.name));
@@ -685,6 +687,10 @@ enum Fate {
     Elsewhere,
     /// A declared secret to the hosts its server is documented to use (`Honeytoken::hosts`).
     Documented,
+    /// A declared secret to the vendor its name names (`BRAVE_API_KEY` to
+    /// `api.search.brave.com`, [`explain::named_like`]): every name the flow carries is under
+    /// that vendor's registrable domain.
+    Vendor,
     /// To its own service (`Honeytoken::services`, by index): every secret of it found in the
     /// flow is one that service is for, and every name the flow carries is that service's
     /// host or under it (an AWS key id to `sts.amazonaws.com`; not its secret key, anywhere).
@@ -707,9 +713,23 @@ fn fate(f: &Flow, h: &Honeytoken, leak: &Leak) -> Fate {
     let used = h.services.iter().position(|s| {
         (s.secrets.is_empty() || found.iter().all(|i| s.secrets.contains(i))) && under(&s.hosts)
     });
+    let vendor = || {
+        let words = h
+            .path
+            .strip_prefix("env:")
+            .filter(|_| h.kind == "declared-secret")
+            .map(explain::vendor_words)
+            .unwrap_or_default();
+        !words.is_empty()
+            && !names.is_empty()
+            && names
+                .iter()
+                .all(|(_, n)| explain::named_like(n, &words).is_some())
+    };
     match used {
         Some(si) => Fate::Used(si),
         None if !h.hosts.is_empty() && under(&h.hosts) => Fate::Documented,
+        None if vendor() => Fate::Vendor,
         None => Fate::Elsewhere,
     }
 }
@@ -814,6 +834,9 @@ impl Evaluator for State {
             let used = match fate {
                 Fate::Elsewhere => None,
                 Fate::Documented => Some("its documented host: expected".to_string()),
+                Fate::Vendor => Some(
+                    "the vendor its name names, the service it is for: use, not theft".to_string(),
+                ),
                 Fate::Used(si) => h.services.get(si).map(|s| {
                     format!(
                         "used with its own service, {}: use, not theft",
@@ -1083,11 +1106,23 @@ mod tests {
             "{}",
             e.notes[0].summary
         );
-        // Anywhere else, or with no documented host: exfiltration.
+        // With no documented host, to the vendor its name names (WEATHER_API_KEY to the
+        // registrable domain weather.example): a note too.
+        let mut ev = declared(&[]);
+        to(&mut ev, "api.weather.example");
+        let e = evaluate(&ev);
+        assert!(e.findings.is_empty(), "{:?}", e.findings);
+        assert!(
+            e.notes[0].summary.contains("the vendor its name names"),
+            "{}",
+            e.notes[0].summary
+        );
+        // Anywhere else: exfiltration.
         for (hosts, dest) in [
             (&["weather.example"][..], "weather.example.evil.example"),
             (&["weather.example"][..], "collect.example"),
-            (&[][..], "api.weather.example"),
+            (&[][..], "weather.collect.example"),
+            (&[][..], "api.forecast.example"),
         ] {
             let mut ev = declared(hosts);
             to(&mut ev, dest);

@@ -37,7 +37,7 @@ use glassbox_model::{Event, EventKind, Manifest, Severity};
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "credential-probe",
-    version: 7,
+    version: 8,
     claim: "no credential probing",
     severity: Severity::High,
     channels: &[Channel::Syscalls],
@@ -46,6 +46,7 @@ pub(crate) const INFO: CheckInfo = CheckInfo {
     sources: &[
         "credential.rs",
         "canary.rs",
+        "explain.rs",
         "net.rs",
         "named.rs",
         "paths.rs",

@@ -11,11 +11,16 @@
 //! - packet edge: the denied run's flows (Unix canary sockets aside), their packets and
 //!   destinations, and the names of their DNS questions.
 //!
-//! Any non-zero count flags, as one finding that lists the destinations with both counts. A
+//! Any non-zero count to destinations nothing explains (see [`crate::explain`]: what the
+//! audited entry names itself, `--allow-host`, a URL of the call's own input) flags, as one
+//! finding that lists them with both counts; what was tried towards explained destinations is
+//! one note, each destination with its reason (an API client retrying its configured API is
+//! the network being denied, not the server reaching out). A
 //! syscall matched with a flow counts under the flow's destination (a DNS question's sends
 //! under its name). Error codes are never looked at: a connect that failed was still tried,
 //! and one that "succeeded" proves nothing either.
 
+use crate::explain::Explains;
 use crate::net::{self, Keyed, PhaseOf};
 use crate::text;
 use crate::{Channel, CheckInfo, Evaluation, Evaluator};
@@ -24,12 +29,12 @@ use std::collections::HashMap;
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "denied-network-attempts",
-    version: 3,
+    version: 4,
     claim: "tries nothing when the network is denied",
     severity: Severity::Medium,
     channels: &[Channel::Syscalls, Channel::PacketEdge, Channel::DeniedRun],
     accuses: "",
-    sources: &["denied.rs", "net.rs", "text.rs"],
+    sources: &["denied.rs", "explain.rs", "named.rs", "net.rs", "text.rs"],
 };
 
 /// Destinations listed in the summary; the rest are counted.
@@ -49,24 +54,84 @@ struct Tries {
     syscalls: u64,
     packets: u64,
     queries: u64,
+    /// What explains the destination, when something does.
+    why: Option<String>,
 }
 
-/// The check's state over one run.
-pub(crate) struct State {
-    /// Event ids of the denied runs: `first..end`.
-    denied: Vec<(u64, u64)>,
-    /// The destination of the denied flow each event was matched with.
-    flow_of: HashMap<u64, Dest>,
+/// What was tried, to destinations nothing explains (the finding) or to explained ones (a
+/// note).
+struct Side {
     groups: Keyed<Dest, Tries>,
     syscalls: u64,
     packets: u64,
     ids: Vec<u64>,
     flows: Vec<u64>,
+}
+
+impl Side {
+    fn new() -> Side {
+        Side {
+            groups: Keyed::new(),
+            syscalls: 0,
+            packets: 0,
+            ids: Vec::new(),
+            flows: Vec::new(),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.syscalls == 0 && self.packets == 0 && self.groups.items.is_empty()
+    }
+
+    /// The destinations, as a summary lists them.
+    fn parts(&self) -> String {
+        let mut parts: Vec<String> = self
+            .groups
+            .items
+            .iter()
+            .take(SHOWN)
+            .map(|(dest, t)| {
+                let s = match dest {
+                    Dest::Dns(name) => format!(
+                        "{} for {}",
+                        net::count(t.queries, "DNS query", "DNS queries"),
+                        net::show(name)
+                    ),
+                    Dest::Addr(a) => format!(
+                        "{}, {} to {a}",
+                        net::count(t.syscalls, "syscall", "syscalls"),
+                        net::count(t.packets, "packet", "packets")
+                    ),
+                };
+                match &t.why {
+                    Some(why) => format!("{s} ({why})"),
+                    None => s,
+                }
+            })
+            .collect();
+        let more = (self.groups.items.len() - parts.len()) as u64 + self.groups.overflow;
+        if more > 0 {
+            parts.push(net::count(more, "more destination", "more destinations"));
+        }
+        parts.join("; ")
+    }
+}
+
+/// The check's state over one run.
+pub(crate) struct State {
+    explains: Explains,
+    /// Event ids of the denied runs: `first..end`.
+    denied: Vec<(u64, u64)>,
+    /// The destination of the denied flow each event was matched with, and what explains it.
+    flow_of: HashMap<u64, (Dest, Option<String>)>,
+    unexplained: Side,
+    explained: Side,
     phases: PhaseOf,
 }
 
 pub(crate) fn start(c: &crate::Context<'_>) -> Box<dyn Evaluator> {
     let mut s = State {
+        explains: Explains::new(c.manifest),
         denied: c
             .manifest
             .network
@@ -76,11 +141,8 @@ pub(crate) fn start(c: &crate::Context<'_>) -> Box<dyn Evaluator> {
             .map(|r| (r.first_event, r.end_event))
             .collect(),
         flow_of: HashMap::new(),
-        groups: Keyed::new(),
-        syscalls: 0,
-        packets: 0,
-        ids: Vec::new(),
-        flows: Vec::new(),
+        unexplained: Side::new(),
+        explained: Side::new(),
         phases: PhaseOf::default(),
     };
     for f in c.flows.iter().filter(|f| f.mode == NetworkMode::Denied) {
@@ -90,6 +152,15 @@ pub(crate) fn start(c: &crate::Context<'_>) -> Box<dyn Evaluator> {
 }
 
 impl State {
+    /// What explains a destination of the denied run (the user's allow list too).
+    fn why(&self, names: &[String], port: Option<u16>, t_ns: u64) -> Option<String> {
+        let allow = self.explains.allow(NetworkMode::Denied);
+        if names.iter().any(|n| allow.allows(n, port)) {
+            return Some("allowed (`--allow-host`)".into());
+        }
+        self.explains.why(names.iter().map(String::as_str), t_ns)
+    }
+
     fn flow(&mut self, f: &Flow) {
         if f.protocol == FlowProtocol::Unix {
             return;
@@ -102,19 +173,35 @@ impl State {
             (None, Some((ip, port))) => Dest::Addr(net::ip_addr(ip, port)),
             (None, None) => Dest::Addr(net::addr(&f.dst)),
         };
+        let why = {
+            let mut names: Vec<String> = net::names(f).into_iter().map(|(_, n)| n).collect();
+            let ip_port = net::ip_port(&f.dst);
+            if names.is_empty() {
+                names.extend(ip_port.map(|(ip, _)| ip.to_canonical().to_string()));
+            }
+            let port = ip_port.map(|(_, p)| p).filter(|_| f.dns.is_none());
+            self.why(&names, port, f.t_ns)
+        };
         for id in &f.events {
-            self.flow_of.insert(*id, dest.clone());
+            self.flow_of.insert(*id, (dest.clone(), why.clone()));
         }
         self.phases.want(&f.events);
-        net::add_ids(&mut self.ids, &f.events);
-        net::add_ids(&mut self.flows, &[f.id]);
-        self.packets += f.packets_out;
-        let Some(t) = self.groups.get(dest) else {
+        let side = match why {
+            Some(_) => &mut self.explained,
+            None => &mut self.unexplained,
+        };
+        net::add_ids(&mut side.ids, &f.events);
+        net::add_ids(&mut side.flows, &[f.id]);
+        side.packets += f.packets_out;
+        let Some(t) = side.groups.get(dest) else {
             return;
         };
         t.packets += f.packets_out;
         if f.dns.is_some() {
             t.queries += 1;
+        }
+        if t.why.is_none() {
+            t.why = why;
         }
     }
 
@@ -139,65 +226,58 @@ impl Evaluator for State {
         if port == 0 && !self.flow_of.contains_key(&e.id) {
             return;
         }
-        self.syscalls += 1;
-        net::add_ids(&mut self.ids, &[e.id]);
-        if self.ids.contains(&e.id) {
+        let (dest, why) = match self.flow_of.get(&e.id) {
+            Some(d) => d.clone(),
+            None => (
+                Dest::Addr(net::ip_addr(ip, port)),
+                self.why(&[ip.to_canonical().to_string()], Some(port), e.t_ns),
+            ),
+        };
+        let side = match why {
+            Some(_) => &mut self.explained,
+            None => &mut self.unexplained,
+        };
+        side.syscalls += 1;
+        net::add_ids(&mut side.ids, &[e.id]);
+        if side.ids.contains(&e.id) {
             self.phases.want(&[e.id]);
             self.phases.see(e);
         }
-        let dest = match self.flow_of.get(&e.id) {
-            Some(d) => d.clone(),
-            None => Dest::Addr(net::ip_addr(ip, port)),
-        };
-        if let Some(t) = self.groups.get(dest) {
+        if let Some(t) = side.groups.get(dest) {
             t.syscalls += 1;
+            if t.why.is_none() {
+                t.why = why;
+            }
         }
     }
 
     fn finish(self: Box<Self>) -> Evaluation {
         let s = *self;
-        if s.syscalls == 0 && s.packets == 0 && s.groups.items.is_empty() {
-            return Evaluation::default();
-        }
-        let mut parts: Vec<String> = s
-            .groups
-            .items
-            .iter()
-            .take(SHOWN)
-            .map(|(dest, t)| match dest {
-                Dest::Dns(name) => format!(
-                    "{} for {}",
-                    net::count(t.queries, "DNS query", "DNS queries"),
-                    net::show(name)
-                ),
-                Dest::Addr(a) => format!(
-                    "{}, {} to {a}",
-                    net::count(t.syscalls, "syscall", "syscalls"),
-                    net::count(t.packets, "packet", "packets")
-                ),
-            })
-            .collect();
-        let more = (s.groups.items.len() - parts.len()) as u64 + s.groups.overflow;
-        if more > 0 {
-            parts.push(net::count(more, "more destination", "more destinations"));
-        }
-        let mut ids = s.ids;
-        ids.sort_unstable();
-        let ps = s.phases.of(&ids);
-        let mut summary = format!(
-            "with the network denied it still tried ({}, {} in all): {}",
-            net::count(s.syscalls, "syscall", "syscalls"),
-            net::count(s.packets, "packet", "packets"),
-            parts.join("; ")
-        );
-        if !ps.is_empty() {
-            summary += &format!(" during {}", text::phases(&ps));
-        }
-        let mut f = INFO.finding(summary, ids, ps.first().cloned());
-        f.flows = s.flows;
+        let listed = |side: Side, said: &str| {
+            if side.is_empty() {
+                return None;
+            }
+            let mut ids = side.ids.clone();
+            ids.sort_unstable();
+            let ps = s.phases.of(&ids);
+            let mut summary = format!(
+                "with the network denied it {said} ({}, {} in all): {}",
+                net::count(side.syscalls, "syscall", "syscalls"),
+                net::count(side.packets, "packet", "packets"),
+                side.parts()
+            );
+            if !ps.is_empty() {
+                summary += &format!(" during {}", text::phases(&ps));
+            }
+            let mut f = INFO.finding(summary, ids, ps.first().cloned());
+            f.flows = side.flows;
+            Some(f)
+        };
         Evaluation {
-            findings: vec![f],
-            notes: Vec::new(),
+            findings: listed(s.unexplained, "still tried").into_iter().collect(),
+            notes: listed(s.explained, "tried explained destinations")
+                .into_iter()
+                .collect(),
         }
     }
 }
@@ -293,5 +373,40 @@ mod tests {
             .flow(F::tcp("192.0.2.10:443").events(&[1]))
             .build();
         assert_eq!(evaluate(&ev), Evaluation::default());
+    }
+
+    #[test]
+    fn what_the_entry_names_is_a_note_and_the_rest_still_flags() {
+        let why = "named in the entry's environment (GITLAB_API_URL)";
+        let ev = two_runs()
+            .connect_with("sendto", "198.18.0.2:53", Phase::Startup)
+            .connect_with("sendto", "198.18.0.2:53", Phase::Startup)
+            .flow(F::dns("gitlab.com", "A").denied().events(&[3]))
+            .flow(
+                F::dns("beacon.collector.example", "A")
+                    .denied()
+                    .events(&[4]),
+            )
+            .explained(&[("gitlab.com", why)])
+            .build();
+        let e = evaluate(&ev);
+        assert_eq!(
+            crate::testutil::summaries(e.clone()),
+            ["with the network denied it still tried (1 syscall, 1 packet in all): 1 DNS query for beacon.collector.example during startup"]
+        );
+        assert_eq!(e.notes.len(), 1);
+        assert_eq!(
+            e.notes[0].summary,
+            format!("with the network denied it tried explained destinations (1 syscall, 1 packet in all): 1 DNS query for gitlab.com ({why}) during startup")
+        );
+        // Only explained tries: no finding.
+        let ev = two_runs()
+            .connect_with("sendto", "198.18.0.2:53", Phase::Startup)
+            .flow(F::dns("api.gitlab.com", "A").denied().events(&[3]))
+            .explained(&[("gitlab.com", why)])
+            .build();
+        let e = evaluate(&ev);
+        assert!(e.findings.is_empty(), "{:?}", e.findings);
+        assert_eq!(e.notes.len(), 1);
     }
 }

@@ -14,12 +14,19 @@
 //! an allowed host is explained whatever the port). A connect event to a synthetic address
 //! carries the name the edge's DNS handed that address out for.
 //!
-//! One finding per destination: a DNS name, a host name and port, or an IP address and port.
-//! A flow to an address the edge's DNS did not hand out and with no name is a direct-IP
-//! connection, named as such. Not an accusation: servers call APIs; the user decides which are
-//! expected.
+//! What the audited entry names itself explains an attempt too (see [`crate::explain`]): a
+//! host in its environment or arguments, its package's homepage, repository or issue
+//! tracker domain, its `server.json`, a declared secret's documented hosts, and, during a
+//! call, a URL of that call's own input. Every name the flow carries must be explained.
+//!
+//! One finding per destination nothing explains: a DNS name, a host name and port, or an IP
+//! address and port. A flow to an address the edge's DNS did not hand out and with no name is
+//! a direct-IP connection, named as such. Each explained destination is a note saying by
+//! what ("…; explained: the package's homepage domain, vendor.example (npm `homepage`)").
+//! Not an accusation: servers call APIs; the user decides which are expected.
 
-use crate::net::{self, Allow, Keyed, PhaseOf};
+use crate::explain::{self, Explains};
+use crate::net::{self, Keyed, PhaseOf};
 use crate::text;
 use crate::{Channel, CheckInfo, Evaluation, Evaluator};
 use glassbox_model::{Event, EventKind, Flow, FlowProtocol, NetworkMode, Phase, Severity};
@@ -28,12 +35,12 @@ use std::net::IpAddr;
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "unexplained-egress",
-    version: 3,
+    version: 4,
     claim: "no unexplained network egress",
     severity: Severity::High,
     channels: &[Channel::Syscalls, Channel::PacketEdge],
     accuses: "",
-    sources: &["egress.rs", "net.rs", "text.rs"],
+    sources: &["egress.rs", "explain.rs", "named.rs", "net.rs", "text.rs"],
 };
 
 /// Extra names (SNI, Host) listed per destination.
@@ -70,6 +77,8 @@ struct Attempts {
     /// Connect and send events no flow matched.
     unmatched: u64,
     ids: Vec<u64>,
+    /// What explains the destination (its first attempt's reason): a note, not a finding.
+    why: Option<String>,
 }
 
 impl Attempts {
@@ -82,32 +91,21 @@ impl Attempts {
 
 /// The check's state over one run.
 pub(crate) struct State {
-    allow: Allow,
-    /// The allow list of the install run: the user's, and the registry it relayed.
-    allow_install: Allow,
+    explains: Explains,
     /// Events some flow matched.
     matched: HashSet<u64>,
     /// Names of synthetic addresses.
     names: HashMap<IpAddr, String>,
     network: glassbox_model::NetworkSettings,
     groups: Keyed<Dest, Attempts>,
+    /// Destinations something explains, each with why: notes.
+    explained: Keyed<Dest, Attempts>,
     phases: PhaseOf,
 }
 
 pub(crate) fn start(c: &crate::Context<'_>) -> Box<dyn Evaluator> {
     let mut s = State {
-        allow: Allow::new(&c.manifest.network.allow),
-        allow_install: Allow::new(
-            &c.manifest
-                .network
-                .runs
-                .iter()
-                .filter(|r| r.mode == NetworkMode::Install)
-                .flat_map(|r| r.allow.iter())
-                .chain(&c.manifest.network.allow)
-                .cloned()
-                .collect::<Vec<_>>(),
-        ),
+        explains: Explains::new(c.manifest),
         matched: c
             .flows
             .iter()
@@ -116,6 +114,7 @@ pub(crate) fn start(c: &crate::Context<'_>) -> Box<dyn Evaluator> {
         names: net::synthetic_names(c.flows),
         network: c.manifest.network.clone(),
         groups: Keyed::new(),
+        explained: Keyed::new(),
         phases: PhaseOf::default(),
     };
     for f in c.flows {
@@ -124,16 +123,17 @@ pub(crate) fn start(c: &crate::Context<'_>) -> Box<dyn Evaluator> {
     Box::new(s)
 }
 
-impl State {
-    /// What explains an attempt made in a run of `mode`: the install run also reached its
-    /// registry, and only it did.
-    fn allow_of(&self, mode: NetworkMode) -> &Allow {
-        match mode {
-            NetworkMode::Install => &self.allow_install,
-            _ => &self.allow,
+/// What an allow list entry is, as a note says it.
+fn allowed(mode: NetworkMode) -> String {
+    match mode {
+        NetworkMode::Install => {
+            "allowed (`--allow-host`, or the package registry the install relayed)".into()
         }
+        _ => "allowed (`--allow-host`)".into(),
     }
+}
 
+impl State {
     fn flow(&mut self, f: &Flow) {
         if f.protocol == FlowProtocol::Unix {
             return;
@@ -145,14 +145,16 @@ impl State {
             return;
         }
         let names = net::names(f);
-        let allow = self.allow_of(f.mode);
-        let dest = match &f.dns {
+        let allow = self.explains.allow(f.mode);
+        let (dest, why) = match &f.dns {
             Some(q) => {
                 let name = net::norm_host(q.name.as_slice());
-                if allow.allows(&name, None) {
-                    return;
-                }
-                Dest::Dns(name)
+                let why = if allow.allows(&name, None) {
+                    Some(allowed(f.mode))
+                } else {
+                    self.explains.why([name.as_str()], f.t_ns)
+                };
+                (Dest::Dns(name), why)
             }
             None => {
                 // The name the edge handed the address out for (from the flow, or from the
@@ -166,23 +168,40 @@ impl State {
                             .then(|| self.names.get(&net::synthetic_v4(ip)).cloned())
                             .flatten()
                     });
-                let explained = names.iter().any(|(_, n)| allow.allows(n, Some(port)))
+                let allowed_here = names.iter().any(|(_, n)| allow.allows(n, Some(port)))
                     || host.as_deref().is_some_and(|h| allow.allows(h, Some(port)))
                     || allow.allows_ip(ip, port);
-                if explained {
-                    return;
+                // Every name the flow carries, or its address when it carries none.
+                let ip_text = ip.to_canonical().to_string();
+                let mut all: Vec<&str> = names.iter().map(|(_, n)| n.as_str()).collect();
+                all.extend(host.as_deref());
+                if all.is_empty() {
+                    all.push(&ip_text);
                 }
-                match host {
+                let why = if allowed_here {
+                    Some(allowed(f.mode))
+                } else {
+                    self.explains.why(all, f.t_ns)
+                };
+                let dest = match host {
                     Some(h) => Dest::Host(h, port),
                     None => Dest::Ip(ip, port),
-                }
+                };
+                (dest, why)
             }
         };
         let named = matches!(dest, Dest::Host(..));
         self.phases.want(&f.events);
-        let Some(a) = self.groups.get(dest) else {
+        let groups = match &why {
+            Some(_) => &mut self.explained,
+            None => &mut self.groups,
+        };
+        let Some(a) = groups.get(dest) else {
             return;
         };
+        if a.why.is_none() {
+            a.why = why;
+        }
         if !a.protocols.contains(&f.protocol) {
             a.protocols.push(f.protocol);
         }
@@ -223,19 +242,30 @@ impl State {
             .then(|| self.names.get(&net::synthetic_v4(ip)).cloned())
             .flatten();
         let mode = self.network.mode_of_event(e.id);
-        let allow = self.allow_of(mode);
-        let explained = allow.allows_ip(ip, port)
-            || name.as_deref().is_some_and(|n| allow.allows(n, Some(port)));
-        if explained {
-            return;
-        }
+        let allow = self.explains.allow(mode);
+        let why = if allow.allows_ip(ip, port)
+            || name.as_deref().is_some_and(|n| allow.allows(n, Some(port)))
+        {
+            Some(allowed(mode))
+        } else {
+            let ip_text = ip.to_canonical().to_string();
+            self.explains
+                .why([name.as_deref().unwrap_or(&ip_text)], e.t_ns)
+        };
         let (dest, named) = match name {
             Some(n) => (Dest::Host(n, port), true),
             None => (Dest::Ip(ip, port), false),
         };
-        let Some(a) = self.groups.get(dest) else {
+        let groups = match &why {
+            Some(_) => &mut self.explained,
+            None => &mut self.groups,
+        };
+        let Some(a) = groups.get(dest) else {
             return;
         };
+        if a.why.is_none() {
+            a.why = why;
+        }
         a.unmatched += 1;
         a.mode(mode);
         if named && a.addresses.len() < NAMES_SHOWN {
@@ -274,29 +304,46 @@ impl Evaluator for State {
     }
 
     fn finish(self: Box<Self>) -> Evaluation {
-        let State { groups, phases, .. } = *self;
-        let mut findings = Vec::new();
-        for (dest, mut a) in groups.items {
-            a.ids.sort_unstable();
-            let ps = phases.of(&a.ids);
-            let mut f = INFO.finding(summary(&dest, &a, &ps), a.ids, ps.first().cloned());
-            f.flows = a.flows;
-            findings.push(f);
+        let State {
+            groups,
+            explained,
+            phases,
+            ..
+        } = *self;
+        let listed = |groups: Keyed<Dest, Attempts>| {
+            let mut out = Vec::new();
+            for (dest, mut a) in groups.items {
+                a.ids.sort_unstable();
+                let ps = phases.of(&a.ids);
+                let mut s = summary(&dest, &a, &ps);
+                if let Some(why) = &a.why {
+                    s = explain::note(s, why);
+                }
+                let mut f = INFO.finding(s, a.ids, ps.first().cloned());
+                f.flows = a.flows;
+                out.push(f);
+            }
+            (out, groups.overflow)
+        };
+        let (mut notes, more) = listed(explained);
+        if more > 0 {
+            notes.push(INFO.finding(
+                format!("{more} more explained attempts to further destinations (not listed)"),
+                Vec::new(),
+                None,
+            ));
         }
-        if groups.overflow > 0 {
+        let (mut findings, overflow) = listed(groups);
+        if overflow > 0 {
             findings.push(INFO.finding(
                 format!(
-                    "{} more unexplained attempts to further destinations (not listed)",
-                    groups.overflow
+                    "{overflow} more unexplained attempts to further destinations (not listed)"
                 ),
                 Vec::new(),
                 None,
             ));
         }
-        Evaluation {
-            findings,
-            notes: Vec::new(),
-        }
+        Evaluation { findings, notes }
     }
 }
 
@@ -399,6 +446,16 @@ mod tests {
         crate::testutil::summaries(evaluate(ev))
     }
 
+    /// No finding, and a note for each destination, saying what explains it.
+    fn assert_explained(ev: &glassbox_model::Evidence) {
+        let e = evaluate(ev);
+        assert!(e.findings.is_empty(), "{:?}", e.findings);
+        assert!(!e.notes.is_empty());
+        for n in &e.notes {
+            assert!(n.summary.contains("; explained: "), "{}", n.summary);
+        }
+    }
+
     /// A DNS question for `name` answered with 198.18.1.3, then a TLS connection to it.
     fn lookup_then_connect(name: &str) -> Ev {
         Ev::new()
@@ -443,7 +500,7 @@ mod tests {
                         .install(),
                 )
         };
-        assert_eq!(evaluate(&registry(3).build()), Evaluation::default());
+        assert_explained(&registry(3).build());
         // The same registry reached by the server itself is egress like any other.
         let ev = registry(3)
             .connect("198.18.1.3:443", Phase::Call("fetch".into()))
@@ -482,12 +539,12 @@ mod tests {
         let ev = lookup_then_connect("api.example")
             .allow(&["api.example"])
             .build();
-        assert_eq!(evaluate(&ev), Evaluation::default());
+        assert_explained(&ev);
         // Case-insensitively, a trailing dot aside, and with its port.
         let ev = lookup_then_connect("API.Example.")
             .allow(&["api.example:443"])
             .build();
-        assert_eq!(evaluate(&ev), Evaluation::default());
+        assert_explained(&ev);
     }
 
     #[test]
@@ -536,7 +593,7 @@ mod tests {
                 )
                 .allow(&[allow])
                 .build();
-            assert_eq!(evaluate(&ev), Evaluation::default(), "{allow}");
+            assert_explained(&ev);
         }
     }
 
@@ -597,7 +654,7 @@ mod tests {
             .connect("192.0.2.20:8443", Phase::Startup)
             .allow(&["192.0.2.20"])
             .build();
-        assert_eq!(evaluate(&ev), Evaluation::default());
+        assert_explained(&ev);
     }
 
     #[test]
@@ -618,7 +675,7 @@ mod tests {
             .connect("[64:ff9b:1:ffff::c612:103]:443", Phase::Startup)
             .allow(&["api.example"])
             .build();
-        assert_eq!(evaluate(&ev), Evaluation::default());
+        assert_explained(&ev);
     }
 
     #[test]
@@ -650,7 +707,7 @@ mod tests {
             .flow(F::tcp("198.18.1.7:443"))
             .allow(&["api.example"])
             .build();
-        assert_eq!(evaluate(&ev), Evaluation::default());
+        assert_explained(&ev);
     }
 
     #[test]
@@ -668,5 +725,84 @@ mod tests {
         let ev = Ev::new().flow(F::dns("a\x1b[2J.example", "A")).build();
         let s = summaries(&ev);
         assert!(!s[0].contains('\x1b'), "{s:?}");
+    }
+
+    #[test]
+    fn what_the_entry_names_explains_its_destinations_and_says_so() {
+        let why = "the package's homepage domain, vendor.example (npm `homepage`)";
+        let ev = lookup_then_connect("api.vendor.example")
+            .explained(&[("vendor.example", why)])
+            .build();
+        let e = evaluate(&ev);
+        assert!(e.findings.is_empty(), "{:?}", e.findings);
+        let notes = crate::testutil::summaries(Evaluation {
+            findings: e.notes,
+            notes: Vec::new(),
+        });
+        assert_eq!(
+            notes,
+            [
+                format!("DNS query for api.vendor.example (A): 1 query (capture run) during startup; explained: {why}"),
+                format!("TCP to api.vendor.example:443 (at 198.18.1.3; SNI api.vendor.example): 1 flow, 3 packets, 5 bytes out (capture run) during call:fetch; explained: {why}"),
+            ]
+        );
+        // A look-alike name, or another host, is still unexplained.
+        for host in ["evilvendor.example", "vendor.example.collector.test"] {
+            let ev = lookup_then_connect(host)
+                .explained(&[("vendor.example", why)])
+                .build();
+            assert_eq!(summaries(&ev).len(), 2, "{host}");
+        }
+    }
+
+    #[test]
+    fn an_explained_name_fronting_for_another_is_not_explained() {
+        // The lookup was for the vendor; the TLS SNI names a collector.
+        let ev = Ev::new()
+            .flow(
+                F::dns("api.vendor.example", "A")
+                    .answers(&["198.18.1.3"])
+                    .events(&[1]),
+            )
+            .flow(
+                F::tcp("198.18.1.3:443")
+                    .name("api.vendor.example")
+                    .sni("collector.example")
+                    .events(&[2]),
+            )
+            .connect("198.18.0.1:53", Phase::Startup)
+            .connect("198.18.1.3:443", Phase::Startup)
+            .explained(&[(
+                "vendor.example",
+                "named in the entry's environment (API_URL)",
+            )])
+            .build();
+        let e = evaluate(&ev);
+        assert_eq!(e.notes.len(), 1, "{:?}", e.notes);
+        assert_eq!(e.findings.len(), 1);
+        assert!(e.findings[0].summary.contains("SNI collector.example"));
+    }
+
+    #[test]
+    fn a_host_a_calls_own_url_named_is_explained_during_that_call() {
+        let mut ev = lookup_then_connect("page.example.test").build();
+        let m = &mut ev.manifest;
+        m.session.tools = crate::testutil::tool_calls(
+            "fetch",
+            vec![serde_json::json!({"url": "https://page.example.test/gbx"})],
+        );
+        m.timings = vec![glassbox_model::PhaseTiming {
+            phase: Phase::Call("fetch".into()),
+            start_ns: 0,
+            end_ns: u64::MAX / 2,
+        }];
+        let e = evaluate(&ev);
+        assert!(e.findings.is_empty(), "{:?}", e.findings);
+        assert!(e.notes.iter().all(|n| n.summary.ends_with(
+            "explained: a URL of its own input named it (argument `url` of call:fetch)"
+        )));
+        // Outside that call's time, the same lookup is unexplained.
+        ev.manifest.timings[0].start_ns = u64::MAX / 2;
+        assert_eq!(evaluate(&ev).findings.len(), 2);
     }
 }

@@ -36,9 +36,12 @@
 //!   reviewer sees that.
 //!
 //! Not flagged: the marker in the server's answers (that is the transcript, which stays
-//! here) other than an evaluated template, in files read, or in scratch files. A tool whose purpose is to send what it is
-//! given (a fetcher, a search) is flagged during its own call: the finding names the tool, so
-//! a reviewer sees whether that was the tool's job. Not an accusation.
+//! here) other than an evaluated template, in files read, or in scratch files. The marker sent
+//! to a destination something explains (version 6; [`crate::explain`]: the API the audited
+//! entry names, a search tool's query to it; the host a URL of the call's own input named, a
+//! fetcher's page) is a note that says by what: that is the tool doing its job. Sent anywhere
+//! else it is flagged, naming the tool, so a reviewer sees whether that was the tool's job.
+//! Not an accusation.
 
 use crate::canary::{encodings, fields, percent_decoded, unread};
 use crate::flags::has_write_intent;
@@ -52,7 +55,7 @@ use std::net::IpAddr;
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "input-exposure",
-    version: 5,
+    version: 6,
     claim: "keeps tool input inside the sandbox and its workspace",
     severity: Severity::Medium,
     channels: &[
@@ -63,6 +66,7 @@ pub(crate) const INFO: CheckInfo = CheckInfo {
     accuses: "",
     sources: &[
         "input.rs",
+        "explain.rs",
         "named.rs",
         "spawn.rs",
         "canary.rs",
@@ -81,6 +85,9 @@ const SCRATCH: &[&str] = &["/tmp", "/var/tmp", "/dev/shm"];
 enum What {
     /// A destination the marker reached.
     Network,
+    /// A destination the marker reached that something explains (the audited entry names it,
+    /// or a URL of the call's own input did: [`crate::explain`]): a note.
+    Explained,
     /// A file named by the marker written outside the workspace.
     Written,
     /// A file outside the workspace that a call's input named, opened during that call.
@@ -106,6 +113,8 @@ struct Seen {
     modes: Vec<NetworkMode>,
     flows: Vec<u64>,
     ids: Vec<u64>,
+    /// What explains the destination ([`What::Explained`]).
+    why: Option<String>,
 }
 
 /// The check's state over one run.
@@ -159,6 +168,7 @@ pub(crate) fn start(c: &crate::Context<'_>) -> Box<dyn Evaluator> {
             .as_deref()
             .and_then(|a| a.parse().ok()),
     };
+    let explains = crate::explain::Explains::new(c.manifest);
     if let Some((ac, names)) = &s.marker {
         for f in c.flows.iter().filter(|f| f.mode != NetworkMode::Install) {
             let mut how = Vec::new();
@@ -176,15 +186,29 @@ pub(crate) fn start(c: &crate::Context<'_>) -> Box<dyn Evaluator> {
             if how.is_empty() {
                 continue;
             }
-            let dest = net::names(f)
+            let names = net::names(f);
+            let dest = names
                 .first()
                 .map(|(_, n)| net::show(n))
                 .unwrap_or_else(|| net::addr(&f.dst));
+            let ip = net::ip_port(&f.dst).map(|(ip, _)| ip.to_canonical().to_string());
+            let why = if names.is_empty() {
+                ip.as_deref().and_then(|ip| explains.why([ip], f.t_ns))
+            } else {
+                explains.why(names.iter().map(|(_, n)| n.as_str()), f.t_ns)
+            };
             s.phases.want(&f.events);
-            let Some(seen) = s.seen.get((What::Network, dest.clone())) else {
+            let what = match why {
+                Some(_) => What::Explained,
+                None => What::Network,
+            };
+            let Some(seen) = s.seen.get((what, dest.clone())) else {
                 continue;
             };
             seen.shown = dest;
+            if seen.why.is_none() {
+                seen.why = why;
+            }
             for h in how {
                 if !seen.how.contains(&h) {
                     seen.how.push(h);
@@ -373,10 +397,18 @@ impl Evaluator for State {
     fn finish(self: Box<Self>) -> Evaluation {
         let State { seen, phases, .. } = *self;
         let mut findings = Vec::new();
+        let mut notes = Vec::new();
         let overflow = seen.overflow;
         for ((what, _), s) in seen.items {
             let ps = phases.of(&s.ids);
             let mut summary = match what {
+                What::Explained => format!(
+                    "a tool argument went towards {} ({}; {}) ({})",
+                    s.shown,
+                    s.how.join(", "),
+                    net::count(s.flows.len() as u64, "flow", "flows"),
+                    net::runs(&s.modes)
+                ),
                 What::Written => format!(
                     "a file named by a tool argument was written outside the workspace: {} ({})",
                     s.shown,
@@ -425,12 +457,17 @@ impl Evaluator for State {
             if !ps.is_empty() {
                 summary += &format!(" during {}", text::phases(&ps));
             }
+            if let Some(why) = &s.why {
+                summary = crate::explain::note(summary, why);
+            }
             let phase = s.phase.or_else(|| ps.first().cloned());
             let mut f = INFO.finding(summary, s.ids, phase);
             f.flows = s.flows;
-            findings.push(f);
+            match what {
+                What::Explained => notes.push(f),
+                _ => findings.push(f),
+            }
         }
-        let mut notes = Vec::new();
         if overflow > 0 {
             notes.push(INFO.finding(
                 format!("{overflow} more destinations or files not listed"),

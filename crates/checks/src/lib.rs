@@ -91,6 +91,7 @@ pub mod drift;
 mod egress;
 mod evasion;
 mod exfil;
+pub mod explain;
 pub mod flags;
 mod input;
 mod lock;

@@ -88,6 +88,7 @@ mod tests {
             "descriptions.rs" => include_str!("descriptions.rs"),
             "net.rs" => include_str!("net.rs"),
             "egress.rs" => include_str!("egress.rs"),
+            "explain.rs" => include_str!("explain.rs"),
             "denied.rs" => include_str!("denied.rs"),
             "doh.rs" => include_str!("doh.rs"),
             "unix.rs" => include_str!("unix.rs"),

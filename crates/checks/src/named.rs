@@ -47,6 +47,8 @@ struct CallNamed {
     paths: Vec<NamedPath>,
     /// The IP literal hosts of its URL arguments, each with the argument.
     addresses: Vec<(String, IpAddr)>,
+    /// The host names of its URL arguments (lower-case), each with the argument.
+    hosts: Vec<(String, String)>,
 }
 
 /// What each call's input named, by the call's phase.
@@ -71,13 +73,18 @@ impl Named {
                 strings_of(&call.arguments, &mut String::new(), &mut strings);
                 let mut named = CallNamed::default();
                 for (arg, s) in strings {
-                    if let Some(ip) = url_address(&s) {
-                        named.addresses.push((arg, ip));
-                    } else if let Some(p) = path_of(arg, &s, cwd, home) {
-                        named.paths.push(p);
+                    match url_host(&s) {
+                        Some(UrlHost::Ip(ip)) => named.addresses.push((arg, ip)),
+                        Some(UrlHost::Name(h)) => named.hosts.push((arg, h)),
+                        None => {
+                            if let Some(p) = path_of(arg, &s, cwd, home) {
+                                named.paths.push(p);
+                            }
+                        }
                     }
                 }
-                if !(named.paths.is_empty() && named.addresses.is_empty()) {
+                if !(named.paths.is_empty() && named.addresses.is_empty() && named.hosts.is_empty())
+                {
                     by_phase.insert(Phase::call(&tool.name, call.k), named);
                 }
             }
@@ -117,6 +124,37 @@ impl Named {
             .flat_map(|c| &c.addresses)
             .find(|(_, a)| *a == ip)
             .map(|(arg, _)| arg.as_str())
+    }
+
+    /// The call whose phase (or [`LATE_NS`] after it) holds `t_ns` and whose input has a URL
+    /// with host `host` (a name, lower-case, or an IP address) or a host it is under, with
+    /// that URL's argument: what a flow at `t_ns` to `host` was asked for. A flow carries no
+    /// phase of its own (a microVM's none of its events either), so its time decides.
+    pub(crate) fn url_host_at(&self, t_ns: u64, host: &str) -> Option<(&Phase, &str)> {
+        let ip = host.parse::<IpAddr>().ok();
+        self.windows
+            .iter()
+            .filter(|(start, end, _)| *start <= t_ns && t_ns <= end.saturating_add(LATE_NS))
+            .find_map(|(_, _, p)| {
+                let c = self.by_phase.get(p)?;
+                let by_name = c.hosts.iter().find(|(_, h)| {
+                    host == h
+                        || host
+                            .strip_suffix(h.as_str())
+                            .is_some_and(|rest| rest.ends_with('.'))
+                });
+                let by_ip = || {
+                    let ip = ip?;
+                    c.addresses
+                        .iter()
+                        .find(|(_, a)| *a == ip)
+                        .map(|(arg, _)| arg)
+                };
+                by_name
+                    .map(|(arg, _)| arg)
+                    .or_else(by_ip)
+                    .map(|arg| (p, arg.as_str()))
+            })
     }
 
     /// The argument of the call in `phase` that named `path` (normalized, absolute), a
@@ -222,9 +260,17 @@ fn strings_of(v: &Value, at: &mut String, out: &mut Vec<(String, String)>) {
     }
 }
 
-/// The host of the URL `s` when it is an IP literal (`http://192.0.2.1:8080/x`,
-/// `https://[2001:db8::1]/`): what a fetch of it connects to.
-fn url_address(s: &str) -> Option<IpAddr> {
+/// The host of a URL.
+enum UrlHost {
+    /// An IP literal (`http://192.0.2.1:8080/x`, `https://[2001:db8::1]/`): what a fetch of
+    /// it connects to.
+    Ip(IpAddr),
+    /// A name, lower-case, without a trailing dot: what a fetch of it looks up.
+    Name(String),
+}
+
+/// The host of the URL `s`.
+fn url_host(s: &str) -> Option<UrlHost> {
     if s.len() > 4096 {
         return None;
     }
@@ -239,9 +285,18 @@ fn url_address(s: &str) -> Option<IpAddr> {
     let authority = rest.split(['/', '?', '#']).next()?;
     let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
     if let Some(v6) = host.strip_prefix('[') {
-        return v6.split_once(']')?.0.parse().ok();
+        return v6.split_once(']')?.0.parse().ok().map(UrlHost::Ip);
     }
-    host.split(':').next()?.parse().ok()
+    let host = host.split(':').next()?;
+    if let Ok(ip) = host.parse() {
+        return Some(UrlHost::Ip(ip));
+    }
+    let name = host.trim_end_matches('.').to_ascii_lowercase();
+    let valid = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.');
+    valid.then_some(UrlHost::Name(name))
 }
 
 fn path_of(arg: String, s: &str, cwd: &[u8], home: &str) -> Option<NamedPath> {
@@ -270,35 +325,13 @@ fn path_of(arg: String, s: &str, cwd: &[u8], home: &str) -> Option<NamedPath> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use glassbox_model::{CallRecord, CallResult, ToolRecord};
     use serde_json::json;
 
     fn manifest(calls: Vec<Value>) -> Manifest {
         let mut m = Manifest::default();
         m.sandbox.cwd = "/work/srv".into();
         m.sandbox.home = "/home/ana".into();
-        m.session.tools = vec![ToolRecord {
-            name: "read_file".into(),
-            description: None,
-            input_schema: json!({}),
-            called: true,
-            arguments_note: None,
-            arguments: None,
-            result: CallResult::Ok,
-            calls: calls
-                .into_iter()
-                .enumerate()
-                .map(|(i, arguments)| CallRecord {
-                    k: i as u32 + 1,
-                    label: String::new(),
-                    arguments,
-                    result: CallResult::Ok,
-                    retry_of: None,
-                    error: None,
-                })
-                .collect(),
-            relisted_unchanged: None,
-        }];
+        m.session.tools = crate::testutil::tool_calls("read_file", calls);
         m
     }
 
@@ -326,8 +359,50 @@ mod tests {
             "http://[::1",
             "http://999.0.0.1/",
         ] {
-            assert_eq!(url_address(bad), None, "{bad}");
+            assert!(!matches!(url_host(bad), Some(UrlHost::Ip(_))), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_flow_in_a_calls_window_to_a_host_its_url_named_was_asked_for() {
+        let mut m = manifest(vec![
+            json!({"url": "https://Docs.Vendor.Example./page"}),
+            json!({"url": "http://192.0.2.9/x"}),
+        ]);
+        m.timings = vec![
+            glassbox_model::PhaseTiming {
+                phase: Phase::call("read_file", 1),
+                start_ns: 1_000_000_000,
+                end_ns: 2_000_000_000,
+            },
+            glassbox_model::PhaseTiming {
+                phase: Phase::call("read_file", 2),
+                start_ns: 3_000_000_000,
+                end_ns: 4_000_000_000,
+            },
+        ];
+        let n = Named::of(&m);
+        let first = Phase::call("read_file", 1);
+        assert_eq!(
+            n.url_host_at(1_500_000_000, "docs.vendor.example"),
+            Some((&first, "url"))
+        );
+        assert_eq!(
+            n.url_host_at(1_500_000_000, "cdn.docs.vendor.example"),
+            Some((&first, "url"))
+        );
+        assert_eq!(
+            n.url_host_at(3_500_000_000, "192.0.2.9").map(|(_, a)| a),
+            Some("url")
+        );
+        // Another host, a look-alike suffix, another call's time, before any call.
+        assert_eq!(n.url_host_at(1_500_000_000, "vendor.example"), None);
+        assert_eq!(
+            n.url_host_at(1_500_000_000, "evildocs.vendor.example"),
+            None
+        );
+        assert_eq!(n.url_host_at(3_500_000_000, "docs.vendor.example"), None);
+        assert_eq!(n.url_host_at(500_000_000, "docs.vendor.example"), None);
     }
 
     fn comps(p: &str) -> Vec<Vec<u8>> {

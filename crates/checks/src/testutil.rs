@@ -279,6 +279,20 @@ impl Ev {
         self
     }
 
+    /// What the audited entry names (`manifest.network.explained`): `(host, why)`, each
+    /// covering its subdomains.
+    pub(crate) fn explained(mut self, hosts: &[(&str, &str)]) -> Self {
+        self.0.manifest.network.explained = hosts
+            .iter()
+            .map(|(h, why)| glassbox_model::ExplainedHost {
+                host: h.to_string(),
+                subdomains: true,
+                why: why.to_string(),
+            })
+            .collect();
+        self
+    }
+
     /// The canary Unix sockets.
     pub(crate) fn canary_sockets(mut self, paths: &[&str]) -> Self {
         self.0.manifest.network.canary_sockets = paths.iter().map(|s| s.to_string()).collect();
@@ -456,4 +470,34 @@ impl F {
 /// The summaries of an evaluation's findings, in order.
 pub(crate) fn summaries(eval: crate::Evaluation) -> Vec<String> {
     eval.findings.into_iter().map(|f| f.summary).collect()
+}
+
+/// One tool, called once with each of `calls` (`manifest.session.tools`).
+pub(crate) fn tool_calls(
+    tool: &str,
+    calls: Vec<serde_json::Value>,
+) -> Vec<glassbox_model::ToolRecord> {
+    use glassbox_model::{CallRecord, CallResult, ToolRecord};
+    vec![ToolRecord {
+        name: tool.into(),
+        description: None,
+        input_schema: serde_json::json!({}),
+        called: true,
+        arguments_note: None,
+        arguments: None,
+        result: CallResult::Ok,
+        calls: calls
+            .into_iter()
+            .enumerate()
+            .map(|(i, arguments)| CallRecord {
+                k: i as u32 + 1,
+                label: String::new(),
+                arguments,
+                result: CallResult::Ok,
+                retry_of: None,
+                error: None,
+            })
+            .collect(),
+        relisted_unchanged: None,
+    }]
 }

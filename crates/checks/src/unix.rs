@@ -35,7 +35,7 @@ use std::collections::HashSet;
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "unix-socket",
-    version: 3,
+    version: 4,
     claim: "connects to no Unix socket it does not own",
     severity: Severity::High,
     channels: &[Channel::Syscalls],

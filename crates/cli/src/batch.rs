@@ -503,6 +503,7 @@ fn one(job: &Job, index: usize, sh: &Shared<'_>) -> Row {
     let mut o = sh.base.clone();
     o.cwd = job.cwd.clone();
     o.server_env = job.env.clone();
+    o.entry_names = job.names.clone();
     match &job.launch {
         Launch::Package { package, args } => {
             // The exact version first: what the store files the audit under (one asked for

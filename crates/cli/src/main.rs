@@ -1030,6 +1030,7 @@ fn run(cli: Cli) -> Result<i32> {
                 let label = glassbox_model::printable(&entry.name);
                 let mut o = opts.clone();
                 o.server_env = entry.env;
+                o.entry_names = entry.names;
                 for (name, value) in &mut o.server_env {
                     if let glassbox_audit::config::EnvValue::Secret { hosts } = value {
                         for sh in &secret_host {

@@ -330,6 +330,24 @@ pub struct NetworkSettings {
     /// What the edge answers: `ok` (synthetic responses, TLS terminated) or `refuse`.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub responder: String,
+    /// Destinations the audited entry names itself (its environment and arguments, its
+    /// package's metadata, its `server.json`, the documented hosts of its declared secrets):
+    /// egress there is explained, and the report says by what. Explained is not trusted: a
+    /// planted secret sent there is still judged by the service it belongs to.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub explained: Vec<ExplainedHost>,
+}
+
+/// A destination the audited entry names, and what names it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExplainedHost {
+    /// A host name (lower-case, no trailing dot) or an IP address.
+    pub host: String,
+    /// Whether names under it are explained too (`api.vendor.example` by `vendor.example`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub subdomains: bool,
+    /// What names it: "the package's homepage domain, vendor.example (npm `homepage`)".
+    pub why: String,
 }
 
 /// The audit's own certificate authority, as the manifest records it.
