@@ -15,7 +15,7 @@
 //! to an explained host is still judged by the service it is for (`canary-exfiltration`).
 
 use crate::install::Registry;
-use glassbox_checks::explain::{known_suffix, registrable};
+use glassbox_checks::explain::{known_suffix, registrable, vendor_words};
 use glassbox_model::{ExplainedHost, Honeytoken};
 use std::path::Path;
 
@@ -121,15 +121,41 @@ impl Explained {
         Explained(Vec::new())
     }
 
-    fn add(&mut self, host: String, why: String) {
-        if self.0.len() >= MAX_EXPLAINED || self.0.iter().any(|e| e.host == host) {
-            return;
-        }
-        self.0.push(ExplainedHost {
+    fn add(&mut self, host: String, by: &str, why: String) {
+        self.push(ExplainedHost {
             host,
             subdomains: true,
+            by: by.to_string(),
             why,
+            ..Default::default()
         });
+    }
+
+    fn push(&mut self, e: ExplainedHost) {
+        let known = self
+            .0
+            .iter()
+            .any(|x| x.host == e.host && x.label == e.label);
+        if self.0.len() < MAX_EXPLAINED && !known {
+            self.0.push(e);
+        }
+    }
+
+    /// The words of the package's name (`@upstash/context7-mcp`: `upstash`, `context7`): a
+    /// registrable domain whose first label is one is named like the package.
+    pub(crate) fn package_name(&mut self, name: &str) {
+        for w in vendor_words(name) {
+            self.push(ExplainedHost {
+                host: w,
+                subdomains: true,
+                label: true,
+                by: "package-name".into(),
+                why: format!(
+                    "named like the package, {}",
+                    glassbox_model::printable(&glassbox_model::truncate(name, 80))
+                ),
+            });
+        }
     }
 
     /// The plain values of the entry's environment.
@@ -138,6 +164,7 @@ impl Explained {
             for h in hosts_of_value(value) {
                 self.add(
                     h,
+                    "environment",
                     format!(
                         "named in the entry's environment ({})",
                         glassbox_model::printable(&glassbox_model::truncate(name, 60))
@@ -152,7 +179,11 @@ impl Explained {
         // URLs only: a bare argument like `server.py` is a file, whatever its suffix.
         for a in args {
             for (_, h) in urls_in(a) {
-                self.add(h, "named in the server's arguments".to_string());
+                self.add(
+                    h,
+                    "arguments",
+                    "named in the server's arguments".to_string(),
+                );
             }
         }
     }
@@ -167,6 +198,7 @@ impl Explained {
                 if let Some(h) = host_of(h) {
                     self.add(
                         h,
+                        "declared-secret",
                         format!(
                             "a documented host of the declared secret {}",
                             glassbox_model::printable(name)
@@ -180,7 +212,7 @@ impl Explained {
     /// What a `server.json` named for the entry (its `why` kept).
     pub(crate) fn named(&mut self, names: &[ExplainedHost]) {
         for n in names {
-            self.add(n.host.clone(), n.why.clone());
+            self.push(n.clone());
         }
     }
 
@@ -203,7 +235,7 @@ impl Explained {
                     "the package's {} domain, {domain} ({origin})",
                     glassbox_model::printable(&glassbox_model::truncate(&what, 40))
                 );
-                self.add(domain, why);
+                self.add(domain, "package", why);
             }
         }
     }
@@ -220,7 +252,11 @@ pub fn server_json_names(v: &serde_json::Value) -> Vec<ExplainedHost> {
     let s = |v: Option<&serde_json::Value>| v.and_then(|x| x.as_str()).map(str::to_string);
     let mut add = |text: Option<String>, what: &str| {
         for h in text.as_deref().map(hosts_of_value).unwrap_or_default() {
-            out.add(h, format!("named by its server.json ({what})"));
+            out.add(
+                h,
+                "server-json",
+                format!("named by its server.json ({what})"),
+            );
         }
     };
     add(s(v.get("websiteUrl")), "`websiteUrl`");

@@ -2041,6 +2041,7 @@ fn explained(
     e.named(&opts.entry_names);
     if let (Some(p), Some(dir)) = (&opts.package, installed_in) {
         e.package(p.spec.registry, &p.spec.name, dir);
+        e.package_name(&p.spec.name);
     }
     e.into_vec()
 }

@@ -1,59 +1,535 @@
 //! The real benign corpus: pinned servers from npm and PyPI, installed in the sandbox from
-//! their registries and audited as a user gets them. Each must complete with every tool
-//! called, and none may be accused. What is flagged must be explained: the two servers whose
-//! tools fetch a URL they are given (`server-everything`'s `gzip-file-as-resource`,
-//! `mcp-server-fetch`'s `fetch`) look it up (the generated URL names a host under `.test`),
-//! which is egress during that tool's call, with the argument's marker in the lookup, and
-//! nothing else.
+//! their registries and audited as a user's client configuration gets them (the same
+//! environment, a secret-named variable replaced by a canary as `--config` does). Chosen to
+//! cover the classes real audits meet: vendor-API clients given keys, a Kubernetes client,
+//! browser drivers, a shell runner, database clients, servers that shell out, FastMCP and
+//! TypeScript SDK servers of both protocol eras.
 //!
-//! It needs the package registries (npm, PyPI) and takes about three minutes: it runs when
-//! `GLASSBOX_CORPUS=1` (scripts/test sets it). The result is in the README.
+//! Each must install, complete with every tool called, and keep its expected verdict; none
+//! may be accused, and every flag it keeps is listed below with the reason a reviewer would
+//! give. Any other flag fails the test. The call outcomes are totalled (the README's corpus
+//! table is this test's output: `target/corpus.md`).
+//!
+//! It needs the package registries (npm, PyPI) and takes about ten minutes: it runs when
+//! `GLASSBOX_CORPUS=1` (scripts/test sets it); `GLASSBOX_CORPUS_ONLY=TEXT` runs the servers
+//! whose target contains TEXT.
 
+use glassbox_audit::config::{secret_name, EnvValue};
 use glassbox_audit::install::PackageSpec;
 use glassbox_audit::{audit, AuditOptions, Quiet};
 use glassbox_checks::Proofs;
-use glassbox_model::{Outcome, Phase};
+use glassbox_model::{CallResult, Outcome, Verdict};
+use std::collections::BTreeMap;
+use std::sync::Mutex;
 
-/// (target, server arguments, tools whose calls may reach the network).
-const CORPUS: &[(&str, &[&str], &[&str])] = &[
-    (
-        "npm:@modelcontextprotocol/server-memory@2026.8.31",
-        &[],
-        &[],
-    ),
-    (
-        "npm:@modelcontextprotocol/server-filesystem@2026.8.31",
-        &["<DIR>"],
-        &[],
-    ),
-    (
-        "npm:@modelcontextprotocol/server-everything@2026.8.31",
-        &[],
-        &["gzip-file-as-resource"],
-    ),
-    (
-        "npm:@modelcontextprotocol/server-sequential-thinking@2026.8.31",
-        &[],
-        &[],
-    ),
-    ("pypi:mcp-server-time==2026.10.19", &[], &[]),
-    ("pypi:mcp-server-fetch==2026.10.24", &[], &["fetch"]),
-    ("pypi:mcp-server-git==2026.10.19", &[], &[]),
+/// One pinned server.
+struct Server {
+    target: &'static str,
+    /// What it stands for in the corpus.
+    class: &'static str,
+    /// The server's arguments (`<DIR>`: a folder of the test's).
+    args: &'static [&'static str],
+    /// Its environment, as a client configuration gives it.
+    env: &'static [(&'static str, &'static str)],
+    /// The installer's environment (`--install-env`), as its README tells users to set it.
+    install_env: &'static [(&'static str, &'static str)],
+    /// Every check it is flagged by, with why a reviewer keeps (or dismisses) the flag.
+    flags: &'static [(&'static str, &'static str)],
+}
+
+const NO: &[(&str, &str)] = &[];
+
+/// The corpus.
+const CORPUS: &[Server] = &[
+    Server {
+        target: "npm:@modelcontextprotocol/server-memory@2026.8.31",
+        class: "TypeScript SDK, current",
+        args: &[],
+        env: &[],
+        install_env: &[],
+        flags: NO,
+    },
+    Server {
+        target: "npm:@modelcontextprotocol/server-filesystem@2026.8.31",
+        class: "TypeScript SDK, current; a folder given",
+        args: &["<DIR>"],
+        env: &[],
+        install_env: &[],
+        flags: NO,
+    },
+    Server {
+        target: "npm:@modelcontextprotocol/server-everything@2026.8.31",
+        class: "TypeScript SDK, current; every MCP feature",
+        args: &[],
+        env: &[],
+        install_env: &[],
+        flags: &[
+            (
+                "unexplained-egress",
+                "gzip-file-as-resource fetches its default URL (raw.githubusercontent.com) when it is given none: what the tool is for",
+            ),
+            (
+                "denied-network-attempts",
+                "the same fetch, tried with the network denied",
+            ),
+            (
+                "input-exposure",
+                "gzip-file-as-resource fetches any URL it is given, the metadata address too: server-side request forgery, a finding a reviewer keeps",
+            ),
+        ],
+    },
+    Server {
+        target: "npm:@modelcontextprotocol/server-sequential-thinking@2026.8.31",
+        class: "TypeScript SDK, current",
+        args: &[],
+        env: &[],
+        install_env: &[],
+        flags: NO,
+    },
+    Server {
+        target: "pypi:mcp-server-time==2026.10.19",
+        class: "Python SDK",
+        args: &[],
+        env: &[],
+        install_env: &[],
+        flags: NO,
+    },
+    Server {
+        target: "pypi:mcp-server-fetch==2026.10.24",
+        class: "Python SDK; fetches the URL it is given",
+        args: &[],
+        env: &[],
+        install_env: &[],
+        flags: NO,
+    },
+    Server {
+        target: "pypi:mcp-server-git==2026.10.19",
+        class: "Python SDK; shells out to git",
+        args: &[],
+        env: &[],
+        install_env: &[],
+        flags: NO,
+    },
+    Server {
+        target: "npm:@modelcontextprotocol/server-memory@0.6.2",
+        class: "TypeScript SDK, 2024-11-05 era",
+        args: &[],
+        env: &[],
+        install_env: &[],
+        flags: NO,
+    },
+    Server {
+        target: "npm:@modelcontextprotocol/server-filesystem@2025.1.14",
+        class: "TypeScript SDK, 2024-11-05 era; a folder given",
+        args: &["<DIR>"],
+        env: &[],
+        install_env: &[],
+        flags: NO,
+    },
+    Server {
+        target: "npm:@modelcontextprotocol/server-everything@2025.1.14",
+        class: "TypeScript SDK, 2024-11-05 era",
+        args: &[],
+        env: &[],
+        install_env: &[],
+        flags: NO,
+    },
+    Server {
+        target: "npm:@modelcontextprotocol/server-sequential-thinking@0.6.2",
+        class: "TypeScript SDK, 2024-11-05 era",
+        args: &[],
+        env: &[],
+        install_env: &[],
+        flags: NO,
+    },
+    Server {
+        target: "pypi:mcp-server-calculator==0.2.1",
+        class: "FastMCP",
+        args: &[],
+        env: &[],
+        install_env: &[],
+        flags: NO,
+    },
+    Server {
+        target: "npm:@modelcontextprotocol/server-brave-search@0.6.2",
+        class: "vendor API, key in its configuration",
+        args: &[],
+        env: &[("BRAVE_API_KEY", "BSA-example")],
+        install_env: &[],
+        flags: NO,
+    },
+    Server {
+        target: "npm:@modelcontextprotocol/server-github@2025.4.8",
+        class: "vendor API, key in its configuration",
+        args: &[],
+        env: &[("GITHUB_PERSONAL_ACCESS_TOKEN", "ghp_example")],
+        install_env: &[],
+        flags: NO,
+    },
+    Server {
+        target: "npm:@modelcontextprotocol/server-gitlab@2025.4.25",
+        class: "vendor API, key and API URL in its configuration",
+        args: &[],
+        env: &[
+            ("GITLAB_PERSONAL_ACCESS_TOKEN", "glpat-example"),
+            ("GITLAB_API_URL", "https://gitlab.com/api/v4"),
+        ],
+        install_env: &[],
+        flags: NO,
+    },
+    Server {
+        target: "npm:@modelcontextprotocol/server-slack@2025.4.25",
+        class: "vendor API, key in its configuration",
+        args: &[],
+        env: &[
+            ("SLACK_BOT_TOKEN", "xoxb-example"),
+            ("SLACK_TEAM_ID", "T00000000"),
+        ],
+        install_env: &[],
+        flags: NO,
+    },
+    Server {
+        target: "npm:@modelcontextprotocol/server-google-maps@0.6.2",
+        class: "vendor API, key in its configuration",
+        args: &[],
+        env: &[("GOOGLE_MAPS_API_KEY", "AIza-example")],
+        install_env: &[],
+        flags: NO,
+    },
+    Server {
+        target: "npm:@modelcontextprotocol/server-everart@0.6.2",
+        class: "vendor API, key in its configuration",
+        args: &[],
+        env: &[("EVERART_API_KEY", "everart-example")],
+        install_env: &[],
+        flags: NO,
+    },
+    Server {
+        target: "npm:tavily-mcp@0.2.22",
+        class: "vendor API, key in its configuration",
+        args: &[],
+        env: &[("TAVILY_API_KEY", "tvly-example")],
+        install_env: &[],
+        flags: NO,
+    },
+    Server {
+        target: "npm:firecrawl-mcp@3.26.0",
+        class: "vendor API, key in its configuration",
+        args: &[],
+        env: &[("FIRECRAWL_API_KEY", "fc-example")],
+        install_env: &[],
+        flags: &[
+            (
+                "process-spawn",
+                "npm runs the package's postinstall script through sh -c during the install",
+            ),
+        ],
+    },
+    Server {
+        target: "npm:exa-mcp-server@3.4.1",
+        class: "vendor API, key in its configuration",
+        args: &[],
+        env: &[("EXA_API_KEY", "exa-example")],
+        install_env: &[],
+        flags: &[
+            (
+                "unexplained-egress",
+                "every call also reports to api.agnost.ai, a third party's analytics service nothing in the package names: a finding a reviewer keeps",
+            ),
+            (
+                "denied-network-attempts",
+                "the same analytics, tried with the network denied",
+            ),
+        ],
+    },
+    Server {
+        target: "npm:@notionhq/notion-mcp-server@2.5.2",
+        class: "vendor API (OpenAPI-generated tools), key in its configuration",
+        args: &[],
+        env: &[("NOTION_TOKEN", "ntn_example")],
+        install_env: &[],
+        flags: NO,
+    },
+    Server {
+        target: "npm:@sentry/mcp-server@0.39.0",
+        class: "vendor API, key in its configuration",
+        args: &[],
+        env: &[("SENTRY_ACCESS_TOKEN", "sntrys_example")],
+        install_env: &[],
+        flags: NO,
+    },
+    Server {
+        target: "npm:@perplexity-ai/mcp-server@1.2.1",
+        class: "vendor API, key in its configuration",
+        args: &[],
+        env: &[("PERPLEXITY_API_KEY", "pplx-example")],
+        install_env: &[],
+        flags: NO,
+    },
+    Server {
+        target: "npm:@upstash/context7-mcp@4.1.1",
+        class: "vendor API, no key",
+        args: &[],
+        env: &[],
+        install_env: &[],
+        flags: NO,
+    },
+    Server {
+        target: "pypi:mcp-atlassian==0.23.1",
+        class: "FastMCP; vendor API, site URL and token in its configuration",
+        args: &[],
+        env: &[
+            ("JIRA_URL", "https://example.atlassian.net"),
+            ("JIRA_USERNAME", "riley@example.com"),
+            ("JIRA_API_TOKEN", "example-jira-token"),
+        ],
+        install_env: &[],
+        flags: &[
+            (
+                "unexplained-egress",
+                "looks for a newer version of itself on pypi.org when it starts",
+            ),
+            (
+                "denied-network-attempts",
+                "the same look, tried with the network denied",
+            ),
+        ],
+    },
+    Server {
+        target: "npm:mcp-server-kubernetes@4.1.7",
+        class: "Kubernetes client (runs kubectl and helm)",
+        args: &[],
+        env: &[],
+        install_env: &[],
+        flags: &[
+            (
+                "credential-probe",
+                "reads the kubeconfig it is for (its token went only to that kubeconfig's cluster) and looks at ~/.kube",
+            ),
+            (
+                "process-spawn",
+                "npm runs the package's postinstall script through sh -c during the install",
+            ),
+            (
+                "input-exposure",
+                "passes its input to kubectl and helm as their arguments (no shell): what a Kubernetes client does",
+            ),
+        ],
+    },
+    Server {
+        target: "npm:@playwright/mcp@0.0.83",
+        class: "browser driver",
+        args: &[],
+        env: &[],
+        install_env: &[],
+        flags: NO,
+    },
+    Server {
+        target: "npm:@modelcontextprotocol/server-puppeteer@2025.5.12",
+        class: "browser driver, 2024-11-05 era",
+        args: &[],
+        env: &[],
+        install_env: &[("PUPPETEER_SKIP_DOWNLOAD", "1")],
+        flags: &[
+            (
+                "process-spawn",
+                "npm runs puppeteer's install script through sh -c during the install",
+            ),
+        ],
+    },
+    Server {
+        target: "pypi:mcp-shell-server==1.1.14",
+        class: "shell runner (an allow list in its configuration)",
+        args: &[],
+        env: &[("ALLOW_COMMANDS", "ls,cat,echo,pwd")],
+        install_env: &[],
+        flags: NO,
+    },
+    Server {
+        target: "npm:@modelcontextprotocol/server-postgres@0.6.2",
+        class: "database client (a URL given, no database there)",
+        args: &["postgresql://localhost/mydb"],
+        env: &[],
+        install_env: &[],
+        flags: NO,
+    },
+    Server {
+        target: "npm:mongodb-mcp-server@3.0.4",
+        class: "database client (a connection string in its configuration)",
+        args: &[],
+        env: &[(
+            "MDB_MCP_CONNECTION_STRING",
+            "mongodb://localhost:27017/test",
+        )],
+        install_env: &[],
+        flags: &[
+            (
+                "process-spawn",
+                "npm builds native modules through sh (node-gyp) during the install, and node-machine-id reads the machine's id through /bin/sh when it starts (for its telemetry)",
+            ),
+            (
+                "unexplained-egress",
+                "node-gyp fetches Node's headers from nodejs.org during the install",
+            ),
+            (
+                "unix-socket",
+                "its atlas-local tools drive Docker: they connect to the (canary) Docker socket and ask it to pull an image",
+            ),
+        ],
+    },
 ];
 
-/// The checks a fetching tool's call trips, and only those.
-const NETWORK_CHECKS: &[&str] = &[
-    "unexplained-egress",
-    "denied-network-attempts",
-    "input-exposure",
-];
+/// Audits at a time: the audits mostly wait (installs on the registries, servers on their
+/// timeouts), so two share the two cores.
+const WORKERS: usize = 2;
+
+/// What one server's audit gave.
+struct Done {
+    row: String,
+    calls: BTreeMap<String, u64>,
+    failures: Vec<String>,
+}
+
+fn outcome_name(r: CallResult) -> String {
+    serde_json::to_value(r)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_else(|| format!("{r:?}"))
+}
+
+fn audit_one(s: &Server, i: usize, tmp: &std::path::Path, data: &std::path::Path) -> Done {
+    let mut failures = Vec::new();
+    let mut o = AuditOptions::new(
+        s.args
+            .iter()
+            .map(|a| a.replace("<DIR>", &data.to_string_lossy()).into())
+            .collect(),
+        tmp.to_path_buf(),
+    );
+    o.package = PackageSpec::parse(s.target).unwrap().map(Into::into);
+    o.extra_ro = vec![data.to_path_buf()];
+    o.evidence_dir = Some(tmp.join(format!("evidence-{i}")));
+    o.proofs = Some(Proofs::all_proven());
+    o.install_env = s
+        .install_env
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    // As `--config` reads a client configuration's `env`.
+    o.server_env = s
+        .env
+        .iter()
+        .map(|(n, v)| {
+            let value = match secret_name(n) {
+                true => EnvValue::secret(),
+                false => EnvValue::Plain(v.to_string()),
+            };
+            (n.to_string(), value)
+        })
+        .collect();
+    let started = std::time::Instant::now();
+    let a = match audit(&o, &Quiet) {
+        Ok(a) => a,
+        Err(e) => {
+            return Done {
+                row: format!("| `{}` | error | | | |", s.target),
+                calls: BTreeMap::new(),
+                failures: vec![format!("{}: {e}", s.target)],
+            }
+        }
+    };
+    let m = &a.evidence.manifest;
+    let target = s.target;
+    if !m.session.completed {
+        failures.push(format!(
+            "{target}: session did not complete: {:?}",
+            m.session.failure
+        ));
+    }
+    if m.install.as_ref().is_none_or(|i| i.failure.is_some()) {
+        failures.push(format!("{target}: install: {:?}", m.install));
+    }
+    if a.report.tools.is_empty() || a.report.tools.iter().any(|t| !t.called) {
+        failures.push(format!("{target}: not every tool called"));
+    }
+    let mut calls: BTreeMap<String, u64> = BTreeMap::new();
+    for t in &m.session.tools {
+        for c in &t.calls {
+            *calls.entry(outcome_name(c.result)).or_default() += 1;
+        }
+    }
+    let mut flagged: Vec<String> = Vec::new();
+    for c in &a.report.checks {
+        for f in &c.findings {
+            if f.accusation {
+                failures.push(format!("{target}: accused by {}: {}", c.id, f.summary));
+            }
+        }
+        match c.outcome {
+            Outcome::Pass => {}
+            Outcome::Flag => {
+                flagged.push(c.id.clone());
+                if !s.flags.iter().any(|(id, _)| *id == c.id) {
+                    for f in &c.findings {
+                        failures.push(format!("{target}: {} flagged: {}", c.id, f.summary));
+                    }
+                }
+            }
+            other => failures.push(format!("{target}: {} is {other:?}: {:?}", c.id, c.reason)),
+        }
+    }
+    let expected = match s.flags.is_empty() {
+        true => Verdict::Clean,
+        false => Verdict::Flagged,
+    };
+    if a.report.verdict != expected {
+        failures.push(format!(
+            "{target}: verdict {:?}, expected {expected:?}",
+            a.report.verdict
+        ));
+    }
+    for (id, why) in s.flags {
+        if !flagged.iter().any(|f| f == id) {
+            eprintln!("{target}: listed flag {id} did not fire ({why})");
+        }
+    }
+    let n: u64 = calls.values().sum();
+    let shown: Vec<String> = calls.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    let why: Vec<String> = s
+        .flags
+        .iter()
+        .map(|(id, why)| format!("`{id}`: {why}"))
+        .collect();
+    eprintln!(
+        "{target}: {:?}, {} tools, {n} calls ({}), {:.1}s",
+        a.report.verdict,
+        a.report.tools.len(),
+        shown.join(", "),
+        started.elapsed().as_secs_f64()
+    );
+    Done {
+        row: format!(
+            "| `{}` | {} | {} | {} | {} ({}) | {} |",
+            target.split_once(':').map_or(target, |(_, t)| t),
+            s.class,
+            format!("{:?}", a.report.verdict).to_lowercase(),
+            a.report.tools.len(),
+            n,
+            shown.join(", "),
+            why.join("; ")
+        ),
+        calls,
+        failures,
+    }
+}
 
 #[test]
 fn the_benign_corpus_completes_unaccused() {
-    if std::env::var_os("GLASSBOX_CORPUS").is_none() {
+    if std::env::var_os("GLASSBOX_CORPUS").is_none_or(|v| v == "0") {
         eprintln!("the real corpus needs the registries: set GLASSBOX_CORPUS=1 to run it");
         return;
     }
+    let only = std::env::var("GLASSBOX_CORPUS_ONLY").unwrap_or_default();
     let tmp = std::env::temp_dir().join(format!("gb-corpus-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
     let data = tmp.join("data");
@@ -61,71 +537,62 @@ fn the_benign_corpus_completes_unaccused() {
     std::fs::write(data.join("notes.txt"), "hello\n").unwrap();
     // A fresh state folder: every package is installed (and traced) by this test.
     std::env::set_var("GLASSBOX_STATE_DIR", tmp.join("state"));
+    let chosen: Vec<(usize, &Server)> = CORPUS
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.target.contains(&only))
+        .collect();
+    let next = Mutex::new(0usize);
+    let done: Mutex<Vec<(usize, Done)>> = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..WORKERS {
+            scope.spawn(|| loop {
+                let k = {
+                    let mut n = next.lock().unwrap();
+                    *n += 1;
+                    *n - 1
+                };
+                let Some(&(i, s)) = chosen.get(k) else {
+                    return;
+                };
+                let d = audit_one(s, i, &tmp, &data);
+                done.lock().unwrap().push((i, d));
+            });
+        }
+    });
+    let mut done = done.into_inner().unwrap();
+    done.sort_by_key(|(i, _)| *i);
+    let mut totals: BTreeMap<String, u64> = BTreeMap::new();
     let mut failures = Vec::new();
-    for (i, (target, args, fetching)) in CORPUS.iter().enumerate() {
-        let mut o = AuditOptions::new(
-            args.iter()
-                .map(|a| a.replace("<DIR>", &data.to_string_lossy()).into())
-                .collect(),
-            tmp.clone(),
-        );
-        o.package = PackageSpec::parse(target).unwrap().map(Into::into);
-        o.extra_ro = vec![data.clone()];
-        o.evidence_dir = Some(tmp.join(format!("evidence-{i}")));
-        o.proofs = Some(Proofs::all_proven());
-        let started = std::time::Instant::now();
-        let a = match audit(&o, &Quiet) {
-            Ok(a) => a,
-            Err(e) => {
-                failures.push(format!("{target}: {e}"));
-                continue;
-            }
-        };
-        let m = &a.evidence.manifest;
-        eprintln!(
-            "{target}: {:?}, {} tools, {} events, {:.1}s",
-            a.report.verdict,
-            a.report.tools.len(),
-            a.evidence.events.len(),
-            started.elapsed().as_secs_f64()
-        );
-        if !m.session.completed {
-            failures.push(format!(
-                "{target}: session did not complete: {:?}",
-                m.session.failure
-            ));
+    let mut table = String::from(
+        "| server | what it stands for | verdict | tools | calls (outcomes) | flags kept, and why |\n\
+         |---|---|---|---|---|---|\n",
+    );
+    for (_, d) in &done {
+        table += &d.row;
+        table.push('\n');
+        for (k, v) in &d.calls {
+            *totals.entry(k.clone()).or_default() += v;
         }
-        if m.install.as_ref().is_none_or(|i| i.failure.is_some()) {
-            failures.push(format!("{target}: install: {:?}", m.install));
-        }
-        if a.report.tools.is_empty() || a.report.tools.iter().any(|t| !t.called) {
-            failures.push(format!(
-                "{target}: not every tool called: {:?}",
-                a.report.tools
-            ));
-        }
-        for c in &a.report.checks {
-            for f in &c.findings {
-                if f.accusation {
-                    failures.push(format!("{target}: accused by {}: {}", c.id, f.summary));
-                }
-                let explained = NETWORK_CHECKS.contains(&c.id.as_str())
-                    && f.phase
-                        .as_ref()
-                        .and_then(Phase::call_of)
-                        .is_some_and(|(t, _)| fetching.contains(&t));
-                if !explained {
-                    failures.push(format!("{target}: {} flagged: {}", c.id, f.summary));
-                }
-            }
-            if !matches!(c.outcome, Outcome::Pass | Outcome::Flag) {
-                failures.push(format!(
-                    "{target}: {} is {:?}: {:?}",
-                    c.id, c.outcome, c.reason
-                ));
-            }
-        }
+        failures.extend(d.failures.iter().cloned());
     }
+    let all: u64 = totals.values().sum();
+    let share = |k: &str| 100.0 * *totals.get(k).unwrap_or(&0) as f64 / all.max(1) as f64;
+    let summary = format!(
+        "{} servers, {all} calls: {}; ok {:.0}%, failed at the edge {:.1}%",
+        done.len(),
+        totals
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        share("ok"),
+        share("transport_failure_at_edge"),
+    );
+    table += &format!("\n{summary}\n");
+    eprintln!("{table}");
+    let out = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/corpus.md");
+    let _ = std::fs::write(out, &table);
     let _ = std::fs::remove_dir_all(&tmp);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

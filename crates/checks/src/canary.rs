@@ -90,7 +90,7 @@ use crate::{Channel, CheckInfo, Evaluation, Evaluator};
 use aho_corasick::AhoCorasick;
 use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
 use base64::Engine as _;
-use glassbox_model::{Event, Flow, Honeytoken, NetworkMode, Severity};
+use glassbox_model::{Event, ExplainedHost, Flow, Honeytoken, NetworkMode, Severity};
 use std::collections::HashMap;
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
@@ -616,10 +616,11 @@ pub(crate) fn went(c: &crate::Context<'_>) -> Option<Vec<Went>> {
                 v.push(x);
             }
         };
-        match fate(f, h, &leak) {
+        match fate(f, h, &leak, &c.manifest.network.explained) {
             Fate::Elsewhere => add(&mut w.elsewhere, destination(f)),
             Fate::Documented => add(&mut w.own, "its documented host".into()),
             Fate::Vendor => add(&mut w.own, "the vendor its name names".into()),
+            Fate::Configured => add(&mut w.own, "a host its entry's configuration names".into()),
             Fate::Used(si) => {
                 if let Some(svc) = h.services.get(si) {
                     add(&mut w.own, net::show(&svc.name));
@@ -691,6 +692,9 @@ enum Fate {
     /// `api.search.brave.com`, [`explain::named_like`]): every name the flow carries is under
     /// that vendor's registrable domain.
     Vendor,
+    /// A declared secret to a host the entry's own environment or arguments name
+    /// ([`ExplainedHost::configured`]): the user configured both.
+    Configured,
     /// To its own service (`Honeytoken::services`, by index): every secret of it found in the
     /// flow is one that service is for, and every name the flow carries is that service's
     /// host or under it (an AWS key id to `sts.amazonaws.com`; not its secret key, anywhere).
@@ -698,7 +702,7 @@ enum Fate {
 }
 
 /// The fate of `leak`, the secrets of `h` found in flow `f`.
-fn fate(f: &Flow, h: &Honeytoken, leak: &Leak) -> Fate {
+fn fate(f: &Flow, h: &Honeytoken, leak: &Leak, explained: &[ExplainedHost]) -> Fate {
     let names = net::names(f);
     let under = |hosts: &[String]| {
         !names.is_empty()
@@ -726,10 +730,20 @@ fn fate(f: &Flow, h: &Honeytoken, leak: &Leak) -> Fate {
                 .iter()
                 .all(|(_, n)| explain::named_like(n, &words).is_some())
     };
+    // A declared secret to a host the user's own configuration of the entry names (the
+    // token of `JIRA_API_TOKEN` to the site of `JIRA_URL`): the user gave both.
+    let configured = || {
+        h.kind == "declared-secret"
+            && !names.is_empty()
+            && names.iter().all(|(_, n)| {
+                explain::explaining(explained, n).is_some_and(|(e, _)| e.configured())
+            })
+    };
     match used {
         Some(si) => Fate::Used(si),
         None if !h.hosts.is_empty() && under(&h.hosts) => Fate::Documented,
         None if vendor() => Fate::Vendor,
+        None if configured() => Fate::Configured,
         None => Fate::Elsewhere,
     }
 }
@@ -764,7 +778,7 @@ impl Evaluator for State {
                 continue;
             };
             found_any[ti] = true;
-            let fate = fate(f, h, &leak);
+            let fate = fate(f, h, &leak, &ctx.manifest.network.explained);
             if let Some(g) = groups.get((ti, f.mode, fate)) {
                 g.flows.push((fi, leak));
             }
@@ -836,6 +850,10 @@ impl Evaluator for State {
                 Fate::Documented => Some("its documented host: expected".to_string()),
                 Fate::Vendor => Some(
                     "the vendor its name names, the service it is for: use, not theft".to_string(),
+                ),
+                Fate::Configured => Some(
+                    "a host the entry's own configuration names beside it: use, not theft"
+                        .to_string(),
                 ),
                 Fate::Used(si) => h.services.get(si).map(|s| {
                     format!(
@@ -1656,5 +1674,42 @@ mod tests {
         // About 3.4 patterns a random byte (raw, hex, base64, and base64url for some).
         assert!(m.ac.patterns_len() < 4 * random + o.ac.patterns_len());
         assert!(m.ac.memory_usage() < 64 << 20);
+    }
+
+    #[test]
+    fn a_declared_secret_to_the_host_its_entry_configures_is_use() {
+        let key = "gbx_0123456789abcdefghijklmnop";
+        let mut ev = Ev::new()
+            .honeytoken_secrets("env:JIRA_API_TOKEN", "declared-secret", &[key])
+            .build();
+        ev.manifest.network.explained = vec![ExplainedHost {
+            host: "example.atlassian.net".into(),
+            subdomains: true,
+            by: "environment".into(),
+            why: "named in the entry's environment (JIRA_URL)".into(),
+            ..Default::default()
+        }];
+        let to = |ev: &mut glassbox_model::Evidence, host: &str| {
+            let f = F::tcp("198.18.1.3:443")
+                .name(host)
+                .sni(host)
+                .sample(
+                    format!("GET /rest HTTP/1.1\r\nAuthorization: Bearer {key}\r\n").into_bytes(),
+                )
+                .events(&[1]);
+            ev.flows = vec![glassbox_model::Flow { id: 1, ..f.0 }];
+        };
+        to(&mut ev, "example.atlassian.net");
+        let e = evaluate(&ev);
+        assert!(e.findings.is_empty(), "{:?}", e.findings);
+        assert!(e.notes[0]
+            .summary
+            .contains("the entry's own configuration names"));
+        // What the package's author names (its metadata) is not the user's configuration.
+        ev.manifest.network.explained[0].by = "package".into();
+        assert_eq!(evaluate(&ev).findings.len(), 1);
+        ev.manifest.network.explained[0].by = "environment".into();
+        to(&mut ev, "collector.example");
+        assert_eq!(evaluate(&ev).findings.len(), 1);
     }
 }

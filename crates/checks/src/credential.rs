@@ -28,7 +28,9 @@
 //! planted file's open (a `honeytoken` event) comes later than the open, in a later phase: it
 //! is the same access when the recorder saw that path opened by a call whose input named it.
 //! Version 6 judges as version 5 did: its source `named.rs` also reads what URLs name now,
-//! for `input-exposure`.
+//! for `input-exposure`. Version 8: a client's own cache inside a credential directory
+//! ([`OWN_CACHES`]: kubectl's `~/.kube/cache`) is one note per folder, and a declared secret
+//! that went to the vendor its name names went to its own service (`canary-exfiltration`).
 
 use crate::paths::{self, NormPath, Rules, View};
 use crate::text::{self, Groups};
@@ -97,6 +99,24 @@ pub(crate) const DEFAULT_LOOKUPS: &[(&str, &str)] = &[(
     "HTTP libraries look it up by default on every request (Python requests, curl's \
      --netrc-optional, libcurl bindings)",
 )];
+
+/// Folders inside a credential directory that hold a client's own cache, not credentials,
+/// with whose: what a server writes and reads back there (kubectl's discovery and HTTP cache
+/// under `~/.kube/cache`) is one note per folder (version 8), not a finding per file.
+/// Nothing is planted there.
+pub(crate) const OWN_CACHES: &[(&str, &str)] = &[
+    (
+        ".kube/cache",
+        "kubectl's own cache (the cluster's API discovery and HTTP responses)",
+    ),
+    (
+        ".kube/http-cache",
+        "kubectl's own HTTP cache (older versions)",
+    ),
+];
+
+/// What was done under one [`OWN_CACHES`] folder: paths, what to them, events, phases.
+type CacheUse = (u64, Vec<String>, Vec<u64>, Vec<glassbox_model::Phase>);
 
 /// Where the values of the planted secrets read went (version 7), which decides whether a
 /// read is an accusation: what a reviewer would uphold. The value leaving for anywhere but its
@@ -548,10 +568,35 @@ impl Evaluator for State {
         let asked = groups.items.iter().any(|g| g.data.read_planted());
         let fate = Fate::new(c, asked);
         let overflow = groups.overflow;
+        let mut caches: Vec<CacheUse> = vec![CacheUse::default(); OWN_CACHES.len()];
         let mut findings: Vec<_> = groups
             .items
             .into_iter()
             .filter_map(|g| {
+                let cache = (g.data.reason == Some(Reason::PlantedDir))
+                    .then(|| paths::home_relative(&g.key, &ctx.home))
+                    .flatten()
+                    .and_then(|rel| {
+                        OWN_CACHES.iter().position(|(p, _)| {
+                            paths::matches(rel, p) || paths::matches(rel, &format!("{p}/**"))
+                        })
+                    });
+                if let Some(i) = cache {
+                    let c = &mut caches[i];
+                    c.0 += 1;
+                    for v in g.data.verbs().split(" + ") {
+                        if !c.1.iter().any(|x| x == v) {
+                            c.1.push(v.to_string());
+                        }
+                    }
+                    crate::net::add_ids(&mut c.2, &g.ids);
+                    for p in g.phases {
+                        if !c.3.contains(&p) {
+                            c.3.push(p);
+                        }
+                    }
+                    return None;
+                }
                 let default = (g.data.reason == Some(Reason::WellKnown))
                     .then(|| paths::home_relative(&g.key, &ctx.home))
                     .flatten()
@@ -598,6 +643,22 @@ impl Evaluator for State {
                 f
             })
             .collect();
+        for ((folder, whose), (n, verbs, mut ids, phases)) in OWN_CACHES.iter().zip(caches) {
+            if n == 0 {
+                continue;
+            }
+            ids.sort_unstable();
+            notes.push(INFO.finding(
+                format!(
+                    "{} under ~/{folder} ({}) during {}: {whose}; nothing there is planted",
+                    crate::net::count(n, "path", "paths"),
+                    verbs.join(", "),
+                    text::phases(&phases),
+                ),
+                ids,
+                phases.first().cloned(),
+            ));
+        }
         if overflow > 0 {
             findings.push(INFO.finding(
                 format!("{overflow} more accesses to further credential paths (not listed)"),
@@ -1161,5 +1222,41 @@ mod tests {
             .build();
         let s = &summaries(&ev)[0];
         assert!(!s.contains('\x1b') && !s.contains('\x07'), "{s}");
+    }
+
+    #[test]
+    fn kubectls_own_cache_in_the_kube_folder_is_one_note() {
+        let ev = Ev::new()
+            .home("/home/u")
+            .honeytoken("/home/u/.kube/config")
+            .open("/home/u/.kube/config", 0, Phase::Call("kubectl_get".into()))
+            .open(
+                "/home/u/.kube/cache/http/.diskv-temp/123",
+                O_CREAT | O_WRONLY,
+                Phase::Call("kubectl_get".into()),
+            )
+            .open(
+                "/home/u/.kube/cache/discovery/c.test_6443/servergroups.json",
+                0,
+                Phase::Call("kubectl_get".into()),
+            )
+            .stat("/home/u/.kube/cache", Phase::Call("kubectl_get".into()))
+            .open("/home/u/.kube/other", 0, Phase::Call("kubectl_get".into()))
+            .build();
+        let e = evaluate(&ev);
+        let flagged: Vec<&str> = e.findings.iter().map(|f| f.summary.as_str()).collect();
+        assert_eq!(flagged.len(), 2, "{flagged:?}");
+        assert!(flagged.iter().any(|s| s.contains("~/.kube/config")));
+        assert!(flagged.iter().any(|s| s.contains("~/.kube/other")));
+        let cache: Vec<&str> = e
+            .notes
+            .iter()
+            .map(|f| f.summary.as_str())
+            .filter(|s| s.contains("~/.kube/cache"))
+            .collect();
+        assert_eq!(
+            cache,
+            ["3 paths under ~/.kube/cache (write, read, stat of) during call:kubectl_get: kubectl's own cache (the cluster's API discovery and HTTP responses); nothing there is planted"]
+        );
     }
 }

@@ -18,7 +18,7 @@ use glassbox_model::{Event, Phase, Severity};
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "description-exfil-pattern",
-    version: 3,
+    version: 4,
     claim: "no exfiltration instructions in what the server tells the model",
     severity: Severity::High,
     channels: &[Channel::McpTranscript],

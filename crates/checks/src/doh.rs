@@ -28,6 +28,9 @@
 //!
 //! Flows are grouped by resolver and port (a resolver without a known name: its SNI, `Host`
 //! or looked-up name, else its address); Unix canary sockets are not looked at.
+//!
+//! Version 4 judges as version 3 did: its source `net.rs` names synthetic addresses per run
+//! now, for `unexplained-egress`.
 
 use crate::net::{self, Keyed, PhaseOf};
 use crate::text;
@@ -37,7 +40,7 @@ use std::net::IpAddr;
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "doh",
-    version: 3,
+    version: 4,
     claim: "no hidden DNS (DNS over HTTPS or TLS)",
     severity: Severity::Medium,
     channels: &[Channel::PacketEdge],

@@ -94,8 +94,8 @@ pub(crate) struct State {
     explains: Explains,
     /// Events some flow matched.
     matched: HashSet<u64>,
-    /// Names of synthetic addresses.
-    names: HashMap<IpAddr, String>,
+    /// Names of synthetic addresses, per run.
+    names: HashMap<(NetworkMode, IpAddr), String>,
     network: glassbox_model::NetworkSettings,
     groups: Keyed<Dest, Attempts>,
     /// Destinations something explains, each with why: notes.
@@ -165,7 +165,7 @@ impl State {
                     .map(|n| net::norm_host(n.as_slice()))
                     .or_else(|| {
                         net::is_synthetic(ip)
-                            .then(|| self.names.get(&net::synthetic_v4(ip)).cloned())
+                            .then(|| self.names.get(&(f.mode, net::synthetic_v4(ip))).cloned())
                             .flatten()
                     });
                 let allowed_here = names.iter().any(|(_, n)| allow.allows(n, Some(port)))
@@ -238,10 +238,10 @@ impl State {
     }
 
     fn unmatched(&mut self, e: &Event, ip: IpAddr, port: u16) {
-        let name = net::is_synthetic(ip)
-            .then(|| self.names.get(&net::synthetic_v4(ip)).cloned())
-            .flatten();
         let mode = self.network.mode_of_event(e.id);
+        let name = net::is_synthetic(ip)
+            .then(|| self.names.get(&(mode, net::synthetic_v4(ip))).cloned())
+            .flatten();
         let allow = self.explains.allow(mode);
         let why = if allow.allows_ip(ip, port)
             || name.as_deref().is_some_and(|n| allow.allows(n, Some(port)))

@@ -35,6 +35,9 @@
 //! by a gap in it. Either way the syscall record is not the whole story, and the checks that
 //! rely on it may have missed something. Every such flow is a finding (Unix canary sockets
 //! aside: no IP packet is involved).
+//!
+//! Version 8 judges as version 7 did: its source `net.rs` names synthetic addresses per run
+//! now, for `unexplained-egress`.
 
 use crate::net;
 use crate::text::{self, Groups};
@@ -43,7 +46,7 @@ use glassbox_model::{Event, EventKind, FlowProtocol, NetworkMode, Severity};
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "sandbox-evasion",
-    version: 7,
+    version: 8,
     claim: "nothing escaped the recorder",
     severity: Severity::High,
     channels: &[Channel::Syscalls, Channel::PacketEdge],

@@ -1022,13 +1022,41 @@ fn destination_at(t: &Text, j: usize) -> bool {
             && (k + 1..=k + 2).any(|n| t.near(j, n, 4) && t.is(n, DESTINATION_NOUNS))
     };
     let candidate = (first_of_chunk && destination(t.chunk(j))) || phrase();
+    let example =
+        |k: usize| t.is(k, EXAMPLE_MARKERS) || (t.tok(k) == "g" && k > 0 && t.tok(k - 1) == "e");
     candidate
-        && !(1..=3).any(|k| {
-            j >= k
-                && t.near(j, j - k, 3)
-                && (t.is(j - k, EXAMPLE_MARKERS)
-                    || (t.tok(j - k) == "g" && j > k && t.tok(j - k - 1) == "e"))
-        })
+        && !(1..=3).any(|k| j >= k && t.near(j, j - k, 3) && example(j - k))
+        && !in_example_list(t, j, example)
+}
+
+/// Whether token `j` is an item of a list of examples: every token back to an example marker
+/// ("e.g.", "for example", "such as") is in a chunk that ends with a comma ("(e.g. 'Smith',
+/// 'jane.doe', 'doe@example.com')"), at most [`EXAMPLE_LIST`] of them.
+fn in_example_list(t: &Text, j: usize, example: impl Fn(usize) -> bool) -> bool {
+    const EXAMPLE_LIST: usize = 12;
+    let mut k = j;
+    for _ in 0..EXAMPLE_LIST {
+        if k == 0 {
+            return false;
+        }
+        k -= 1;
+        if example(k) {
+            return true;
+        }
+        // The chunk's last token, and what follows it up to the next token.
+        let mut m = k;
+        while m + 1 < t.len() && t.toks[m + 1].chunk == t.toks[k].chunk {
+            m += 1;
+        }
+        let after = match t.toks.get(m + 1) {
+            Some(next) => &t.s[t.toks[m].end..next.start],
+            None => &t.s[t.toks[m].end..],
+        };
+        if !after.contains(',') {
+            return false;
+        }
+    }
+    false
 }
 
 /// Tokens that name a secret's own parameter (`api_key`, `token`): handing a secret to it is
@@ -2187,6 +2215,10 @@ mere implementation detail of this system, and does not really matter to them.
             "The 32-character secret of the upload",
             "Tick label position; to hide them, number_format ';;;'",
             "search users by display name, username, or email substring",
+            // The same, as a real server words it (issue 21's corpus: mcp-atlassian).
+            "Free-form text to search Jira users by: display name, username, or email \
+             substring (e.g. 'Smith', 'jane.doe', 'doe@example.com'). Server-side match is \
+             case-insensitive and partial.",
         ] {
             assert_eq!(
                 rules(text),

@@ -93,7 +93,7 @@ pub fn known_suffix(tld: &str) -> bool {
 /// The words of a declared secret's name that may name its vendor (lower-case, at least 3
 /// letters, [`GENERIC_WORDS`] aside): `BRAVE_API_KEY` → `brave`, `GITHUB_PERSONAL_ACCESS_TOKEN`
 /// → `github`.
-pub(crate) fn vendor_words(name: &str) -> Vec<String> {
+pub fn vendor_words(name: &str) -> Vec<String> {
     name.split(|c: char| !c.is_ascii_alphanumeric())
         .map(str::to_ascii_lowercase)
         .filter(|w| w.len() >= 3 && !GENERIC_WORDS.contains(&w.as_str()))
@@ -187,6 +187,7 @@ impl Explains {
                     host: net::norm_host(e.host.as_bytes()),
                     ..e.clone()
                 })
+                .chain(planted_services(m))
                 .filter(|e| !e.host.is_empty())
                 .collect(),
             declared: declared(m),
@@ -204,27 +205,11 @@ impl Explains {
 
     /// Why `name` (a host name, normalized, or an IP address) is explained at `t_ns`.
     fn one(&self, name: &str, t_ns: u64) -> Option<String> {
-        let ip = name
-            .parse::<std::net::IpAddr>()
-            .ok()
-            .map(|ip| ip.to_canonical());
-        let entry = self.hosts.iter().find(|e| {
-            let same = e.host == name
-                || ip.is_some_and(|ip| {
-                    e.host
-                        .parse::<std::net::IpAddr>()
-                        .ok()
-                        .map(|ip| ip.to_canonical())
-                        == Some(ip)
-                });
-            same || (e.subdomains
-                && ip.is_none()
-                && name
-                    .strip_suffix(e.host.as_str())
-                    .is_some_and(|rest| rest.ends_with('.')))
-        });
-        if let Some(e) = entry {
-            return Some(e.why.clone());
+        if let Some((e, domain)) = explaining(&self.hosts, name) {
+            return Some(match domain {
+                Some(d) => format!("{} ({d})", e.why),
+                None => e.why.clone(),
+            });
         }
         for (secret, words) in &self.declared {
             if let Some(domain) = named_like(name, words) {
@@ -261,6 +246,63 @@ impl Explains {
     }
 }
 
+/// The entry of `hosts` that explains `name` (a host name, normalized, or an IP address),
+/// with the registrable domain a word entry ([`ExplainedHost::label`]) matched.
+pub(crate) fn explaining<'a>(
+    hosts: &'a [ExplainedHost],
+    name: &str,
+) -> Option<(&'a ExplainedHost, Option<String>)> {
+    let ip = name
+        .parse::<std::net::IpAddr>()
+        .ok()
+        .map(|ip| ip.to_canonical());
+    hosts.iter().find_map(|e| {
+        if e.label {
+            let words = [e.host.clone()];
+            return named_like(name, &words).map(|d| (e, Some(d)));
+        }
+        let same = e.host == name
+            || ip.is_some_and(|ip| {
+                e.host
+                    .parse::<std::net::IpAddr>()
+                    .ok()
+                    .map(|ip| ip.to_canonical())
+                    == Some(ip)
+            });
+        let under = e.subdomains
+            && ip.is_none()
+            && name
+                .strip_suffix(e.host.as_str())
+                .is_some_and(|rest| rest.ends_with('.'));
+        (same || under).then_some((e, None))
+    })
+}
+
+/// The hosts of the planted secrets' own services that the audit made up (names under
+/// `.test`, a kubeconfig's cluster): only what read the planted file can know them, so
+/// reaching one is the client using it, and `canary-exfiltration` judges what it carried.
+fn planted_services(m: &Manifest) -> Vec<ExplainedHost> {
+    let mut out = Vec::new();
+    for h in &m.sandbox.honeytokens {
+        for s in &h.services {
+            for host in s.hosts.iter().filter(|x| x.ends_with(".test")) {
+                out.push(ExplainedHost {
+                    host: net::norm_host(host.as_bytes()),
+                    subdomains: true,
+                    by: "planted".into(),
+                    why: format!(
+                        "{}, which the planted {} names",
+                        glassbox_model::printable(&s.name),
+                        glassbox_model::printable(&h.path)
+                    ),
+                    ..Default::default()
+                });
+            }
+        }
+    }
+    out
+}
+
 /// What a note of an explained destination says after its attempts: `explained: <why>`.
 pub(crate) fn note(summary: String, why: &str) -> String {
     format!("{summary}; explained: {why}")
@@ -278,11 +320,20 @@ mod tests {
                 host: "vendor.example".into(),
                 subdomains: true,
                 why: "the package's homepage domain, vendor.example (npm `homepage`)".into(),
+                ..Default::default()
             },
             ExplainedHost {
                 host: "203.0.113.5".into(),
                 subdomains: true,
                 why: "named in the entry's environment (DB_HOST)".into(),
+                ..Default::default()
+            },
+            ExplainedHost {
+                host: "context7".into(),
+                subdomains: true,
+                label: true,
+                why: "named like the package, @upstash/context7-mcp".into(),
+                ..Default::default()
             },
         ];
         let e = Explains::new(&m);
@@ -291,6 +342,11 @@ mod tests {
             Some("the package's homepage domain, vendor.example (npm `homepage`)")
         );
         assert!(e.why(["vendor.example", "203.0.113.5"], 0).is_some());
+        assert_eq!(
+            e.why(["api.context7.com"], 0).as_deref(),
+            Some("named like the package, @upstash/context7-mcp (context7.com)")
+        );
+        assert_eq!(e.why(["context7.collector.example"], 0), None);
         // Every name must be: fronting behind an explained name is not explained.
         assert_eq!(e.why(["api.vendor.example", "collector.example"], 0), None);
         for n in [

@@ -176,20 +176,24 @@ pub(crate) fn names(f: &Flow) -> Vec<(&'static str, String)> {
 }
 
 /// Names of synthetic addresses, from the edge's DNS answers and the flows' `dns_name`, by
-/// their IPv4 form ([`synthetic_v4`]).
-pub(crate) fn synthetic_names(flows: &[Flow]) -> HashMap<IpAddr, String> {
+/// run and their IPv4 form ([`synthetic_v4`]).
+pub(crate) fn synthetic_names(
+    flows: &[Flow],
+) -> HashMap<(glassbox_model::NetworkMode, IpAddr), String> {
+    // Per run: each run's edge hands its synthetic addresses out afresh, so the install's
+    // registry and the capture run's API may share one.
     let mut m = HashMap::new();
     for f in flows {
         if let Some(q) = &f.dns {
             for a in &q.answers {
                 if let Ok(ip) = a.parse::<IpAddr>() {
-                    m.entry(synthetic_v4(ip))
+                    m.entry((f.mode, synthetic_v4(ip)))
                         .or_insert_with(|| norm_host(q.name.as_slice()));
                 }
             }
         }
         if let (Some(n), Some((ip, _))) = (&f.dns_name, ip_port(&f.dst)) {
-            m.entry(synthetic_v4(ip))
+            m.entry((f.mode, synthetic_v4(ip)))
                 .or_insert_with(|| norm_host(n.as_slice()));
         }
     }

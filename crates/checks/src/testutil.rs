@@ -288,6 +288,7 @@ impl Ev {
                 host: h.to_string(),
                 subdomains: true,
                 why: why.to_string(),
+                ..Default::default()
             })
             .collect();
         self

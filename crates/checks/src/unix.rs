@@ -25,6 +25,9 @@
 //! note here (version 3), with what the canary recorded of it, and `input-exposure` lists it
 //! as what the tool can be made to reach. The same socket connected in another phase still
 //! counts.
+//!
+//! Version 4 judges as version 3 did: its source `named.rs` reads the hosts URLs name now,
+//! for `crate::explain`.
 
 use crate::net::{self, Keyed, PhaseOf};
 use crate::paths::NormPath;

@@ -292,11 +292,31 @@ enum Hint {
     Host,
     Email,
     Ip,
+    /// A value of a vocabulary the name says (a time zone, a language): ordinary values a
+    /// real call would give, distinct per variant. They carry no marker: nothing a tool
+    /// could pass on is in them, and a made-up zone fails the call before it does anything.
+    Known(&'static [&'static str]),
 }
+
+/// Ordinary values by what a parameter's name says it is: IANA time zones, language tags,
+/// currency and country codes, an arithmetic expression.
+const KNOWN: &[(&[&str], &[&str])] = &[
+    (
+        &["timezone", "timezones", "tz"],
+        &["UTC", "Europe/Paris", "America/New_York"],
+    ),
+    (&["language", "lang", "locale"], &["en", "fr", "de"]),
+    (&["currency"], &["USD", "EUR", "JPY"]),
+    (&["country"], &["US", "FR", "JP"]),
+    (&["expression", "expr"], &["1 + 2", "3 * 4", "10 / 2"]),
+];
 
 impl Hint {
     fn from_name(name: &str) -> Option<Hint> {
         let has = name_has(name);
+        if let Some((_, values)) = KNOWN.iter().find(|(names, _)| has(names)) {
+            return Some(Hint::Known(values));
+        }
         if has(&[
             "url", "urls", "uri", "uris", "endpoint", "href", "link", "website",
         ]) {
@@ -360,7 +380,7 @@ impl Hint {
                 Hint::Url => format!("{PROBE_URL}{m}{v}"),
                 Hint::Host => format!("{m}{v}.example.test"),
                 Hint::Email => format!("{m}{v}@example.test"),
-                Hint::Ip => Hint::Ip.unmarked(variant),
+                Hint::Ip | Hint::Known(_) => self.unmarked(variant),
             };
         }
         self.unmarked(variant)
@@ -380,6 +400,7 @@ impl Hint {
             (Hint::Email, n) => format!("user{n}@example.test"),
             (Hint::Ip, 0) => PROBE_IPV4.into(),
             (Hint::Ip, n) => format!("192.0.2.{}", 1 + n % 254),
+            (Hint::Known(values), n) => values[n % values.len()].to_string(),
         }
     }
 

@@ -346,8 +346,24 @@ pub struct ExplainedHost {
     /// Whether names under it are explained too (`api.vendor.example` by `vendor.example`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub subdomains: bool,
+    /// `host` is a word, not a host: a registrable domain whose first label it is
+    /// (`context7.com` for `context7`, a word of the package's name) is explained.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub label: bool,
+    /// Where it comes from: `environment` and `arguments` (the user's configuration of the
+    /// entry), `declared-secret`, `server-json`, `package` (its metadata), `package-name`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub by: String,
     /// What names it: "the package's homepage domain, vendor.example (npm `homepage`)".
     pub why: String,
+}
+
+impl ExplainedHost {
+    /// Whether the user's own configuration of the entry names it (its environment or its
+    /// arguments), not the package's author.
+    pub fn configured(&self) -> bool {
+        matches!(self.by.as_str(), "environment" | "arguments")
+    }
 }
 
 /// The audit's own certificate authority, as the manifest records it.

@@ -501,3 +501,28 @@ fn why_arguments_fall_back_is_said() {
     let huge = json!({"type": "object", "description": "x".repeat(2 << 20)});
     assert!(schema_note(&huge).unwrap().contains("bytes"));
 }
+
+#[test]
+fn names_of_a_vocabulary_get_ordinary_values() {
+    let v = gen(json!({"properties": {
+        "timezone": {"type": "string"},
+        "source_timezone": {"type": "string"},
+        "language": {"type": "string"},
+        "currency": {"type": "string"},
+        "expression": {"type": "string"},
+        "zones": {"type": "array", "items": {"type": "string"}},
+        "tz_enum": {"type": "string", "enum": ["Asia/Tokyo"]},
+    }}));
+    assert_eq!(v["timezone"], "UTC");
+    assert_eq!(v["source_timezone"], "UTC");
+    assert_eq!(v["language"], "en");
+    assert_eq!(v["currency"], "USD");
+    assert_eq!(v["expression"], "1 + 2");
+    assert_eq!(v["tz_enum"], "Asia/Tokyo");
+    // With the audit's marker too: a made-up zone would only fail the call.
+    let v = crate::args::generate_arguments_marked(
+        &json!({"properties": {"timezone": {"type": "string"}}}),
+        "gbm0123456789",
+    );
+    assert_eq!(v["timezone"], "UTC");
+}
