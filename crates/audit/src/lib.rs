@@ -450,7 +450,7 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
     // What the plans' path and socket parameters name in calls of their own: files outside
     // the workspace that are planted secrets, and the canary Docker socket.
     let mut with_probes = opts.clone();
-    with_probes.session.probes = probes(&secrets.tokens, opts.metadata_probe);
+    with_probes.session.probes = probes(&secrets.tokens, opts.metadata_probe, &opts.command);
     let opts = &with_probes;
     let mut all_events = Vec::new();
     let mut flows = Vec::new();
@@ -1905,7 +1905,16 @@ pub fn report(
 fn probes(
     tokens: &[glassbox_model::Honeytoken],
     metadata: std::net::IpAddr,
+    command: &[OsString],
 ) -> glassbox_mcp::args::Probes {
+    // The folder the server was given: the first argument that is an absolute path of a
+    // directory (visible in the sandbox at the same path).
+    let workspace = command
+        .iter()
+        .skip(1)
+        .map(Path::new)
+        .find(|p| p.is_absolute() && p.is_dir())
+        .map(|p| p.to_string_lossy().into_owned());
     let mut outside = Vec::new();
     for (kind, what) in [
         ("aws-credentials", "a planted credential"),
@@ -1919,6 +1928,7 @@ fn probes(
         outside,
         socket: Some(canary::DOCKER_VAR.to_string()),
         metadata: Some(metadata.to_string()),
+        workspace,
     }
 }
 

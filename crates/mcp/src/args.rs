@@ -101,11 +101,23 @@ thread_local! {
     /// thread-local rather than a parameter: every leaf of the generator would carry it,
     /// and it only changes the probe strings.
     static MARKER: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+    /// The folder the server was given ([`plan::Probes::workspace`]; empty: none), which
+    /// path values go in.
+    static WORKSPACE: std::cell::RefCell<String> =
+        const { std::cell::RefCell::new(String::new()) };
 }
 
 /// The current marker (empty when none).
 fn marker() -> String {
     MARKER.with(|m| m.borrow().clone())
+}
+
+/// `name` inside the current workspace folder, when there is one.
+fn in_workspace(name: String) -> String {
+    WORKSPACE.with(|w| match w.borrow().as_str() {
+        "" => name,
+        dir => format!("{}/{name}", dir.trim_end_matches('/')),
+    })
 }
 
 /// Whether `marker` can go into hosts, paths, URLs and e-mail addresses as is: 4 to 32
@@ -375,8 +387,8 @@ impl Hint {
                 format!("-{variant}")
             };
             return match self {
-                Hint::File => format!("{PROBE_DIR}-{m}{v}.txt"),
-                Hint::Dir => format!("{PROBE_DIR}-{m}{v}"),
+                Hint::File => in_workspace(format!("{PROBE_DIR}-{m}{v}.txt")),
+                Hint::Dir => in_workspace(format!("{PROBE_DIR}-{m}{v}")),
                 Hint::Url => format!("{PROBE_URL}{m}{v}"),
                 Hint::Host => format!("{m}{v}.example.test"),
                 Hint::Email => format!("{m}{v}@example.test"),
@@ -388,10 +400,10 @@ impl Hint {
 
     fn unmarked(self, variant: usize) -> String {
         match (self, variant) {
-            (Hint::File, 0) => PROBE_FILE.into(),
-            (Hint::File, n) => format!("glassbox-probe-{n}.txt"),
-            (Hint::Dir, 0) => PROBE_DIR.into(),
-            (Hint::Dir, n) => format!("{PROBE_DIR}-{n}"),
+            (Hint::File, 0) => in_workspace(PROBE_FILE.into()),
+            (Hint::File, n) => in_workspace(format!("glassbox-probe-{n}.txt")),
+            (Hint::Dir, 0) => in_workspace(PROBE_DIR.into()),
+            (Hint::Dir, n) => in_workspace(format!("{PROBE_DIR}-{n}")),
             (Hint::Url, 0) => PROBE_URL.into(),
             (Hint::Url, n) => format!("{PROBE_URL}{n}"),
             (Hint::Host, 0) => PROBE_HOST.into(),

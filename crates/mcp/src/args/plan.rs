@@ -55,6 +55,10 @@ pub struct Probes {
     /// (`169.254.169.254`; in tests and the selftest a documentation address stands in for
     /// it): an IP literal, IPv6 without brackets.
     pub metadata: Option<String>,
+    /// The folder the server was given to work in (an absolute directory its arguments name:
+    /// `server-filesystem /home/ana/notes`): path values go inside it, as a user's would, so
+    /// that a tool confined to it does its work rather than refuse every call.
+    pub workspace: Option<String>,
 }
 
 /// The path asked of the metadata address: where a cloud's instance credentials are.
@@ -93,8 +97,10 @@ pub fn plan_calls_with(
         ""
     };
     MARKER.with(|m| *m.borrow_mut() = marker.to_string());
+    super::WORKSPACE.with(|w| *w.borrow_mut() = probes.workspace.clone().unwrap_or_default());
     let plan = plan_unmarked(schema, probes, max.max(1));
     MARKER.with(|m| m.borrow_mut().clear());
+    super::WORKSPACE.with(|w| w.borrow_mut().clear());
     plan
 }
 
@@ -679,7 +685,30 @@ mod tests {
             ],
             socket: Some("/var/run/docker.sock".into()),
             metadata: Some("192.0.2.254".into()),
+            workspace: None,
         }
+    }
+
+    #[test]
+    fn paths_go_inside_the_folder_the_server_was_given() {
+        let schema = json!({
+            "type": "object",
+            "properties": {"path": {"type": "string"}, "dir": {"type": "string"}},
+            "required": ["path"]
+        });
+        let given = Probes {
+            workspace: Some("/home/ana/notes/".into()),
+            ..probes()
+        };
+        let plan = plan_calls_with(&schema, "m1234567", &given, 16);
+        let full = &plan[0].arguments;
+        assert_eq!(full["path"], "/home/ana/notes/glassbox-probe-m1234567.txt");
+        assert_eq!(full["dir"], "/home/ana/notes/glassbox-probe-m1234567");
+        // The role probes still name what is outside it.
+        assert!(texts(&plan, "path").contains(&"/home/ana/.aws/credentials"));
+        // And the next plan, without a folder, is as before.
+        let plan = plan_calls_with(&schema, "m1234567", &probes(), 16);
+        assert_eq!(plan[0].arguments["path"], "glassbox-probe-m1234567.txt");
     }
 
     /// [`valid_plan`] with the role probes and a marker.
