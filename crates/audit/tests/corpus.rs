@@ -301,10 +301,6 @@ const CORPUS: &[Server] = &[
                 "credential-probe",
                 "reads the kubeconfig it is for (its token went only to that kubeconfig's cluster) and looks at ~/.kube",
             ),
-            (
-                "input-exposure",
-                "passes its input to kubectl and helm as their arguments (no shell): what a Kubernetes client does",
-            ),
         ],
     },
     Server {

@@ -449,7 +449,11 @@ fn a_packages_homepage_domain_explains_its_api_and_nothing_else() {
                 "the package's homepage domain, vendor.example (npm `homepage`)"
             ),
             ("npm", true, "named like the package, gb-npm-vendor-client"),
-            ("vendor", true, "named like the package, gb-npm-vendor-client"),
+            (
+                "vendor",
+                true,
+                "named like the package, gb-npm-vendor-client"
+            ),
         ]
     );
     let check = |id: &str| {

@@ -24,8 +24,11 @@
 //!   outside the workspace opened (read or written) during a call whose arguments named it
 //!   ([`crate::named`]: the plan gives path parameters a planted credential, another
 //!   project's `.env` and a `../` traversal), the tool's reach by path; a program run with the
-//!   marker in its command line (the input reached a shell or an `exec`: command injection,
-//!   or a tool that runs what it is given); a template expression of the input
+//!   marker where it becomes code or picks the program (a shell's `-c` script, an
+//!   interpreter's `-c`/`-e` code, the program's own name: command injection, or a tool that
+//!   runs what it is given; the marker as an ordinary argument, which no shell splits, is a
+//!   note since version 6: `kubectl get NAME` is how a client runs a program with input); a
+//!   template expression of the input
 //!   (`{{7*7}}`-style, after the marker) that came back evaluated (`49` after the marker in
 //!   the server's answer to that call); and (version 5) a connection to the IP address of a
 //!   URL the call's input gave, when that address is internal: the cloud metadata address the
@@ -94,8 +97,12 @@ enum What {
     Written,
     /// A file outside the workspace that a call's input named, opened during that call.
     Reached,
-    /// A program whose command line carried the marker.
+    /// A program whose command line carried the marker where it becomes code or chooses
+    /// the program: a shell's script, an interpreter's `-c`/`-e` code, the program itself.
     Ran,
+    /// A program given the marker as an ordinary argument (no shell reads it: `kubectl get
+    /// NAME`): a note, the way to run a program with input (version 6).
+    Passed,
     /// A template expression of the input evaluated in an answer.
     Evaluated,
     /// An internal address that a URL of the input named, connected to during its call.
@@ -228,6 +235,32 @@ pub(crate) fn start(c: &crate::Context<'_>) -> Box<dyn Evaluator> {
         }
     }
     Box::new(s)
+}
+
+/// Interpreters that run code given on their command line (`-c`, `-e`), by the basename of
+/// the executed path or of `argv[0]` (with a version suffix: `python3.11`, `node20`).
+fn is_interpreter(path: &[u8], argv0: &[u8]) -> bool {
+    const INTERPRETERS: &[&str] = &[
+        "python",
+        "python2",
+        "python3",
+        "node",
+        "nodejs",
+        "deno",
+        "bun",
+        "perl",
+        "ruby",
+        "php",
+        "lua",
+        "osascript",
+        "pwsh",
+        "powershell",
+    ];
+    [path, argv0].iter().any(|p| {
+        let name = String::from_utf8_lossy(crate::paths::basename(p)).to_ascii_lowercase();
+        let stem = name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+        INTERPRETERS.contains(&stem) || INTERPRETERS.contains(&name.as_str())
+    })
 }
 
 /// The folders the server's arguments name (`server-filesystem /home/ana/notes`): absolute
@@ -364,17 +397,28 @@ impl Evaluator for State {
                     return;
                 };
                 // `sh -c SCRIPT`: the input is in a script a shell runs (its words become
-                // commands); anywhere else, an argument of the program.
+                // commands); `python -c CODE`, `node -e CODE`: code an interpreter runs; the
+                // program's own name: the input chose what runs. Anywhere else it is an
+                // argument of the program, which no shell splits (a note).
+                let code_flag =
+                    |a: &[u8]| matches!(a, b"-c" | b"-e" | b"--eval" | b"-p" | b"--print" | b"-E");
                 let shell = at >= 2
                     && argv[at - 1].as_slice() == b"-c"
                     && crate::spawn::classify(path, argv) == Some(crate::spawn::Kind::Shell);
-                let how = if shell {
-                    "in a shell's script"
+                let interpreter = at >= 2
+                    && code_flag(argv[at - 1].as_slice())
+                    && is_interpreter(path.as_slice(), argv[0].as_slice());
+                let (what, how) = if shell {
+                    (What::Ran, "in a shell's script")
+                } else if interpreter {
+                    (What::Ran, "in the code an interpreter runs")
+                } else if at == 0 || ac.is_match(path.as_slice()) {
+                    (What::Ran, "as the program it runs")
                 } else {
-                    "in a program's arguments"
+                    (What::Passed, "as its arguments")
                 };
                 let line = glassbox_model::argv_line(argv, 160);
-                self.note(What::Ran, line, Some(how.to_string()), e);
+                self.note(what, line, Some(how.to_string()), e);
             }
             EventKind::Open {
                 syscall,
@@ -468,6 +512,11 @@ impl Evaluator for State {
                     s.how.join(", "),
                     s.shown
                 ),
+                What::Passed => format!(
+                    "the tool passed its input to a program {} (no shell reads them): {}",
+                    s.how.join(", "),
+                    s.shown
+                ),
                 What::Evaluated => format!(
                     "a template expression in the input came back evaluated in the answer to \
                      {} (the tool renders its input as a template)",
@@ -499,7 +548,7 @@ impl Evaluator for State {
             let mut f = INFO.finding(summary, s.ids, phase);
             f.flows = s.flows;
             match what {
-                What::Explained => notes.push(f),
+                What::Explained | What::Passed => notes.push(f),
                 _ => findings.push(f),
             }
         }
@@ -733,12 +782,15 @@ mod tests {
             .open(format!("/home/user/project/glassbox-probe-{M}.txt"), O_RDONLY, Phase::call("read_file", 1))
             .exec(7, "/bin/sh", &["sh", "-c", &format!("echo glassbox-{M}")], Phase::call("shell", 2))
             .exec(8, "/usr/bin/git", &["git", "log", &format!("--grep=glassbox-{M}")], Phase::call("shell", 2))
+            .exec(9, "/usr/bin/python3.11", &["python3", "-c", &format!("print('glassbox-{M}')")], Phase::call("shell", 2))
             .answer(
                 Phase::call("render", 1),
                 &format!(r#"{{"jsonrpc":"2.0","id":3,"result":{{"content":[{{"type":"text","text":"glassbox-{M}-49"}}]}}}}"#),
             )
             .build();
-        let s = summaries(evaluate(&ev));
+        let e = evaluate(&ev);
+        let notes: Vec<String> = e.notes.iter().map(|n| n.summary.clone()).collect();
+        let s = summaries(e);
         assert_eq!(s.len(), 5, "{s:#?}");
         assert!(s.iter().any(|x| x.starts_with("the tool opened a file outside the workspace because its input named it: ~/.aws/credentials (read (argument `path`); 1 open) during call:read_file#2")), "{s:#?}");
         assert!(
@@ -753,9 +805,16 @@ mod tests {
         );
         assert!(
             s.iter().any(|x| x.starts_with(
-                "the tool ran a program with its input in a program's arguments: git log"
+                "the tool ran a program with its input in the code an interpreter runs: python3 -c"
             )),
             "{s:#?}"
+        );
+        // An ordinary argument no shell reads: a note.
+        assert!(
+            notes.iter().any(|x| x.starts_with(
+                "the tool passed its input to a program as its arguments (no shell reads them): git log"
+            )),
+            "{notes:#?}"
         );
         assert!(s.iter().any(|x| x.starts_with("a template expression in the input came back evaluated in the answer to call:render")), "{s:#?}");
     }

@@ -1748,7 +1748,13 @@ fn run_selftest(
         fixtures: fixtures.to_path_buf(),
         jobs,
         recorder: recorder.into(),
-        request_timeout: Duration::from_secs(5),
+        // An emulated guest (TCG) runs an interpreter several times slower: a Python server
+        // that imports `requests` may take more than 5 s to answer `initialize` there (the
+        // microVM suite lost https-post-docker-auth-requests so once).
+        request_timeout: match isolation {
+            glassbox_audit::Isolation::MicroVm => Duration::from_secs(15),
+            glassbox_audit::Isolation::Namespace => Duration::from_secs(5),
+        },
         isolation,
     };
     let progress = |c: &selftest::CaseResult| {
