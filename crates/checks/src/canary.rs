@@ -709,7 +709,7 @@ fn fate(f: &Flow, h: &Honeytoken, leak: &Leak, explained: &[ExplainedHost]) -> F
             && names.iter().all(|(_, n)| {
                 hosts.iter().any(|d| {
                     let d = net::norm_host(d.as_bytes());
-                    *n == d || n.ends_with(&format!(".{d}"))
+                    net::is_under(n, &d)
                 })
             })
     };

@@ -125,15 +125,9 @@ pub(crate) fn named_like(host: &str, words: &[String]) -> Option<String> {
     let domain = registrable(host);
     let first = domain.split('.').next()?;
     let listed = |w: &String| {
-        VENDOR_DOMAINS.iter().any(|(v, ds)| {
-            v == w
-                && ds.iter().any(|d| {
-                    domain == *d
-                        || domain
-                            .strip_suffix(d)
-                            .is_some_and(|rest| rest.ends_with('.'))
-                })
-        })
+        VENDOR_DOMAINS
+            .iter()
+            .any(|(v, ds)| v == w && ds.iter().any(|d| net::is_under(&domain, d)))
     };
     words
         .iter()
@@ -269,11 +263,7 @@ pub(crate) fn explaining<'a>(
                     .map(|ip| ip.to_canonical())
                     == Some(ip)
             });
-        let under = e.subdomains
-            && ip.is_none()
-            && name
-                .strip_suffix(e.host.as_str())
-                .is_some_and(|rest| rest.ends_with('.'));
+        let under = e.subdomains && ip.is_none() && net::is_under(name, &e.host);
         (same || under).then_some((e, None))
     })
 }

@@ -137,12 +137,7 @@ impl Named {
             .filter(|(start, end, _)| *start <= t_ns && t_ns <= end.saturating_add(LATE_NS))
             .find_map(|(_, _, p)| {
                 let c = self.by_phase.get(p)?;
-                let by_name = c.hosts.iter().find(|(_, h)| {
-                    host == h
-                        || host
-                            .strip_suffix(h.as_str())
-                            .is_some_and(|rest| rest.ends_with('.'))
-                });
+                let by_name = c.hosts.iter().find(|(_, h)| crate::net::is_under(host, h));
                 let by_ip = || {
                     let ip = ip?;
                     c.addresses

@@ -132,6 +132,15 @@ pub(crate) fn ip_addr(ip: IpAddr, port: u16) -> String {
 }
 
 /// A host name for comparing: lower-cased, without a trailing dot (lossy UTF-8).
+/// Whether the host name `name` is `domain` or a name under it (`api.vendor.example` under
+/// `vendor.example`; not `evilvendor.example`), both normalized.
+pub(crate) fn is_under(name: &str, domain: &str) -> bool {
+    name == domain
+        || name
+            .strip_suffix(domain)
+            .is_some_and(|rest| rest.ends_with('.'))
+}
+
 pub(crate) fn norm_host(b: &[u8]) -> String {
     let s = String::from_utf8_lossy(b).to_ascii_lowercase();
     s.trim_end_matches('.').to_string()
