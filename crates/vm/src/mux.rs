@@ -538,6 +538,10 @@ impl Mux {
     pub fn connect(&self, port: u16, timeout: Duration) -> io::Result<MuxStream> {
         let deadline = Instant::now() + timeout;
         let (tx, rx) = mpsc::channel();
+        // The id is handed out and its OPEN queued under one lock: the guest requires ids in
+        // increasing order, and two connects racing between the two steps would queue OPEN 2
+        // before OPEN 1, which ends the relay. OPEN is a control frame, so it never waits
+        // for room while the table is held.
         let id = {
             let mut t = lock(&self.inner.table);
             if let Some(why) = &t.dead {
@@ -547,20 +551,12 @@ impl Mux {
             t.next_id = id
                 .checked_add(1)
                 .ok_or_else(|| io::Error::other("the relay ran out of connection ids"))?;
+            self.inner
+                .outbox
+                .push(encode(id, OPEN, &port.to_le_bytes()), true, Some(deadline))?;
             t.conns.insert(id, Slot::Pending(tx));
             id
         };
-        let forget = || {
-            lock(&self.inner.table).conns.remove(&id);
-        };
-        if let Err(e) =
-            self.inner
-                .outbox
-                .push(encode(id, OPEN, &port.to_le_bytes()), false, Some(deadline))
-        {
-            forget();
-            return Err(e);
-        }
         let answer = match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
             Ok(a) => a,
             Err(RecvTimeoutError::Timeout) => {
@@ -1102,6 +1098,33 @@ mod tests {
         for w in workers {
             w.join().unwrap();
         }
+    }
+
+    /// Connects racing each other: the guest takes OPENs only in increasing id order, so
+    /// the host must queue them in the order it hands ids out.
+    #[test]
+    fn racing_connects_all_open() {
+        let (mux, _guest) = pair();
+        let port = echo();
+        let start = Arc::new(std::sync::Barrier::new(32));
+        let workers: Vec<_> = (0..32u8)
+            .map(|k| {
+                let (mux, start) = (mux.clone(), start.clone());
+                std::thread::spawn(move || {
+                    start.wait();
+                    let mut s = mux.connect(port, T).unwrap();
+                    s.set_read_timeout(Some(T)).unwrap();
+                    s.write_all(&[k; 3]).unwrap();
+                    let mut b = [0u8; 3];
+                    s.read_exact(&mut b).unwrap();
+                    assert_eq!(b, [k; 3]);
+                })
+            })
+            .collect();
+        for w in workers {
+            w.join().unwrap();
+        }
+        assert_eq!(mux.ended(), None);
     }
 
     #[test]
