@@ -1,9 +1,9 @@
 //! The parsers of what users already have: MCP client configurations, MCP Registry
 //! `server.json` files, and `npm:`/`pypi:` package specs.
 
-use glassbox_audit::config::{self, EnvValue, Launch, ServerEntry, Vars};
-use glassbox_audit::install::PackageSpec;
 use glassbox_mcp::{Connection, Connector, HttpTarget};
+use glassbox_plan::config::{self, EnvValue, Launch, ServerEntry, Vars};
+use glassbox_plan::install::PackageSpec;
 use std::io;
 use std::sync::Arc;
 

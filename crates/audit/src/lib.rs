@@ -15,21 +15,15 @@
 //! [`trace`] runs steps 1 and 3 for any command, without MCP.
 #![deny(missing_docs)]
 
-pub mod batch;
 mod bundle;
 mod canary;
-pub mod config;
 pub mod coverage;
-pub mod explain;
-pub mod install;
-pub mod launcher;
 mod lazykey;
 pub mod microvm;
 mod network;
 pub mod recheck;
 mod run;
 pub mod selftest;
-pub mod target;
 
 pub use run::{EventSink, JsonLines, RecorderChoice};
 
@@ -38,6 +32,7 @@ use glassbox_model::{
     PhaseTiming, RecorderSettings, ServerExit, SessionSummary, Target, ToolSummary,
     TranscriptEntry, GLASSBOX_VERSION,
 };
+use glassbox_plan::{config, explain, install, target};
 use std::ffi::OsString;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -50,9 +45,6 @@ pub enum Error {
     /// Bad usage.
     #[error("{0}")]
     Usage(String),
-    /// The command is not on PATH.
-    #[error("command not found: {0}")]
-    CommandNotFound(String),
     /// The sandbox could not be built.
     #[error(transparent)]
     Sandbox(#[from] glassbox_sandbox::Error),
@@ -77,6 +69,9 @@ pub enum Error {
     /// the sandbox in time): the run observed nothing, and the audit is inconclusive.
     #[error("{0}")]
     GuestLost(String),
+    /// What to audit could not be decided (a target, a configuration, a package).
+    #[error(transparent)]
+    Plan(#[from] glassbox_plan::Error),
     /// Anything else.
     #[error("internal error: {0}")]
     Internal(String),

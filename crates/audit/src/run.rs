@@ -3,9 +3,9 @@
 
 use crate::canary::{self, Canaries};
 use crate::lazykey::{KeyGate, LazyKey};
-use crate::target::Resolved;
 use crate::Error;
 use glassbox_model::{EdgeCounters, Event, Flow, Honeytoken, NetworkMode, SandboxSettings};
+use glassbox_plan::target::Resolved;
 use glassbox_sandbox::{honeytokens, Config, NetworkSetup, Sandbox};
 use glassbox_trace::{rules, Clock, FileChannel, Recorder, RecorderStats};
 use serde::{Deserialize, Serialize};

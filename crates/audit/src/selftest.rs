@@ -40,19 +40,6 @@ pub fn build_id() -> String {
     d.iter().take(12).map(|b| format!("{b:02x}")).collect()
 }
 
-/// glassbox's state directory: `$GLASSBOX_STATE_DIR`, else `$XDG_STATE_HOME/glassbox`, else
-/// `~/.local/state/glassbox`.
-pub fn state_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("GLASSBOX_STATE_DIR") {
-        return PathBuf::from(d);
-    }
-    if let Some(d) = std::env::var_os("XDG_STATE_HOME") {
-        return PathBuf::from(d).join("glassbox");
-    }
-    let home = std::env::var_os("HOME").unwrap_or_else(|| "/tmp".into());
-    PathBuf::from(home).join(".local/state/glassbox")
-}
-
 /// The record of this build's selftest under `isolation`: the controls prove the checks on
 /// the backend they ran on (its kernel, its recorder, its wire to the edge).
 fn record_path(isolation: Isolation) -> PathBuf {
@@ -60,7 +47,7 @@ fn record_path(isolation: Isolation) -> PathBuf {
         Isolation::Namespace => format!("{}.json", build_id()),
         Isolation::MicroVm => format!("{}-microvm.json", build_id()),
     };
-    state_dir().join("selftest").join(name)
+    glassbox_plan::state_dir().join("selftest").join(name)
 }
 
 /// The backend's name in records and messages.
@@ -530,7 +517,7 @@ fn run_case(case: &Case, opts: &Options, lib: &Path, scratch: &Path) -> Result<A
     o.server_env = case
         .env
         .iter()
-        .map(|(k, v)| (k.clone(), crate::config::EnvValue::Plain(v.clone())))
+        .map(|(k, v)| (k.clone(), glassbox_plan::config::EnvValue::Plain(v.clone())))
         .collect();
     // A fixture targets only documentation addresses: one stands in for the metadata address
     // (the checks read the address from the manifest, so what is proven is the same).

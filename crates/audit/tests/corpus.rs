@@ -14,11 +14,11 @@
 //! `GLASSBOX_CORPUS=1` (scripts/test sets it); `GLASSBOX_CORPUS_ONLY=TEXT` runs the servers
 //! whose target contains TEXT.
 
-use glassbox_audit::config::{secret_name, EnvValue};
-use glassbox_audit::install::PackageSpec;
 use glassbox_audit::{audit, AuditOptions, Quiet};
 use glassbox_checks::Proofs;
 use glassbox_model::{CallResult, Outcome, Verdict};
+use glassbox_plan::config::{secret_name, EnvValue};
+use glassbox_plan::install::PackageSpec;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 

@@ -9,10 +9,10 @@
 //! Its own connection goes to `collector.example` (a name under `.example`), which the
 //! edge's DNS answers with a synthetic address: nothing leaves.
 
-use glassbox_audit::install::PackageSpec;
 use glassbox_audit::{audit, AuditOptions, Quiet};
 use glassbox_checks::Proofs;
 use glassbox_model::{NetworkMode, Outcome, Phase};
+use glassbox_plan::install::PackageSpec;
 use std::path::Path;
 
 const SETUP_PY: &str = r#"

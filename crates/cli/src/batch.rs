@@ -16,10 +16,10 @@
 
 use crate::{Network, Recorder};
 use anyhow::{Context, Result};
-use glassbox_audit::batch::Job;
-use glassbox_audit::config::{Launch, Vars};
 use glassbox_audit::{AuditOptions, Progress};
 use glassbox_model::{printable, CheckVersion, Phase, Verdict};
+use glassbox_plan::batch::Job;
+use glassbox_plan::config::{Launch, Vars};
 use glassbox_sandbox::limits::{self, Limits};
 use glassbox_store::StoreLocation;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -543,11 +543,11 @@ fn one(job: &Job, index: usize, sh: &Shared<'_>) -> Row {
                 }
             }
             o.package = Some(package.pinned(&exact));
-            o.command = glassbox_audit::config::os_args(args);
+            o.command = glassbox_plan::config::os_args(args);
         }
         Launch::Command(argv) => {
             o.package = None;
-            o.command = glassbox_audit::config::os_args(argv);
+            o.command = glassbox_plan::config::os_args(argv);
         }
         Launch::Remote { .. } => {}
         Launch::Unsupported(why) => {
@@ -603,7 +603,7 @@ fn one(job: &Job, index: usize, sh: &Shared<'_>) -> Row {
 /// Runs the batch; returns the exit status.
 pub(crate) fn run(args: BatchArgs, cwd: PathBuf, vars: &dyn Vars) -> Result<i32> {
     let limits = args.limits.limits()?;
-    let all = glassbox_audit::batch::load(&args.file, &cwd, vars)?;
+    let all = glassbox_plan::batch::load(&args.file, &cwd, vars)?;
     let total = all.len();
     // This shard's targets, each with its place in the whole list.
     let jobs: Vec<(usize, Job)> = all
@@ -957,7 +957,7 @@ mod tests {
     }
 
     fn job(line: &str) -> Job {
-        let mut jobs = glassbox_audit::batch::parse_list(line, Path::new("/list")).unwrap();
+        let mut jobs = glassbox_plan::batch::parse_list(line, Path::new("/list")).unwrap();
         jobs.pop().unwrap()
     }
 
@@ -1033,7 +1033,7 @@ mod tests {
         let a = job("--   python3   server.py  --port 1");
         let b = job("-- python3 server.py --port 1");
         assert_eq!(canonical(&a), canonical(&b));
-        let elsewhere = glassbox_audit::batch::parse_list(
+        let elsewhere = glassbox_plan::batch::parse_list(
             "npm:x@1.0.0\n-- python3 server.py --port 1\n",
             Path::new("/other"),
         )

@@ -8,9 +8,9 @@ mod microvm;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
-use glassbox_audit::config::Launch;
 use glassbox_audit::{selftest, AuditOptions, EventSink, JsonLines, Progress, RecorderChoice};
 use glassbox_model::{Event, EventKind, Phase, ServerExit};
+use glassbox_plan::config::Launch;
 use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -859,7 +859,7 @@ fn read_text(path: &Path) -> Result<String> {
 /// The environment `${VAR}` in a configuration expands from.
 struct ProcessEnv;
 
-impl glassbox_audit::config::Vars for ProcessEnv {
+impl glassbox_plan::config::Vars for ProcessEnv {
     fn env(&self, name: &str) -> Option<String> {
         std::env::var(name).ok()
     }
@@ -920,11 +920,11 @@ fn run(cli: Cli) -> Result<i32> {
                 _ => None,
             };
             let declared = match (&config, &server_json) {
-                (Some(f), _) => Some(glassbox_audit::config::select(
-                    glassbox_audit::config::client_config(&read_text(f)?, &ProcessEnv)?,
+                (Some(f), _) => Some(glassbox_plan::config::select(
+                    glassbox_plan::config::client_config(&read_text(f)?, &ProcessEnv)?,
                     server.as_deref(),
                 )?),
-                (None, Some(f)) => Some(glassbox_audit::config::server_json(
+                (None, Some(f)) => Some(glassbox_plan::config::server_json(
                     &read_text(f)?,
                     &ProcessEnv,
                 )?),
@@ -944,7 +944,7 @@ fn run(cli: Cli) -> Result<i32> {
             let package = match &target {
                 _ if declared.is_some() => None,
                 Some(t) => Some(
-                    glassbox_audit::install::PackageSpec::parse(t)?
+                    glassbox_plan::install::PackageSpec::parse(t)?
                         .ok_or_else(|| {
                             anyhow::anyhow!(
                                 "{t:?} is not a package (npm:NAME[@VERSION], pypi:NAME[==VERSION] or \
@@ -965,16 +965,16 @@ fn run(cli: Cli) -> Result<i32> {
                 None => {
                     let words: Vec<String> =
                         cmd.iter().map(|a| a.to_string_lossy().into_owned()).collect();
-                    match glassbox_audit::launcher::parse(&words) {
-                        glassbox_audit::launcher::Parsed::Package(package, args) => {
-                            cmd = glassbox_audit::config::os_args(&args);
+                    match glassbox_plan::launcher::parse(&words) {
+                        glassbox_plan::launcher::Parsed::Package(package, args) => {
+                            cmd = glassbox_plan::config::os_args(&args);
                             Some(*package)
                         }
-                        glassbox_audit::launcher::Parsed::Refused(why) => {
+                        glassbox_plan::launcher::Parsed::Refused(why) => {
                             anyhow::bail!("not audited: {why}")
                         }
-                        glassbox_audit::launcher::Parsed::Command => {
-                            glassbox_audit::target::resolve(&cmd, &cwd)?;
+                        glassbox_plan::launcher::Parsed::Command => {
+                            glassbox_plan::target::resolve(&cmd, &cwd)?;
                             None
                         }
                     }
@@ -1032,7 +1032,7 @@ fn run(cli: Cli) -> Result<i32> {
                 o.server_env = entry.env;
                 o.entry_names = entry.names;
                 for (name, value) in &mut o.server_env {
-                    if let glassbox_audit::config::EnvValue::Secret { hosts } = value {
+                    if let glassbox_plan::config::EnvValue::Secret { hosts } = value {
                         for sh in &secret_host {
                             if let Some((n, h)) = sh.split_once('=') {
                                 if n == name && !hosts.iter().any(|x| x == h) {
@@ -1049,9 +1049,9 @@ fn run(cli: Cli) -> Result<i32> {
                 match entry.launch {
                     Launch::Package { package, args } => {
                         o.package = Some(package);
-                        o.command = glassbox_audit::config::os_args(&args);
+                        o.command = glassbox_plan::config::os_args(&args);
                     }
-                    Launch::Command(argv) => o.command = glassbox_audit::config::os_args(&argv),
+                    Launch::Command(argv) => o.command = glassbox_plan::config::os_args(&argv),
                     Launch::Remote { url, transport } => remote = Some((url, transport)),
                     Launch::Unsupported(why) => {
                         eprintln!("glassbox: {label}: not audited: {why}");

@@ -37,3 +37,9 @@ pub use report::*;
 
 /// The version of glassbox that produced a bundle or a report.
 pub const GLASSBOX_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The host's system directories (under `/`) that every isolation backend shows the server
+/// read-only at their own paths, when present; the manifest's read-only paths start from them.
+pub const SYSTEM_DIRS: &[&str] = &[
+    "usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "opt",
+];

@@ -75,9 +75,7 @@ pub const HOST_UID_WHEN_ROOT: u32 = 2_100_000_000;
 pub const SANDBOX_UID: u32 = 1000;
 
 /// Host directories bound read-only into the private root (when present).
-pub const SYSTEM_DIRS: &[&str] = &[
-    "usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "opt",
-];
+pub use glassbox_model::SYSTEM_DIRS;
 
 /// What went wrong setting up or running the sandbox.
 #[derive(Debug, thiserror::Error)]

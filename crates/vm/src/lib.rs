@@ -146,9 +146,7 @@ pub const SETUP_HINT: &str =
 
 /// The host directories shared read-only at their own paths by default (the namespace
 /// sandbox's list); a top-level symlink (`/bin -> usr/bin`) is recreated as a symlink.
-pub const SYSTEM_DIRS: &[&str] = &[
-    "usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "opt",
-];
+pub use glassbox_sandbox::SYSTEM_DIRS;
 
 /// How to boot the VM.
 #[derive(Debug, Clone)]

@@ -1,7 +1,7 @@
 //! Turning a command line into something the sandbox can execute.
 
 use crate::Error;
-use glassbox_sandbox::SYSTEM_DIRS;
+use glassbox_model::SYSTEM_DIRS;
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;

@@ -114,10 +114,12 @@ fn hosts_of_value(v: &str) -> Vec<String> {
 
 /// What the entry explains, in the order the report prefers its reasons: its environment,
 /// its arguments, its declared secrets' hosts, its `server.json`, its package's metadata.
-pub(crate) struct Explained(Vec<ExplainedHost>);
+#[derive(Debug, Default)]
+pub struct Explained(Vec<ExplainedHost>);
 
 impl Explained {
-    pub(crate) fn new() -> Explained {
+    /// Nothing explained yet.
+    pub fn new() -> Explained {
         Explained(Vec::new())
     }
 
@@ -143,7 +145,7 @@ impl Explained {
 
     /// The words of the package's name (`@upstash/context7-mcp`: `upstash`, `context7`): a
     /// registrable domain whose first label is one is named like the package.
-    pub(crate) fn package_name(&mut self, name: &str) {
+    pub fn package_name(&mut self, name: &str) {
         for w in vendor_words(name) {
             self.push(ExplainedHost {
                 host: w,
@@ -159,7 +161,7 @@ impl Explained {
     }
 
     /// The plain values of the entry's environment.
-    pub(crate) fn environment<'a>(&mut self, env: impl IntoIterator<Item = (&'a str, &'a str)>) {
+    pub fn environment<'a>(&mut self, env: impl IntoIterator<Item = (&'a str, &'a str)>) {
         for (name, value) in env {
             for h in hosts_of_value(value) {
                 self.add(
@@ -175,7 +177,7 @@ impl Explained {
     }
 
     /// The server's arguments.
-    pub(crate) fn arguments<'a>(&mut self, args: impl IntoIterator<Item = &'a str>) {
+    pub fn arguments<'a>(&mut self, args: impl IntoIterator<Item = &'a str>) {
         // URLs only: a bare argument like `server.py` is a file, whatever its suffix.
         for a in args {
             for (_, h) in urls_in(a) {
@@ -189,7 +191,7 @@ impl Explained {
     }
 
     /// The documented hosts of the declared secrets (`env:NAME` honeytokens).
-    pub(crate) fn secrets(&mut self, tokens: &[Honeytoken]) {
+    pub fn secrets(&mut self, tokens: &[Honeytoken]) {
         for t in tokens {
             let Some(name) = t.path.strip_prefix("env:") else {
                 continue;
@@ -210,14 +212,14 @@ impl Explained {
     }
 
     /// What a `server.json` named for the entry (its `why` kept).
-    pub(crate) fn named(&mut self, names: &[ExplainedHost]) {
+    pub fn named(&mut self, names: &[ExplainedHost]) {
         for n in names {
             self.push(n.clone());
         }
     }
 
     /// The installed package's own metadata, read from its install folder `dir`.
-    pub(crate) fn package(&mut self, registry: Registry, name: &str, dir: &Path) {
+    pub fn package(&mut self, registry: Registry, name: &str, dir: &Path) {
         for (field, url) in package_urls(registry, name, dir) {
             for h in hosts_of_value(&url) {
                 let domain = registrable(&h);
@@ -240,7 +242,8 @@ impl Explained {
         }
     }
 
-    pub(crate) fn into_vec(self) -> Vec<ExplainedHost> {
+    /// The explained hosts, for `manifest.network.explained`.
+    pub fn into_vec(self) -> Vec<ExplainedHost> {
         self.0
     }
 }

@@ -8,7 +8,7 @@
 //! installed) **inside the sandbox**, in phase `install`, under the same recorder and the same
 //! planted secrets as the server's runs: lifecycle scripts and `setup.py` are traced like the
 //! server itself. During the install the network edge relays connections to the package
-//! registry to the real network ([`glassbox_net::relay`]) and captures every other
+//! registry to the real network (`glassbox_net::relay`) and captures every other
 //! destination, which the checks then judge like any egress.
 //!
 //! Installs are kept by exact version under `$GLASSBOX_STATE_DIR/packages/` (default
@@ -440,7 +440,7 @@ impl PackageSpec {
 
     /// The install folder of `version`.
     pub fn dir(&self, version: &str) -> PathBuf {
-        let base = crate::selftest::state_dir().join("packages");
+        let base = crate::state_dir().join("packages");
         match self.registry {
             Registry::Npm => base
                 .join("npm")
@@ -515,7 +515,7 @@ impl Package {
         })
     }
 
-    /// The exact versions to install, as [`crate::audit`] takes them: known at once when
+    /// The exact versions to install, as `glassbox_audit::audit` takes them: known at once when
     /// every version asked for is exact and installed already (no registry is asked then),
     /// else resolved on the host ([`Package::resolve`], for a PyPI package with the
     /// interpreter its install will use, found from `cwd`).
@@ -838,7 +838,7 @@ fn printable_short(s: &str) -> String {
 /// The line of an installer's (or a registry query's) output that says what went wrong: npm's
 /// first `npm error` line that is not its boilerplate (the log's location, the code, the
 /// path), uv's reason under its `×` headline, pip's `ERROR:` line; else the last line.
-pub(crate) fn meaningful_line(text: &str) -> String {
+pub fn meaningful_line(text: &str) -> String {
     let lines: Vec<&str> = text
         .lines()
         .map(str::trim)
@@ -905,7 +905,7 @@ fn npm_boilerplate(l: &str) -> bool {
 
 /// The last `n` lines of `text` that say something (npm's boilerplate left out), each
 /// printable and short.
-pub(crate) fn last_lines(text: &str, n: usize) -> Vec<String> {
+pub fn last_lines(text: &str, n: usize) -> Vec<String> {
     let says_something = |l: &&str| {
         let t = l.trim();
         let npm = t
@@ -1029,7 +1029,7 @@ pub fn cached(dir: &Path) -> Option<Marker> {
 pub fn mark(dir: &Path, marker: &Marker) -> Result<(), Error> {
     let path = dir.join(MARKER);
     let text = serde_json::to_vec_pretty(marker).map_err(|e| Error::Internal(e.to_string()))?;
-    std::fs::write(&path, text).map_err(|source| Error::Evidence { path, source })
+    std::fs::write(&path, text).map_err(|source| Error::Write { path, source })
 }
 
 /// The registry hosts an installer needs, from the host's own configuration (npm's
