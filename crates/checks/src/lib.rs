@@ -75,6 +75,7 @@
 //! component (never as substrings), relative to the sandbox home where the rule says `~/`.
 //! Open flags are decoded from their numeric value by [`flags`].
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 use glassbox_model::{
     CheckResult, CheckVersion, Event, Evidence, Finding, Flow, Manifest, Outcome, Phase, Severity,

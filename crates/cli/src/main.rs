@@ -3,6 +3,8 @@
 //! Exit codes of `audit`: 0 clean, 1 flagged or withheld, 2 usage or internal error,
 //! 3 inconclusive.
 
+#![forbid(unsafe_code)]
+
 mod batch;
 mod microvm;
 

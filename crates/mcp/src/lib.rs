@@ -212,6 +212,7 @@
 //! namespace), which a connector closure serves directly. The tests interoperate with the
 //! official Python SDK's servers instead (`tests/sdk.rs`).
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod args;
 mod http;

@@ -24,6 +24,7 @@
 //! Times are nanoseconds since the start of the run (`t_ns`), from a monotonic clock; the
 //! manifest carries the wall-clock start.
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 mod bytes;
 mod evidence;

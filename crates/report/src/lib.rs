@@ -35,6 +35,7 @@
 //! Markdown's and HTML's punctuation in them; the HTML renderer passes each through one
 //! function escaping `& < > " '`.
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 use glassbox_model::{AuditReport, Evidence, Finding};
 
