@@ -610,7 +610,7 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
             },
         )?;
         // What the server presented, hashed, for comparisons across audits.
-        let presented = glassbox_checks::drift::hashes(&run.transcript);
+        let presented = glassbox_checks::tool_definition_drift::hashes(&run.transcript);
         run.session.tool_hashes = presented.tools;
         run.session.instructions_hash = presented.instructions;
         if let Some(e) = run.recording.write_error {

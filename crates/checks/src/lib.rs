@@ -83,26 +83,26 @@ use glassbox_model::{
 };
 use std::fmt;
 
-mod canary;
-mod credential;
-mod denied;
-mod descriptions;
+mod canary_exfiltration;
+mod credential_probe;
+mod denied_network_attempts;
+mod description_exfil_pattern;
 mod doh;
-pub mod drift;
-mod egress;
-mod evasion;
 mod exfil;
 pub mod explain;
 pub mod flags;
-mod input;
+mod input_exposure;
 mod lock;
 mod named;
 mod net;
 pub mod paths;
 mod persistence;
-mod spawn;
+mod process_spawn;
+mod sandbox_evasion;
 mod text;
-mod unix;
+pub mod tool_definition_drift;
+mod unexplained_egress;
+mod unix_socket;
 
 pub use lock::{retraction, retractions, Condition, Retraction, LOCK};
 
@@ -424,52 +424,52 @@ fn incomplete_reason(failure: Option<&str>) -> String {
 
 static REGISTRY: [Check; 12] = [
     Check {
-        info: credential::INFO,
-        start: credential::start,
+        info: credential_probe::INFO,
+        start: credential_probe::start,
     },
     Check {
-        info: spawn::INFO,
-        start: spawn::start,
+        info: process_spawn::INFO,
+        start: process_spawn::start,
     },
     Check {
         info: persistence::INFO,
         start: persistence::start,
     },
     Check {
-        info: descriptions::INFO,
-        start: descriptions::start,
+        info: description_exfil_pattern::INFO,
+        start: description_exfil_pattern::start,
     },
     Check {
-        info: egress::INFO,
-        start: egress::start,
+        info: unexplained_egress::INFO,
+        start: unexplained_egress::start,
     },
     Check {
-        info: denied::INFO,
-        start: denied::start,
+        info: denied_network_attempts::INFO,
+        start: denied_network_attempts::start,
     },
     Check {
         info: doh::INFO,
         start: doh::start,
     },
     Check {
-        info: unix::INFO,
-        start: unix::start,
+        info: unix_socket::INFO,
+        start: unix_socket::start,
     },
     Check {
-        info: canary::INFO,
-        start: canary::start,
+        info: canary_exfiltration::INFO,
+        start: canary_exfiltration::start,
     },
     Check {
-        info: evasion::INFO,
-        start: evasion::start,
+        info: sandbox_evasion::INFO,
+        start: sandbox_evasion::start,
     },
     Check {
-        info: input::INFO,
-        start: input::start,
+        info: input_exposure::INFO,
+        start: input_exposure::start,
     },
     Check {
-        info: drift::INFO,
-        start: drift::start,
+        info: tool_definition_drift::INFO,
+        start: tool_definition_drift::start,
     },
 ];
 
@@ -772,7 +772,7 @@ mod tests {
         let r = results.iter().find(|r| r.id == "credential-probe").unwrap();
         let f = &r.findings[0];
         assert_eq!(f.check, "credential-probe");
-        assert_eq!(f.version, credential::INFO.version);
+        assert_eq!(f.version, credential_probe::INFO.version);
         assert_eq!(f.evidence, vec![1]);
         assert_eq!(f.phase, Some(Phase::Call("x".into())));
         // A well-known path that is not planted: a probe, not an accusation.
@@ -839,7 +839,7 @@ mod tests {
     fn a_retraction_of_a_pass_over_tls_flows_withdraws_only_that() {
         let list = [Retraction {
             id: "canary-exfiltration".into(),
-            version: canary::INFO.version,
+            version: canary_exfiltration::INFO.version,
             reason: "said pass over TLS it had not read".into(),
             date: "2026-12-01".into(),
             outcome: Some(Outcome::Pass),

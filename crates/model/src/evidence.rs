@@ -1238,7 +1238,7 @@ pub struct SessionSummary {
     pub non_json_lines: u64,
     /// Tool name → SHA-256 (hex) of the tool's canonical definition (name, description,
     /// inputSchema, annotations as canonical JSON), from the run's first complete `tools/list`
-    /// (computed from the transcript by `glassbox_checks::drift::hashes`): for comparing audits
+    /// (computed from the transcript by `glassbox_checks::tool_definition_drift::hashes`): for comparing audits
     /// of the same server. Empty in bundles made before it existed.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub tool_hashes: std::collections::BTreeMap<String, String>,

@@ -40,7 +40,13 @@ pub(crate) const INFO: CheckInfo = CheckInfo {
     severity: Severity::High,
     channels: &[Channel::Syscalls, Channel::PacketEdge],
     accuses: "",
-    sources: &["egress.rs", "explain.rs", "named.rs", "net.rs", "text.rs"],
+    sources: &[
+        "unexplained_egress.rs",
+        "explain.rs",
+        "named.rs",
+        "net.rs",
+        "text.rs",
+    ],
 };
 
 /// Extra names (SNI, Host) listed per destination.

@@ -46,8 +46,8 @@ pub(crate) const INFO: CheckInfo = CheckInfo {
     accuses: "reading a planted secret whose value then left, came back to the client, or may \
               have gone where the edge could not read (credential theft)",
     sources: &[
-        "credential.rs",
-        "canary.rs",
+        "credential_probe.rs",
+        "canary_exfiltration.rs",
         "explain.rs",
         "net.rs",
         "named.rs",
@@ -125,9 +125,9 @@ type CacheUse = (u64, Vec<String>, Vec<u64>, Vec<glassbox_model::Phase>);
 /// but the install's relayed to the package registry), is; a value that never left, or went only to its own service, is not (the finding
 /// says which).
 struct Fate {
-    /// [`crate::canary::went`], computed when a planted file was read: `None` when more was
+    /// [`crate::canary_exfiltration::went`], computed when a planted file was read: `None` when more was
     /// found than is kept (or nothing planted was read, and [`Fate::of`] is never asked).
-    went: Option<Vec<crate::canary::Went>>,
+    went: Option<Vec<crate::canary_exfiltration::Went>>,
     /// The planted files, normalized, by index of `manifest.sandbox.honeytokens`.
     tokens: Vec<NormPath>,
     /// Flows the edge could not read (of the install too, but its registry's).
@@ -140,7 +140,11 @@ impl Fate {
     /// What is needed to judge reads of planted files, if `asked`.
     fn new(c: &crate::Context<'_>, asked: bool) -> Fate {
         Fate {
-            went: if asked { crate::canary::went(c) } else { None },
+            went: if asked {
+                crate::canary_exfiltration::went(c)
+            } else {
+                None
+            },
             tokens: c
                 .manifest
                 .sandbox
@@ -150,7 +154,10 @@ impl Fate {
                 .collect(),
             // As `canary-exfiltration` counts them: every flow but the install's relayed to
             // the package registry (an install's own download the edge did not read counts).
-            unread: crate::canary::unread(c.flows, |f| !crate::canary::relayed(f)).len(),
+            unread: crate::canary_exfiltration::unread(c.flows, |f| {
+                !crate::canary_exfiltration::relayed(f)
+            })
+            .len(),
             edge: crate::Channel::PacketEdge.observed_in(c.manifest),
         }
     }

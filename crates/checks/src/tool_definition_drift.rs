@@ -50,7 +50,7 @@ pub(crate) const INFO: CheckInfo = CheckInfo {
     severity: Severity::High,
     channels: &[Channel::McpTranscript],
     accuses: "",
-    sources: &["drift.rs"],
+    sources: &["tool_definition_drift.rs"],
 };
 
 /// The parts of a tool's definition that are compared, in the order a change lists them.

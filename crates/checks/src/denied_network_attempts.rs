@@ -34,7 +34,13 @@ pub(crate) const INFO: CheckInfo = CheckInfo {
     severity: Severity::Medium,
     channels: &[Channel::Syscalls, Channel::PacketEdge, Channel::DeniedRun],
     accuses: "",
-    sources: &["denied.rs", "explain.rs", "named.rs", "net.rs", "text.rs"],
+    sources: &[
+        "denied_network_attempts.rs",
+        "explain.rs",
+        "named.rs",
+        "net.rs",
+        "text.rs",
+    ],
 };
 
 /// Destinations listed in the summary; the rest are counted.

@@ -100,7 +100,13 @@ pub(crate) const INFO: CheckInfo = CheckInfo {
     severity: Severity::High,
     channels: &[Channel::PacketEdge],
     accuses: "every finding (a planted secret sent out of the sandbox)",
-    sources: &["canary.rs", "explain.rs", "named.rs", "net.rs", "text.rs"],
+    sources: &[
+        "canary_exfiltration.rs",
+        "explain.rs",
+        "named.rs",
+        "net.rs",
+        "text.rs",
+    ],
 };
 
 /// Secrets shorter than this are not searched (too likely to occur by chance).

@@ -48,7 +48,7 @@
 //! else it is flagged, naming the tool, so a reviewer sees whether that was the tool's job.
 //! Not an accusation.
 
-use crate::canary::{encodings, fields, percent_decoded, unread};
+use crate::canary_exfiltration::{encodings, fields, percent_decoded, unread};
 use crate::flags::has_write_intent;
 use crate::net::{self, Keyed, PhaseOf};
 use crate::paths::NormPath;
@@ -70,11 +70,11 @@ pub(crate) const INFO: CheckInfo = CheckInfo {
     ],
     accuses: "",
     sources: &[
-        "input.rs",
+        "input_exposure.rs",
         "explain.rs",
         "named.rs",
-        "spawn.rs",
-        "canary.rs",
+        "process_spawn.rs",
+        "canary_exfiltration.rs",
         "flags.rs",
         "net.rs",
         "paths.rs",
@@ -404,7 +404,8 @@ impl Evaluator for State {
                     |a: &[u8]| matches!(a, b"-c" | b"-e" | b"--eval" | b"-p" | b"--print" | b"-E");
                 let shell = at >= 2
                     && argv[at - 1].as_slice() == b"-c"
-                    && crate::spawn::classify(path, argv) == Some(crate::spawn::Kind::Shell);
+                    && crate::process_spawn::classify(path, argv)
+                        == Some(crate::process_spawn::Kind::Shell);
                 let interpreter = at >= 2
                     && code_flag(argv[at - 1].as_slice())
                     && is_interpreter(path.as_slice(), argv[0].as_slice());

@@ -51,7 +51,7 @@ pub(crate) const INFO: CheckInfo = CheckInfo {
     severity: Severity::High,
     channels: &[Channel::Syscalls, Channel::PacketEdge],
     accuses: "",
-    sources: &["evasion.rs", "net.rs", "text.rs"],
+    sources: &["sandbox_evasion.rs", "net.rs", "text.rs"],
 };
 
 /// Flows listed one by one; the rest are counted in one line.

@@ -27,7 +27,7 @@ pub(crate) const INFO: CheckInfo = CheckInfo {
     severity: Severity::Medium,
     channels: &[Channel::Syscalls],
     accuses: "",
-    sources: &["spawn.rs", "paths.rs", "flags.rs", "text.rs"],
+    sources: &["process_spawn.rs", "paths.rs", "flags.rs", "text.rs"],
 };
 
 /// Program names of shells.

@@ -23,7 +23,7 @@ pub(crate) const INFO: CheckInfo = CheckInfo {
     severity: Severity::High,
     channels: &[Channel::McpTranscript],
     accuses: "every finding (instructions aimed at the model)",
-    sources: &["descriptions.rs", "exfil.rs"],
+    sources: &["description_exfil_pattern.rs", "exfil.rs"],
 };
 
 /// Everything is decided from the transcript; events are not needed.

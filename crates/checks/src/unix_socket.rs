@@ -43,7 +43,13 @@ pub(crate) const INFO: CheckInfo = CheckInfo {
     severity: Severity::High,
     channels: &[Channel::Syscalls],
     accuses: "",
-    sources: &["unix.rs", "named.rs", "net.rs", "paths.rs", "text.rs"],
+    sources: &[
+        "unix_socket.rs",
+        "named.rs",
+        "net.rs",
+        "paths.rs",
+        "text.rs",
+    ],
 };
 
 /// Sockets the C library connects to on its own, and why (not flagged).
