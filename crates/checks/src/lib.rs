@@ -26,6 +26,10 @@
 //! | `input-exposure` | keeps tool input inside the sandbox and its workspace | medium | the audit's marker (in every generated probe string) in any flow of a server run (inside TLS too), or in the name of a file written outside the working directory and scratch folders; unread flows make it not observed |
 //! | `tool-definition-drift` | tool definitions and server instructions stay the same throughout the audit | high | each tool's description, inputSchema and annotations (canonical JSON) and the server's instructions: first vs last `tools/list` of each run, capture run vs denied run (MCP transcripts of both runs) |
 //!
+//! Each check's module is named after its id (`credential_probe` for `credential-probe`); its
+//! doc ends with its controls, `fixtures/controls/<id>.md`, generated from the headers of the
+//! fixtures that pin it, which are the only place a control's expectations are written.
+//!
 //! A check returns an [`Evaluation`]: findings (each one flags the check) and notes (listed,
 //! never flagged, e.g. every spawned process). A finding names the check id and version that
 //! produced it, says in one line what happened (paths and argv escaped for a terminal), points
@@ -83,25 +87,37 @@ use glassbox_model::{
 };
 use std::fmt;
 
+#[doc = include_str!("../../../fixtures/controls/canary-exfiltration.md")]
 mod canary_exfiltration;
+#[doc = include_str!("../../../fixtures/controls/credential-probe.md")]
 mod credential_probe;
+#[doc = include_str!("../../../fixtures/controls/denied-network-attempts.md")]
 mod denied_network_attempts;
+#[doc = include_str!("../../../fixtures/controls/description-exfil-pattern.md")]
 mod description_exfil_pattern;
+#[doc = include_str!("../../../fixtures/controls/doh.md")]
 mod doh;
 mod exfil;
 pub mod explain;
 pub mod flags;
+#[doc = include_str!("../../../fixtures/controls/input-exposure.md")]
 mod input_exposure;
 mod lock;
 mod named;
 mod net;
 pub mod paths;
+#[doc = include_str!("../../../fixtures/controls/persistence.md")]
 mod persistence;
+#[doc = include_str!("../../../fixtures/controls/process-spawn.md")]
 mod process_spawn;
+#[doc = include_str!("../../../fixtures/controls/sandbox-evasion.md")]
 mod sandbox_evasion;
 mod text;
+#[doc = include_str!("../../../fixtures/controls/tool-definition-drift.md")]
 pub mod tool_definition_drift;
+#[doc = include_str!("../../../fixtures/controls/unexplained-egress.md")]
 mod unexplained_egress;
+#[doc = include_str!("../../../fixtures/controls/unix-socket.md")]
 mod unix_socket;
 
 pub use lock::{retraction, retractions, Condition, Retraction, LOCK};
