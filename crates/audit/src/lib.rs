@@ -15,6 +15,7 @@
 //! [`trace`] runs steps 1 and 3 for any command, without MCP.
 #![deny(missing_docs)]
 
+mod backend;
 mod bundle;
 mod canary;
 pub mod coverage;
@@ -936,7 +937,7 @@ fn install_phase(
     progress.phase(&Phase::Install);
     cx.clock.set_phase(Phase::Install);
     let start_ns = cx.clock.now_ns();
-    let mut running = start_server(
+    let mut running = backend::start(
         opts,
         &target,
         &dir,
@@ -1425,7 +1426,7 @@ fn one_run(
         suffix,
         events,
     } = files;
-    let mut running = match start_server(opts, target, cwd, events, plan, None) {
+    let mut running = match backend::start(opts, target, cwd, events, plan, None) {
         Ok(s) => s,
         Err(Error::GuestLost(why)) => {
             return Ok(RunResult::lost(why, start_ns, clock.now_ns()));
@@ -1459,7 +1460,7 @@ fn one_run(
             // The server's stdout is only its log; MCP goes over HTTP on its own loopback.
             let log = bundle.stdout_writer(suffix)?;
             let out = std::thread::spawn(move || bundle::copy_bounded(Some(stdout), log));
-            let s = http_session(http, &running, opts, &hooks)?;
+            let s = http_session(http, running.as_ref(), opts, &hooks)?;
             drop(stdin);
             drop(out);
             s
@@ -1540,196 +1541,8 @@ fn one_run(
         ground_truth: running.ground_truth(),
         start_ns,
         end_ns,
-        vm: match &running {
-            Server::MicroVm(v) => Some(v.record.clone()),
-            Server::Namespace(_) => None,
-        },
+        vm: running.vm_record(),
     })
-}
-
-/// Starts `target` in `cwd` on the audit's backend, recording into `events`. `run_for`: see
-/// [`microvm::VmPlan::run_for`] (an install: its stdin is closed from the start).
-fn start_server(
-    opts: &AuditOptions,
-    target: &target::Resolved,
-    cwd: &Path,
-    events: Box<dyn EventSink>,
-    plan: run::RunPlan,
-    run_for: Option<Duration>,
-) -> Result<Server, Error> {
-    Ok(match opts.isolation {
-        Isolation::Namespace => Server::Namespace(Box::new(run::start(
-            target,
-            cwd,
-            events,
-            true,
-            opts.recorder,
-            plan,
-        )?)),
-        Isolation::MicroVm => Server::MicroVm(Box::new(microvm::start(
-            &microvm::VmPlan {
-                target,
-                cwd,
-                exit_grace: opts.exit_grace,
-                linger: opts.linger,
-                run_for,
-                // An install (a bounded run) is not the server: nothing to reach.
-                http_port: opts
-                    .http
-                    .as_ref()
-                    .filter(|_| run_for.is_none())
-                    .map(|h| h.port),
-            },
-            events,
-            true,
-            opts.recorder,
-            plan,
-        )?)),
-    })
-}
-
-/// The server's run on either backend (see [`Isolation`]).
-enum Server {
-    Namespace(Box<run::Running>),
-    MicroVm(Box<microvm::VmRun>),
-}
-
-/// Connects to a port of the server's loopback with a timeout ([`Server::loopback_dialer`]).
-type LoopbackDialer =
-    Arc<dyn Fn(u16, Duration) -> std::io::Result<Box<dyn glassbox_mcp::Connection>> + Send + Sync>;
-
-/// The server's standard input, output and error, on either backend.
-type Stdio = (
-    Option<Box<dyn std::io::Write + Send>>,
-    Option<Box<dyn Read + Send>>,
-    Option<Box<dyn Read + Send>>,
-);
-
-impl Server {
-    fn settings(&self) -> &glassbox_model::SandboxSettings {
-        match self {
-            Server::Namespace(r) => &r.settings,
-            Server::MicroVm(v) => &v.settings,
-        }
-    }
-
-    fn mechanism(&self) -> &str {
-        match self {
-            Server::Namespace(r) => &r.mechanism,
-            Server::MicroVm(v) => &v.mechanism,
-        }
-    }
-
-    fn ground_truth(&self) -> Option<String> {
-        match self {
-            Server::Namespace(r) => r.ground_truth.clone(),
-            Server::MicroVm(v) => v.ground_truth.clone(),
-        }
-    }
-
-    /// The edge's isolation checks and the canary sockets.
-    fn edge_checks(&self) -> (Vec<String>, Vec<String>) {
-        match self {
-            Server::Namespace(r) => r
-                .edge
-                .as_ref()
-                .map(|e| (e.isolation.clone(), e.canary_sockets.clone()))
-                .unwrap_or_default(),
-            Server::MicroVm(v) => (v.isolation.clone(), v.canary_sockets.clone()),
-        }
-    }
-
-    fn take_stdio(&mut self) -> Stdio {
-        fn boxed<T: 'static>(
-            t: Option<T>,
-            f: impl FnOnce(T) -> Box<dyn Read + Send>,
-        ) -> Option<Box<dyn Read + Send>> {
-            t.map(f)
-        }
-        match self {
-            Server::Namespace(r) => (
-                r.sandbox
-                    .stdin
-                    .take()
-                    .map(|w| Box::new(w) as Box<dyn std::io::Write + Send>),
-                boxed(r.sandbox.stdout.take(), |f| Box::new(f)),
-                boxed(r.sandbox.stderr.take(), |f| Box::new(f)),
-            ),
-            Server::MicroVm(v) => (
-                v.stdin
-                    .take()
-                    .map(|w| Box::new(w) as Box<dyn std::io::Write + Send>),
-                boxed(v.stdout.take(), |f| Box::new(f)),
-                boxed(v.stderr.take(), |f| Box::new(f)),
-            ),
-        }
-    }
-
-    fn wait_timeout(&mut self, timeout: Duration) -> Option<ServerExit> {
-        match self {
-            Server::Namespace(r) => r.sandbox.wait_timeout(timeout),
-            Server::MicroVm(v) => v.wait_timeout(timeout),
-        }
-    }
-
-    /// Whether processes the server left are still running (the guest lingers by itself).
-    fn others_alive(&self) -> bool {
-        match self {
-            Server::Namespace(r) => r.sandbox.others_alive(),
-            Server::MicroVm(_) => false,
-        }
-    }
-
-    /// Whether the server may still come to listen: in namespaces, whether any of its
-    /// processes runs; in a microVM, whether the guest has not reported the end of the run yet
-    /// (its word, which comes after the server's exit and the guest's linger: a server that
-    /// dies at once is waited for that much longer, never less).
-    fn may_still_listen(&self) -> bool {
-        match self {
-            Server::Namespace(r) => r.sandbox.others_alive(),
-            Server::MicroVm(v) => !v.reported_end(),
-        }
-    }
-
-    /// Connects to 127.0.0.1:PORT on the server's own loopback: in namespaces, from a thread
-    /// that enters the sandbox's network namespace; in a microVM, through the guest's TCP
-    /// relay, whose guest end connects from the sandbox's network namespace in the guest.
-    fn loopback_dialer(&self) -> Result<LoopbackDialer, Error> {
-        Ok(match self {
-            Server::Namespace(r) => {
-                let dialer = r.sandbox.dialer()?;
-                Arc::new(move |port, timeout| {
-                    dialer
-                        .connect(std::net::SocketAddr::from(([127, 0, 0, 1], port)), timeout)
-                        .map(|s| Box::new(s) as Box<dyn glassbox_mcp::Connection>)
-                })
-            }
-            Server::MicroVm(v) => {
-                let relay = v.relay().ok_or_else(|| {
-                    Error::Internal("the guest was started without its TCP relay".into())
-                })?;
-                Arc::new(move |port, timeout| {
-                    relay.connect(port, timeout).map(|s| {
-                        Box::new(microvm::RelayConnection(s)) as Box<dyn glassbox_mcp::Connection>
-                    })
-                })
-            }
-        })
-    }
-
-    fn limits_reached(&self) -> &[String] {
-        match self {
-            Server::Namespace(r) => r.sandbox.limits_reached(),
-            Server::MicroVm(v) => v.limits_reached(),
-        }
-    }
-
-    fn finish(&mut self) -> (ServerExit, run::Recording) {
-        match self {
-            Server::Namespace(r) => r.finish(),
-            Server::MicroVm(v) => v.finish(),
-        }
-    }
 }
 
 /// A server that listens on a port of the sandbox's loopback instead of speaking stdio.
@@ -1778,7 +1591,7 @@ impl HttpServer {
 /// (on the host, or in the guest through its TCP relay).
 fn http_session(
     http: &HttpServer,
-    server: &Server,
+    server: &dyn backend::Backend,
     opts: &AuditOptions,
     hooks: &Hooks<'_>,
 ) -> Result<SessionSummary, Error> {

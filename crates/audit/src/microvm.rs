@@ -1223,6 +1223,79 @@ fn guest_run(sink: &run::SharedSink) -> Result<Record, Error> {
     })
 }
 
+impl crate::backend::Backend for VmRun {
+    fn settings(&self) -> &SandboxSettings {
+        &self.settings
+    }
+
+    fn mechanism(&self) -> &str {
+        &self.mechanism
+    }
+
+    fn ground_truth(&self) -> Option<String> {
+        self.ground_truth.clone()
+    }
+
+    fn edge_checks(&self) -> (Vec<String>, Vec<String>) {
+        (self.isolation.clone(), self.canary_sockets.clone())
+    }
+
+    fn take_stdio(&mut self) -> crate::backend::Stdio {
+        (
+            self.stdin
+                .take()
+                .map(|w| Box::new(w) as Box<dyn Write + Send>),
+            self.stdout
+                .take()
+                .map(|f| Box::new(f) as Box<dyn Read + Send>),
+            self.stderr
+                .take()
+                .map(|f| Box::new(f) as Box<dyn Read + Send>),
+        )
+    }
+
+    fn wait_timeout(&mut self, timeout: Duration) -> Option<ServerExit> {
+        VmRun::wait_timeout(self, timeout)
+    }
+
+    /// The guest lingers by itself.
+    fn others_alive(&self) -> bool {
+        false
+    }
+
+    /// Until the guest reports the end of the run (its word, which comes after the server's
+    /// exit and the guest's linger: a server that dies at once is waited for that much longer,
+    /// never less).
+    fn may_still_listen(&self) -> bool {
+        !self.reported_end()
+    }
+
+    /// Through the guest's TCP relay, whose guest end connects from the sandbox's network
+    /// namespace in the guest.
+    fn loopback_dialer(&self) -> Result<crate::backend::LoopbackDialer, Error> {
+        let relay = self
+            .relay()
+            .ok_or_else(|| Error::Internal("the guest was started without its TCP relay".into()))?;
+        Ok(Arc::new(move |port, timeout| {
+            relay
+                .connect(port, timeout)
+                .map(|s| Box::new(RelayConnection(s)) as Box<dyn glassbox_mcp::Connection>)
+        }))
+    }
+
+    fn limits_reached(&self) -> &[String] {
+        VmRun::limits_reached(self)
+    }
+
+    fn finish(&mut self) -> (ServerExit, Recording) {
+        VmRun::finish(self)
+    }
+
+    fn vm_record(&self) -> Option<glassbox_model::VmRecord> {
+        Some(self.record.clone())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -740,3 +740,72 @@ impl Running {
         )
     }
 }
+
+impl crate::backend::Backend for Running {
+    fn settings(&self) -> &SandboxSettings {
+        &self.settings
+    }
+
+    fn mechanism(&self) -> &str {
+        &self.mechanism
+    }
+
+    fn ground_truth(&self) -> Option<String> {
+        self.ground_truth.clone()
+    }
+
+    fn edge_checks(&self) -> (Vec<String>, Vec<String>) {
+        self.edge
+            .as_ref()
+            .map(|e| (e.isolation.clone(), e.canary_sockets.clone()))
+            .unwrap_or_default()
+    }
+
+    fn take_stdio(&mut self) -> crate::backend::Stdio {
+        (
+            self.sandbox
+                .stdin
+                .take()
+                .map(|w| Box::new(w) as Box<dyn std::io::Write + Send>),
+            self.sandbox
+                .stdout
+                .take()
+                .map(|f| Box::new(f) as Box<dyn std::io::Read + Send>),
+            self.sandbox
+                .stderr
+                .take()
+                .map(|f| Box::new(f) as Box<dyn std::io::Read + Send>),
+        )
+    }
+
+    fn wait_timeout(&mut self, timeout: std::time::Duration) -> Option<glassbox_model::ServerExit> {
+        self.sandbox.wait_timeout(timeout)
+    }
+
+    fn others_alive(&self) -> bool {
+        self.sandbox.others_alive()
+    }
+
+    /// While any of its processes runs.
+    fn may_still_listen(&self) -> bool {
+        self.sandbox.others_alive()
+    }
+
+    /// From a thread that enters the sandbox's network namespace.
+    fn loopback_dialer(&self) -> Result<crate::backend::LoopbackDialer, Error> {
+        let dialer = self.sandbox.dialer()?;
+        Ok(Arc::new(move |port, timeout| {
+            dialer
+                .connect(std::net::SocketAddr::from(([127, 0, 0, 1], port)), timeout)
+                .map(|s| Box::new(s) as Box<dyn glassbox_mcp::Connection>)
+        }))
+    }
+
+    fn limits_reached(&self) -> &[String] {
+        self.sandbox.limits_reached()
+    }
+
+    fn finish(&mut self) -> (glassbox_model::ServerExit, Recording) {
+        Running::finish(self)
+    }
+}

@@ -1,0 +1,92 @@
+//! Where the server runs: one [`Backend`] trait, two implementations. The namespace sandbox on
+//! this host ([`run::Running`], in `run.rs`) and a fresh QEMU microVM per run that runs the
+//! same sandbox under its own kernel ([`microvm::VmRun`], in `microvm.rs`). Each starts the
+//! server with its planted secrets under the recorder (and the network edge); the pipeline
+//! in `lib.rs` drives either through this trait alone, and [`start`] is the one place that
+//! picks the backend.
+
+use crate::{microvm, run, AuditOptions, Error, Isolation};
+use glassbox_model::{SandboxSettings, ServerExit, VmRecord};
+use glassbox_plan::target;
+use std::io::Read;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Connects to a port of the server's loopback with a timeout ([`Backend::loopback_dialer`]).
+pub(crate) type LoopbackDialer =
+    Arc<dyn Fn(u16, Duration) -> std::io::Result<Box<dyn glassbox_mcp::Connection>> + Send + Sync>;
+
+/// The server's standard input, output and error, on either backend.
+pub(crate) type Stdio = (
+    Option<Box<dyn std::io::Write + Send>>,
+    Option<Box<dyn Read + Send>>,
+    Option<Box<dyn Read + Send>>,
+);
+
+/// A server started on an isolation backend, recorded until [`Backend::finish`].
+pub(crate) trait Backend {
+    /// The sandbox's settings, for the manifest.
+    fn settings(&self) -> &SandboxSettings;
+    /// How calls are recorded (`seccomp-notify`, ...).
+    fn mechanism(&self) -> &str;
+    /// Why the honeytoken ground truth is not observed in this run (`None`: it is).
+    fn ground_truth(&self) -> Option<String>;
+    /// The edge's isolation checks and the canary sockets.
+    fn edge_checks(&self) -> (Vec<String>, Vec<String>);
+    /// The server's standard streams (once).
+    fn take_stdio(&mut self) -> Stdio;
+    /// Waits up to `timeout` for the server to exit.
+    fn wait_timeout(&mut self, timeout: Duration) -> Option<ServerExit>;
+    /// Whether processes the server left are still running (a microVM's guest lingers by
+    /// itself, so it says no).
+    fn others_alive(&self) -> bool;
+    /// Whether the server may still come to listen on its port.
+    fn may_still_listen(&self) -> bool;
+    /// Connects to 127.0.0.1:PORT on the server's own loopback.
+    fn loopback_dialer(&self) -> Result<LoopbackDialer, Error>;
+    /// The sandbox limits the run reached.
+    fn limits_reached(&self) -> &[String];
+    /// Ends the run: how the server ended and what was recorded.
+    fn finish(&mut self) -> (ServerExit, run::Recording);
+    /// The microVM's record, on that backend.
+    fn vm_record(&self) -> Option<VmRecord> {
+        None
+    }
+}
+
+/// Starts `target` in `cwd` on the audit's backend, recording into `events`. `run_for`: see
+/// [`microvm::VmPlan::run_for`] (an install: its stdin is closed from the start).
+pub(crate) fn start(
+    opts: &AuditOptions,
+    target: &target::Resolved,
+    cwd: &Path,
+    events: Box<dyn crate::EventSink>,
+    plan: run::RunPlan,
+    run_for: Option<Duration>,
+) -> Result<Box<dyn Backend>, Error> {
+    Ok(match opts.isolation {
+        Isolation::Namespace => {
+            Box::new(run::start(target, cwd, events, true, opts.recorder, plan)?)
+        }
+        Isolation::MicroVm => Box::new(microvm::start(
+            &microvm::VmPlan {
+                target,
+                cwd,
+                exit_grace: opts.exit_grace,
+                linger: opts.linger,
+                run_for,
+                // An install (a bounded run) is not the server: nothing to reach.
+                http_port: opts
+                    .http
+                    .as_ref()
+                    .filter(|_| run_for.is_none())
+                    .map(|h| h.port),
+            },
+            events,
+            true,
+            opts.recorder,
+            plan,
+        )?),
+    })
+}
