@@ -363,157 +363,218 @@ impl glassbox_mcp::SessionHooks for Hooks<'_> {
 /// Runs one audit of an MCP stdio server: a run in each network mode asked for (capture,
 /// then denied), then the checks over everything recorded.
 pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Error> {
-    // One marker for the generated arguments of every run: where it shows up, the server
-    // took the user's input there.
-    let mut opts = opts.clone();
-    if opts.session.input_marker.is_none() {
-        opts.session.input_marker = Some(run::input_marker()?);
-    }
-    let opts = &opts;
-    // A command must resolve before anything is written, and so must a package's versions
-    // (one that does not exist is one line, with no bundle left behind); its program
-    // resolves after its install.
-    let (mut target, exact) = match &opts.package {
-        None => {
-            target::check_working_folder(&opts.cwd)?;
-            (Some(target::resolve(&opts.command, &opts.cwd)?), None)
-        }
-        Some(p) => (None, Some(p.exact_versions(&opts.cwd)?)),
+    let (mut audit, target, exact) = Pipeline::prepare(opts, progress)?;
+    audit.plant()?;
+    let target = match (audit.opts.package.clone(), exact) {
+        (Some(package), Some(exact)) => match audit.install(&package, exact)? {
+            Ok(target) => target,
+            Err(why) => return audit.finish_without_server(why),
+        },
+        _ => target.ok_or_else(|| Error::Internal("no target".into()))?,
     };
-    let run_id = run_id();
-    let dir = opts
-        .evidence_dir
-        .clone()
-        .unwrap_or_else(|| opts.cwd.join("glassbox-evidence").join(&run_id));
-    let bundle = bundle::Bundle::create(&dir)?;
-    let modes = opts.network.modes();
-    let mut channels = vec!["syscalls".to_string(), "mcp-transcript".to_string()];
-    channels.push("packet-edge".into());
-    if modes.contains(&NetworkMode::Denied) {
-        channels.push("network-denied-run".into());
+    let target = audit.server_environment(target)?;
+    for (i, &mode) in audit.opts.network.modes().iter().enumerate() {
+        audit.network_run(&target, i == 0, mode)?;
     }
-    let mut manifest = new_manifest(
-        &run_id,
-        opts,
-        target
-            .as_ref()
-            .map(|t| t.program.to_string_lossy().into_owned())
-            .unwrap_or_default(),
-        channels,
-    );
-    // The audit's own certificate authority: the sandbox trusts it, the edge signs with it;
-    // its key never leaves this process (the manifest records the certificate).
-    let answer = match opts.responder {
-        ResponderChoice::Ok => {
-            let a = glassbox_net::Authority::fresh()
-                .map_err(|e| Error::Internal(format!("cannot make the audit's CA: {e}")))?;
-            manifest.network.tls_authority = Some(a.manifest());
-            Some(a)
-        }
-        ResponderChoice::Refuse => None,
-    };
-    manifest.network.responder = opts.responder.name().into();
-    let trust = answer.as_ref().map(run::CaCertificate::of);
-    bundle.write_manifest(&manifest)?;
+    audit.finish()
+}
 
-    let events = run::SharedSink::new(bundle.events_writer()?);
-    let clock = Arc::new(glassbox_trace::Clock::new());
-    // A guest's secrets are made here, whole: the host's checks must know their values.
-    let mut secrets = match opts.isolation {
-        Isolation::Namespace => run::Secrets::fresh()?,
-        Isolation::MicroVm => run::Secrets::fresh_eager()?,
-    };
-    if let Some(ca) = &trust {
-        secrets.trust_in_kubeconfig(&ca.pem);
-    }
-    // Bait in the environment (run::BAIT_ENV): planted secrets like the files, for the
-    // install and every run, unless the configuration sets a variable of that name itself.
-    let mut bait: Vec<(String, String)> = Vec::new();
-    for &(name, len) in run::BAIT_ENV {
-        if opts.server_env.iter().any(|(n, _)| n == name) {
-            continue;
+/// An audit under way, phase by phase ([`audit`]): what each phase adds to, written to the
+/// bundle as it is known.
+struct Pipeline<'a> {
+    /// The options, with the input marker and (after [`Pipeline::plant`]) the plans' probes.
+    opts: AuditOptions,
+    progress: &'a dyn Progress,
+    run_id: String,
+    dir: PathBuf,
+    bundle: bundle::Bundle,
+    manifest: Manifest,
+    /// The audit's own certificate authority, when the edge answers.
+    answer: Option<glassbox_net::Authority>,
+    /// Its certificate, which the sandbox trusts.
+    trust: Option<run::CaCertificate>,
+    events: run::SharedSink,
+    clock: Arc<glassbox_trace::Clock>,
+    secrets: run::Secrets,
+    /// The bait variables ([`run::BAIT_ENV`]) and their planted values.
+    bait: Vec<(String, String)>,
+    all_events: Vec<glassbox_model::Event>,
+    flows: Vec<glassbox_model::Flow>,
+    limits_reached: Vec<String>,
+    transcript: Vec<TranscriptEntry>,
+    denied_transcript: Vec<TranscriptEntry>,
+    /// Where the server runs: the working folder, or its package's install folder.
+    server_cwd: PathBuf,
+    installed_in: Option<PathBuf>,
+}
+
+impl<'a> Pipeline<'a> {
+    /// Resolves what to run (a command must resolve before anything is written, and so must a
+    /// package's versions: one that does not exist is one line, with no bundle left behind;
+    /// its program resolves after its install), creates the bundle and writes the first
+    /// manifest, makes the audit's CA and the secrets.
+    #[allow(clippy::type_complexity)]
+    fn prepare(
+        opts: &AuditOptions,
+        progress: &'a dyn Progress,
+    ) -> Result<
+        (
+            Pipeline<'a>,
+            Option<target::Resolved>,
+            Option<install::Exact>,
+        ),
+        Error,
+    > {
+        // One marker for the generated arguments of every run: where it shows up, the server
+        // took the user's input there.
+        let mut opts = opts.clone();
+        if opts.session.input_marker.is_none() {
+            opts.session.input_marker = Some(run::input_marker()?);
         }
-        let value = run::bait_value(len)?;
-        secrets.tokens.push(glassbox_model::Honeytoken {
-            path: format!("env:{name}"),
-            kind: "bait-env".into(),
-            secrets: vec![value.clone()],
-            random: vec![value.clone()],
-            ..Default::default()
-        });
-        bait.push((name.to_string(), value));
+        let (target, exact) = match &opts.package {
+            None => {
+                target::check_working_folder(&opts.cwd)?;
+                (Some(target::resolve(&opts.command, &opts.cwd)?), None)
+            }
+            Some(p) => (None, Some(p.exact_versions(&opts.cwd)?)),
+        };
+        let run_id = run_id();
+        let dir = opts
+            .evidence_dir
+            .clone()
+            .unwrap_or_else(|| opts.cwd.join("glassbox-evidence").join(&run_id));
+        let bundle = bundle::Bundle::create(&dir)?;
+        let mut channels = vec!["syscalls".to_string(), "mcp-transcript".to_string()];
+        channels.push("packet-edge".into());
+        if opts.network.modes().contains(&NetworkMode::Denied) {
+            channels.push("network-denied-run".into());
+        }
+        let mut manifest = new_manifest(
+            &run_id,
+            &opts,
+            target
+                .as_ref()
+                .map(|t| t.program.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            channels,
+        );
+        // The audit's own certificate authority: the sandbox trusts it, the edge signs with
+        // it; its key never leaves this process (the manifest records the certificate).
+        let answer = match opts.responder {
+            ResponderChoice::Ok => {
+                let a = glassbox_net::Authority::fresh()
+                    .map_err(|e| Error::Internal(format!("cannot make the audit's CA: {e}")))?;
+                manifest.network.tls_authority = Some(a.manifest());
+                Some(a)
+            }
+            ResponderChoice::Refuse => None,
+        };
+        manifest.network.responder = opts.responder.name().into();
+        let trust = answer.as_ref().map(run::CaCertificate::of);
+        bundle.write_manifest(&manifest)?;
+        let events = run::SharedSink::new(bundle.events_writer()?);
+        // A guest's secrets are made here, whole: the host's checks must know their values.
+        let secrets = match opts.isolation {
+            Isolation::Namespace => run::Secrets::fresh()?,
+            Isolation::MicroVm => run::Secrets::fresh_eager()?,
+        };
+        let server_cwd = opts.cwd.clone();
+        let audit = Pipeline {
+            opts,
+            progress,
+            run_id,
+            dir,
+            bundle,
+            manifest,
+            answer,
+            trust,
+            events,
+            clock: Arc::new(glassbox_trace::Clock::new()),
+            secrets,
+            bait: Vec::new(),
+            all_events: Vec::new(),
+            flows: Vec::new(),
+            limits_reached: Vec::new(),
+            transcript: Vec::new(),
+            denied_transcript: Vec::new(),
+            server_cwd,
+            installed_in: None,
+        };
+        Ok((audit, target, exact))
     }
-    // What the plans' path and socket parameters name in calls of their own: files outside
-    // the workspace that are planted secrets, and the canary Docker socket.
-    let mut with_probes = opts.clone();
-    with_probes.session.probes = probes(&secrets.tokens, opts.metadata_probe, &opts.command);
-    let opts = &with_probes;
-    let mut all_events = Vec::new();
-    let mut flows = Vec::new();
-    let mut limits_reached: Vec<String> = Vec::new();
-    let mut transcript = Vec::new();
-    let mut denied_transcript = Vec::new();
-    let mut server_cwd = opts.cwd.clone();
-    let mut installed_in: Option<PathBuf> = None;
-    if let (Some(package), Some(exact)) = (&opts.package, exact) {
+
+    /// Plants what the secrets do not hold yet: the CA in the kubeconfig, bait in the
+    /// environment ([`run::BAIT_ENV`]: planted secrets like the files, for the install and
+    /// every run, unless the configuration sets a variable of that name itself), and the
+    /// plans' probes (files outside the workspace that are planted secrets, the canary Docker
+    /// socket), which the path and socket parameters name in calls of their own.
+    fn plant(&mut self) -> Result<(), Error> {
+        if let Some(ca) = &self.trust {
+            self.secrets.trust_in_kubeconfig(&ca.pem);
+        }
+        for &(name, len) in run::BAIT_ENV {
+            if self.opts.server_env.iter().any(|(n, _)| n == name) {
+                continue;
+            }
+            let value = run::bait_value(len)?;
+            self.secrets.tokens.push(glassbox_model::Honeytoken {
+                path: format!("env:{name}"),
+                kind: "bait-env".into(),
+                secrets: vec![value.clone()],
+                random: vec![value.clone()],
+                ..Default::default()
+            });
+            self.bait.push((name.to_string(), value));
+        }
+        self.opts.session.probes = probes(
+            &self.secrets.tokens,
+            self.opts.metadata_probe,
+            &self.opts.command,
+        );
+        Ok(())
+    }
+
+    /// Installs the package and resolves its program: the target, or why the server could
+    /// not be started (a failed install, or one that has not the program asked for, is still
+    /// an audit: what the install did went through the recorder and goes through the checks).
+    fn install(
+        &mut self,
+        package: &install::Package,
+        exact: install::Exact,
+    ) -> Result<Result<target::Resolved, String>, Error> {
         let installed = install_phase(
             package,
             exact,
-            opts,
-            &run_id,
+            &self.opts,
+            &self.run_id,
             InstallContext {
-                bundle: &bundle,
-                events: &events,
-                clock: &clock,
-                secrets: &mut secrets,
-                manifest: &mut manifest,
-                answer: answer.clone(),
-                bait: &bait,
+                bundle: &self.bundle,
+                events: &self.events,
+                clock: &self.clock,
+                secrets: &mut self.secrets,
+                manifest: &mut self.manifest,
+                answer: self.answer.clone(),
+                bait: &self.bait,
             },
-            progress,
+            self.progress,
         )?;
-        all_events.extend(installed.events);
-        limits_reached.extend(installed.limits_reached);
-        flows.extend(installed.flows);
+        self.all_events.extend(installed.events);
+        self.limits_reached.extend(installed.limits_reached);
+        self.flows.extend(installed.flows);
         if let Some(sandbox) = installed.sandbox {
-            manifest.sandbox = sandbox;
+            self.manifest.sandbox = sandbox;
         }
         let mut package_ref = installed.package;
-        // A failed install, or one that has not the program asked for, is still an audit:
-        // what the install did went through the recorder and goes through the checks.
         let entry = match installed.failure {
             Some(why) => Err(format!("the install failed: {why}")),
-            None => install::entry_command(package, &installed.dir, &opts.command)
+            None => install::entry_command(package, &installed.dir, &self.opts.command)
                 .map_err(|e| format!("the server could not be started: {e}")),
         };
         let (command, program) = match entry {
             Ok(found) => found,
             Err(why) => {
-                // The server never ran: what was recorded (the install) goes through every
-                // check, the session is not complete, the channels of the runs that did not
-                // happen are not claimed.
-                manifest.target.package = Some(package_ref);
-                manifest.sandbox.limits_reached = limits_reached;
-                manifest.session.completed = false;
-                manifest.session.failure = Some(why);
-                manifest
-                    .recorder
-                    .channels
-                    .retain(|c| c != "mcp-transcript" && c != "network-denied-run");
-                return finish(
-                    Recorded {
-                        manifest,
-                        events: all_events,
-                        flows,
-                        transcript: Vec::new(),
-                        denied_transcript: Vec::new(),
-                        secrets: &mut secrets,
-                        sink: &events,
-                    },
-                    opts,
-                    &bundle,
-                    dir,
-                );
+                self.manifest.target.package = Some(package_ref);
+                return Ok(Err(why));
             }
         };
         package_ref.program = Some(program);
@@ -521,91 +582,122 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
         // directory glassbox was started in (`--ro` makes more visible).
         let mut t = target::resolve(&command, &installed.dir)?;
         t.extra_ro.push(installed.dir.clone());
-        installed_in = Some(installed.dir.clone());
-        server_cwd = installed.dir.clone();
+        self.installed_in = Some(installed.dir.clone());
+        self.server_cwd = installed.dir.clone();
         // The server's own environment: the installer's settings are not the server's.
-        manifest.target.command = command
+        let m = &mut self.manifest;
+        m.target.command = command
             .iter()
             .map(|a| a.to_string_lossy().into_owned())
             .collect();
-        manifest.target.program = t.program.to_string_lossy().into_owned();
-        manifest.target.cwd = server_cwd.to_string_lossy().into_owned();
-        manifest.target.package = Some(package_ref);
-        bundle.write_manifest(&manifest)?;
-        target = Some(t);
+        m.target.program = t.program.to_string_lossy().into_owned();
+        m.target.cwd = self.server_cwd.to_string_lossy().into_owned();
+        m.target.package = Some(package_ref);
+        self.bundle.write_manifest(&self.manifest)?;
+        Ok(Ok(t))
     }
-    let Some(mut target) = target else {
-        return Err(Error::Internal("no target".into()));
-    };
-    target.extra_ro.extend(opts.extra_ro.iter().cloned());
-    for (name, value) in &bait {
-        if !target.env.iter().any(|(k, _)| k == name) {
-            target.env.push((name.clone(), value.clone()));
-        }
+
+    /// The server never ran: what was recorded (the install) goes through every check, the
+    /// session is not complete, the channels of the runs that did not happen are not claimed.
+    fn finish_without_server(mut self, why: String) -> Result<Audit, Error> {
+        let m = &mut self.manifest;
+        m.sandbox.limits_reached = std::mem::take(&mut self.limits_reached);
+        m.session.completed = false;
+        m.session.failure = Some(why);
+        m.recorder
+            .channels
+            .retain(|c| c != "mcp-transcript" && c != "network-denied-run");
+        self.finish()
     }
-    // The server's environment: plain values as given, secrets as fresh canaries that are
-    // planted secrets like the files (`env:NAME`).
-    for (name, value) in &opts.server_env {
-        let value = match value {
-            config::EnvValue::Plain(v) => v.clone(),
-            config::EnvValue::Secret { hosts } => {
-                let canary = run::env_canary()?;
-                secrets.tokens.push(glassbox_model::Honeytoken {
-                    path: format!("env:{name}"),
-                    kind: "declared-secret".into(),
-                    secrets: vec![canary.clone()],
-                    hosts: hosts.clone(),
-                    random: vec![canary["gbx_".len()..].to_string()],
-                    ..Default::default()
-                });
-                canary
+
+    /// The server's environment and paths: `--ro`, the bait variables, the configuration's
+    /// plain values as given and its secrets as fresh canaries that are planted secrets like
+    /// the files (`env:NAME`); then what the entry explains.
+    fn server_environment(
+        &mut self,
+        mut target: target::Resolved,
+    ) -> Result<target::Resolved, Error> {
+        target.extra_ro.extend(self.opts.extra_ro.iter().cloned());
+        for (name, value) in &self.bait {
+            if !target.env.iter().any(|(k, _)| k == name) {
+                target.env.push((name.clone(), value.clone()));
             }
-        };
-        target.env.retain(|(k, _)| k != name);
-        target.env.push((name.clone(), value));
+        }
+        for (name, value) in &self.opts.server_env {
+            let value = match value {
+                config::EnvValue::Plain(v) => v.clone(),
+                config::EnvValue::Secret { hosts } => {
+                    let canary = run::env_canary()?;
+                    self.secrets.tokens.push(glassbox_model::Honeytoken {
+                        path: format!("env:{name}"),
+                        kind: "declared-secret".into(),
+                        secrets: vec![canary.clone()],
+                        hosts: hosts.clone(),
+                        random: vec![canary["gbx_".len()..].to_string()],
+                        ..Default::default()
+                    });
+                    canary
+                }
+            };
+            target.env.retain(|(k, _)| k != name);
+            target.env.push((name.clone(), value));
+        }
+        self.manifest.network.explained = explained(
+            &self.opts,
+            self.installed_in.as_deref(),
+            &self.secrets.tokens,
+        );
+        Ok(target)
     }
-    manifest.network.explained = explained(opts, installed_in.as_deref(), &secrets.tokens);
-    for (i, &mode) in modes.iter().enumerate() {
-        let main = i == 0;
-        progress.network_run(mode);
+
+    /// One run of the server (`main`: the first, the capture run), merged into the manifest,
+    /// the events and the flows, and written.
+    fn network_run(
+        &mut self,
+        target: &target::Resolved,
+        main: bool,
+        mode: NetworkMode,
+    ) -> Result<(), Error> {
+        self.progress.network_run(mode);
         let suffix = if main {
             String::new()
         } else {
             format!("-{}", mode.name())
         };
-        let first_event_id = all_events.len() as u64 + 1;
+        let first_event_id = self.all_events.len() as u64 + 1;
+        let (manifest, bundle) = (&mut self.manifest, &self.bundle);
         let mut run = one_run(
-            &target,
-            &server_cwd,
-            opts,
+            target,
+            &self.server_cwd,
+            &self.opts,
             RunFiles {
-                bundle: &bundle,
+                bundle,
                 suffix: &suffix,
-                events: Box::new(events.clone()),
+                events: Box::new(self.events.clone()),
             },
             run::RunPlan {
                 secrets: Some({
                     // A key made in an earlier run is planted as is.
-                    secrets.settle_rsa();
-                    secrets.clone()
+                    self.secrets.settle_rsa();
+                    self.secrets.clone()
                 }),
-                clock: clock.clone(),
+                clock: self.clock.clone(),
                 first_event_id,
                 network: Some(mode),
                 relay: None,
                 wire: None,
-                limits: opts.limits.clone(),
-                answer: answer.clone(),
-                trust: trust.clone(),
+                limits: self.opts.limits.clone(),
+                answer: self.answer.clone(),
+                trust: self.trust.clone(),
             },
-            progress,
+            self.progress,
             &mut |settings, mechanism| {
                 // What is known once the server runs goes to disk at once: a glassbox killed
                 // mid-session leaves a manifest that says how the sandbox was set up.
                 if main {
                     manifest.sandbox = settings.clone();
                     manifest.recorder.mechanism = mechanism.to_string();
-                    bundle.write_manifest(&manifest)?;
+                    bundle.write_manifest(manifest)?;
                 }
                 Ok(())
             },
@@ -616,13 +708,14 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
         run.session.instructions_hash = presented.instructions;
         if let Some(e) = run.recording.write_error {
             return Err(Error::Evidence {
-                path: dir.join("events.jsonl"),
+                path: self.dir.join("events.jsonl"),
                 source: e,
             });
         }
         let mut run_flows = run.recording.edge.flows;
         let unmatched = network::match_flows(&run.recording.events, &mut run_flows);
         let end_event = first_event_id + run.recording.events.len() as u64;
+        let manifest = &mut self.manifest;
         let mut isolation = run.isolation;
         if let Some(e) = &run.recording.edge.error {
             // The edge did not see the whole run: its channel cannot back a claim.
@@ -682,35 +775,40 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
             manifest.network.canary_sockets = run.canary_sockets;
             manifest.server_exit = Some(run.server_exit);
             manifest.session = run.session;
-            transcript = run.transcript;
+            self.transcript = run.transcript;
         } else if mode == NetworkMode::Denied {
             // For the checks that compare the runs (tool-definition-drift).
-            denied_transcript = run.transcript;
+            self.denied_transcript = run.transcript;
         }
-        limits_reached.extend(
+        self.limits_reached.extend(
             run.limits_reached
                 .iter()
                 .map(|r| format!("{} run: {r}", mode.name())),
         );
-        manifest.sandbox.limits_reached = limits_reached.clone();
-        all_events.extend(run.recording.events);
-        flows.extend(run_flows);
-        bundle.write_manifest(&manifest)?;
+        manifest.sandbox.limits_reached = self.limits_reached.clone();
+        self.all_events.extend(run.recording.events);
+        self.flows.extend(run_flows);
+        self.bundle.write_manifest(&self.manifest)?;
+        Ok(())
     }
-    finish(
-        Recorded {
-            manifest,
-            events: all_events,
-            flows,
-            transcript,
-            denied_transcript,
-            secrets: &mut secrets,
-            sink: &events,
-        },
-        opts,
-        &bundle,
-        dir,
-    )
+
+    /// The bundle completed and the checks run over it ([`finish`]).
+    fn finish(mut self) -> Result<Audit, Error> {
+        finish(
+            Recorded {
+                manifest: self.manifest,
+                events: self.all_events,
+                flows: self.flows,
+                transcript: self.transcript,
+                denied_transcript: self.denied_transcript,
+                secrets: &mut self.secrets,
+                sink: &self.events,
+            },
+            &self.opts,
+            &self.bundle,
+            self.dir,
+        )
+    }
 }
 
 /// What an audit recorded, ready for the checks.
