@@ -14,13 +14,11 @@
 //! of the target alone (not its place in the list, nor the other targets), so N processes on N
 //! machines given the same list and store share the work without talking to each other.
 
-use crate::{Network, Recorder};
 use anyhow::{Context, Result};
 use glassbox_audit::{AuditOptions, Progress};
 use glassbox_model::{printable, CheckVersion, Phase, Verdict};
 use glassbox_plan::batch::Job;
 use glassbox_plan::config::{Launch, Vars};
-use glassbox_sandbox::limits::{self, Limits};
 use glassbox_store::StoreLocation;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use sha2::{Digest, Sha256};
@@ -28,41 +26,6 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
-
-/// Resource limits of each sandbox.
-#[derive(clap::Args, Clone, Debug)]
-pub(crate) struct LimitArgs {
-    /// Memory of each sandbox: every process and the tmpfs pages it wrote (512M, 1G...).
-    #[arg(long, value_name = "SIZE", default_value = "1G")]
-    memory: String,
-    /// Processes and threads in each sandbox, its pid 1 included.
-    #[arg(long, value_name = "N", default_value_t = 512)]
-    pids: u64,
-    /// CPUs' worth of time for each sandbox (0.5, 1, 2...).
-    #[arg(long, value_name = "N", default_value_t = 1.0)]
-    cpus: f64,
-    /// Size of each writable tmpfs of a sandbox (/tmp, /run, /var, /dev/shm, home), and of
-    /// the largest file it may write.
-    #[arg(long, value_name = "SIZE", default_value = "512M")]
-    disk: String,
-}
-
-impl LimitArgs {
-    /// The limits, checked.
-    pub(crate) fn limits(&self) -> Result<Limits> {
-        let size = |flag: &str, v: &str| {
-            limits::parse_size(v).map_err(|e| anyhow::anyhow!("--{flag}: {e}"))
-        };
-        let l = Limits {
-            memory: Some(size("memory", &self.memory)?),
-            pids: Some(self.pids),
-            cpus: Some(self.cpus),
-            disk: size("disk", &self.disk)?,
-        };
-        l.validate().map_err(|e| anyhow::anyhow!("{e}"))?;
-        Ok(l)
-    }
-}
 
 /// `glassbox batch`.
 #[derive(clap::Args, Debug)]
@@ -92,50 +55,11 @@ pub(crate) struct BatchArgs {
     /// ./glassbox-evidence/batch-<unix time>-<pid>/).
     #[arg(long, value_name = "DIR")]
     evidence: Option<PathBuf>,
-    /// Make another host path visible to every server, read-only (repeatable).
-    #[arg(long = "ro", value_name = "PATH")]
-    read_only: Vec<PathBuf>,
-    /// Seconds to wait for each answer.
-    #[arg(long, value_name = "SECS", default_value_t = 20)]
-    request_timeout: u64,
-    /// Bound on each MCP session, in seconds.
-    #[arg(long, value_name = "SECS", default_value_t = 300)]
-    session_timeout: u64,
-    /// Seconds the install of a package may take.
-    #[arg(long, value_name = "SECS", default_value_t = 600)]
-    install_timeout: u64,
-    /// An environment variable for every package's installer alone, never its server:
-    /// NAME=VALUE (repeatable; `PUPPETEER_SKIP_DOWNLOAD=1`).
-    #[arg(long = "install-env", value_name = "NAME=VALUE")]
-    install_env: Vec<String>,
-    /// Which runs to make (as for `audit`).
-    #[arg(long, value_enum, default_value_t = Network::Both)]
-    network: Network,
-    /// A destination that does not count as unexplained egress: HOST or HOST:PORT
-    /// (repeatable).
-    #[arg(long = "allow-host", value_name = "HOST[:PORT]")]
-    allow_host: Vec<String>,
-    /// What the network edge answers (as for `audit`).
-    #[arg(long, value_enum, default_value_t = crate::Responder::Ok)]
-    responder: crate::Responder,
-    /// How many calls each tool gets (as for `audit`).
-    #[arg(long, value_enum, default_value_t = crate::ExploreLevel::Quick)]
-    explore: crate::ExploreLevel,
-    /// How to record the open and stat families.
-    #[arg(long, value_enum, default_value_t = Recorder::Auto)]
-    recorder: Recorder,
-    /// Where each server runs (as for `audit`); a remote server (a configuration's URL) runs
-    /// elsewhere and is spoken to from this host under either.
-    #[arg(long, value_enum, default_value_t = crate::Isolation::Namespace)]
-    isolation: crate::Isolation,
-    /// Do not run the selftest when this build has none recorded.
-    #[arg(long)]
-    no_selftest: bool,
     /// No progress on stderr (the summary is still printed).
     #[arg(long, short)]
     quiet: bool,
     #[command(flatten)]
-    limits: LimitArgs,
+    run: crate::args::RunArgs,
 }
 
 /// One share of a batch: `index` of `count`.
@@ -602,7 +526,6 @@ fn one(job: &Job, index: usize, sh: &Shared<'_>) -> Row {
 
 /// Runs the batch; returns the exit status.
 pub(crate) fn run(args: BatchArgs, cwd: PathBuf, vars: &dyn Vars) -> Result<i32> {
-    let limits = args.limits.limits()?;
     let all = glassbox_plan::batch::load(&args.file, &cwd, vars)?;
     let total = all.len();
     // This shard's targets, each with its place in the whole list.
@@ -642,26 +565,8 @@ pub(crate) fn run(args: BatchArgs, cwd: PathBuf, vars: &dyn Vars) -> Result<i32>
         .with_context(|| format!("cannot create {}", evidence.display()))?;
 
     let mut base = AuditOptions::new(Vec::new(), cwd);
-    base.metadata_probe = glassbox_audit::metadata_probe_default()?;
-    base.recorder = args.recorder.into();
-    base.network = args.network.into();
-    base.allow_hosts = args.allow_host;
-    base.responder = args.responder.into();
-    base.install_timeout = Duration::from_secs(args.install_timeout.max(1));
-    base.install_env = crate::install_env(&args.install_env)?;
-    base.session.request_timeout = Duration::from_secs(args.request_timeout.max(1));
-    base.session.session_timeout = Duration::from_secs(args.session_timeout.max(1));
-    base.session.explore = args.explore.into();
-    base.extra_ro = crate::absolute(args.read_only)?;
-    base.limits = limits;
-    base.isolation = args.isolation.into();
-    base.proofs = Some(crate::proofs_or_selftest(
-        base.isolation,
-        args.recorder,
-        workers.max(2),
-        args.quiet,
-        args.no_selftest,
-    )?);
+    args.run.apply(&mut base)?;
+    base.proofs = Some(args.run.proofs(workers.max(2), args.quiet)?);
 
     let bar = if args.quiet {
         ProgressBar::hidden()

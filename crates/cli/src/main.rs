@@ -5,6 +5,7 @@
 
 #![forbid(unsafe_code)]
 
+mod args;
 mod batch;
 mod microvm;
 
@@ -46,50 +47,9 @@ enum Command {
         /// Where to write the evidence bundle (default ./glassbox-evidence/<run-id>/).
         #[arg(long, value_name = "DIR")]
         evidence: Option<PathBuf>,
-        /// Make another host path visible to the server, read-only (repeatable).
-        #[arg(long = "ro", value_name = "PATH")]
-        read_only: Vec<PathBuf>,
-        /// Seconds to wait for each answer.
-        #[arg(long, value_name = "SECS", default_value_t = 20)]
-        request_timeout: u64,
-        /// Bound on the whole MCP session, in seconds.
-        #[arg(long, value_name = "SECS", default_value_t = 300)]
-        session_timeout: u64,
         /// No progress lines on stderr.
         #[arg(long, short)]
         quiet: bool,
-        /// How to record the open and stat families.
-        #[arg(long, value_enum, default_value_t = Recorder::Auto)]
-        recorder: Recorder,
-        /// Where the server runs: on this kernel (namespaces), or in a fresh QEMU microVM per
-        /// run with the sandbox and recorder in the guest (an --http or --sse server is
-        /// reached through a TCP relay to the guest).
-        #[arg(long, value_enum, default_value_t = Isolation::Namespace)]
-        isolation: Isolation,
-        /// Do not run the selftest when this build has none recorded (unproven checks are
-        /// then reported `unverified`).
-        #[arg(long)]
-        no_selftest: bool,
-        /// Which runs to make: with DNS and TCP captured at glassbox's edge, with every packet
-        /// dropped, or both (one after the other). No packet ever leaves the machine.
-        #[arg(long, value_enum, default_value_t = Network::Both)]
-        network: Network,
-        /// A destination the server may reach without it counting as unexplained egress:
-        /// HOST or HOST:PORT (repeatable).
-        #[arg(long = "allow-host", value_name = "HOST[:PORT]")]
-        allow_host: Vec<String>,
-        /// What the network edge answers: `ok` terminates TLS with the audit's own CA (which
-        /// the sandbox trusts) and answers every HTTP request 200, so the server goes on and
-        /// what it sends is read; `refuse` closes TLS after its ClientHello and answers 503
-        /// (what TLS carried is then unread, never reported clean).
-        #[arg(long, value_enum, default_value_t = Responder::Ok)]
-        responder: Responder,
-        /// How many calls each tool gets, from its plan (all properties, required only, each
-        /// boolean the other way, each enum value, each oneOf/anyOf option...): `single` one,
-        /// `quick` up to 4 (at most 10 s more), `thorough` up to 16 (at most 120 s more). A
-        /// call whose arguments were rejected is tried once more with the next set.
-        #[arg(long, value_enum, default_value_t = ExploreLevel::Quick)]
-        explore: ExploreLevel,
         /// The store the audit is recorded in: a SQLite file, or a PostgreSQL URL
         /// (postgres://USER:PASSWORD@HOST/DB, no TLS) (default: $GLASSBOX_STORE, else
         /// $GLASSBOX_STATE_DIR/store.sqlite, else ~/.local/state/glassbox/store.sqlite).
@@ -100,13 +60,6 @@ enum Command {
         /// Arguments after `--` are then the server's arguments.
         #[arg(value_name = "TARGET")]
         target: Option<String>,
-        /// Seconds the install of a package may take.
-        #[arg(long, value_name = "SECS", default_value_t = 600)]
-        install_timeout: u64,
-        /// An environment variable for the package's installer alone, never the server:
-        /// NAME=VALUE (repeatable; `PUPPETEER_SKIP_DOWNLOAD=1`). Recorded in the manifest.
-        #[arg(long = "install-env", value_name = "NAME=VALUE")]
-        install_env: Vec<String>,
         /// Audit the servers of an MCP client configuration (Claude Desktop, Cursor, Claude
         /// Code `.mcp.json` or `~/.claude.json`, VS Code `mcp.json`/`settings.json`).
         #[arg(long, value_name = "FILE", conflicts_with_all = ["target", "server_json"])]
@@ -133,7 +86,7 @@ enum Command {
         #[arg(last = true, value_name = "COMMAND")]
         cmd: Vec<OsString>,
         #[command(flatten)]
-        limits: batch::LimitArgs,
+        run: args::RunArgs,
     },
     /// Audit many servers, a bounded pool of sandboxes at a time: a list of targets, an MCP
     /// client configuration or a folder of server.json files. Resumable: a package version
@@ -891,21 +844,9 @@ fn run(cli: Cli) -> Result<i32> {
             json,
             sarif,
             evidence,
-            read_only,
-            request_timeout,
-            session_timeout,
             quiet,
-            recorder,
-            isolation,
-            no_selftest,
-            network,
-            allow_host,
-            responder,
-            explore,
             store,
             target,
-            install_timeout,
-            install_env,
             config,
             server,
             server_json,
@@ -913,9 +854,8 @@ fn run(cli: Cli) -> Result<i32> {
             http,
             sse,
             mut cmd,
-            limits,
+            run,
         } => {
-            let limits = limits.limits()?;
             let http = match (&http, &sse) {
                 (Some(u), _) => Some(glassbox_audit::HttpServer::parse(u, false)?),
                 (None, Some(u)) => Some(glassbox_audit::HttpServer::parse(u, true)?),
@@ -987,29 +927,11 @@ fn run(cli: Cli) -> Result<i32> {
                 anyhow::bail!("--json - and --sarif - cannot both write to standard output");
             }
             let mut opts = AuditOptions::new(cmd, cwd);
-            opts.metadata_probe = glassbox_audit::metadata_probe_default()?;
-            opts.recorder = recorder.into();
-            opts.network = network.into();
-            opts.allow_hosts = allow_host;
-            opts.responder = responder.into();
+            run.apply(&mut opts)?;
             opts.package = package;
             opts.http = http;
-            opts.install_timeout = Duration::from_secs(install_timeout.max(1));
-            opts.install_env = crate::install_env(&install_env)?;
-            opts.limits = limits;
-            opts.isolation = isolation.into();
-            opts.proofs = Some(proofs_or_selftest(
-                opts.isolation,
-                recorder,
-                4,
-                quiet,
-                no_selftest,
-            )?);
+            opts.proofs = Some(run.proofs(4, quiet)?);
             opts.evidence_dir = evidence;
-            opts.extra_ro = absolute(read_only)?;
-            opts.session.request_timeout = Duration::from_secs(request_timeout.max(1));
-            opts.session.session_timeout = Duration::from_secs(session_timeout.max(1));
-            opts.session.explore = explore.into();
             let store = match store {
                 Some(p) => p,
                 None => glassbox_store::StoreLocation::from_env()?,

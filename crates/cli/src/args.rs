@@ -1,0 +1,134 @@
+//! The argument groups `audit` and `batch` share: how each server is run and bounded, declared
+//! once and applied to [`AuditOptions`] once.
+
+use crate::{ExploreLevel, Isolation, Network, Recorder, Responder};
+use anyhow::Result;
+use glassbox_audit::AuditOptions;
+use glassbox_sandbox::limits::{self, Limits};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Resource limits of each sandbox.
+#[derive(clap::Args, Clone, Debug)]
+pub(crate) struct LimitArgs {
+    /// Memory of each sandbox: every process and the tmpfs pages it wrote (512M, 1G...).
+    #[arg(long, value_name = "SIZE", default_value = "1G")]
+    memory: String,
+    /// Processes and threads in each sandbox, its pid 1 included.
+    #[arg(long, value_name = "N", default_value_t = 512)]
+    pids: u64,
+    /// CPUs' worth of time for each sandbox (0.5, 1, 2...).
+    #[arg(long, value_name = "N", default_value_t = 1.0)]
+    cpus: f64,
+    /// Size of each writable tmpfs of a sandbox (/tmp, /run, /var, /dev/shm, home), and of
+    /// the largest file it may write.
+    #[arg(long, value_name = "SIZE", default_value = "512M")]
+    disk: String,
+}
+
+impl LimitArgs {
+    /// The limits, checked.
+    pub(crate) fn limits(&self) -> Result<Limits> {
+        let size = |flag: &str, v: &str| {
+            limits::parse_size(v).map_err(|e| anyhow::anyhow!("--{flag}: {e}"))
+        };
+        let l = Limits {
+            memory: Some(size("memory", &self.memory)?),
+            pids: Some(self.pids),
+            cpus: Some(self.cpus),
+            disk: size("disk", &self.disk)?,
+        };
+        l.validate().map_err(|e| anyhow::anyhow!("{e}"))?;
+        Ok(l)
+    }
+}
+
+/// How each server is run: what it sees, its bounds, its network runs, how it is recorded and
+/// explored, where it runs.
+#[derive(clap::Args, Clone, Debug)]
+pub(crate) struct RunArgs {
+    /// Make another host path visible to the server (to every server of a batch), read-only
+    /// (repeatable).
+    #[arg(long = "ro", value_name = "PATH")]
+    read_only: Vec<PathBuf>,
+    /// Seconds to wait for each answer.
+    #[arg(long, value_name = "SECS", default_value_t = 20)]
+    request_timeout: u64,
+    /// Bound on each MCP session, in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 300)]
+    session_timeout: u64,
+    /// Seconds the install of a package may take.
+    #[arg(long, value_name = "SECS", default_value_t = 600)]
+    install_timeout: u64,
+    /// An environment variable for a package's installer alone, never its server:
+    /// NAME=VALUE (repeatable; `PUPPETEER_SKIP_DOWNLOAD=1`). Recorded in the manifest.
+    #[arg(long = "install-env", value_name = "NAME=VALUE")]
+    install_env: Vec<String>,
+    /// Which runs to make: with DNS and TCP captured at glassbox's edge, with every packet
+    /// dropped, or both (one after the other). No packet ever leaves the machine.
+    #[arg(long, value_enum, default_value_t = Network::Both)]
+    network: Network,
+    /// A destination the server may reach without it counting as unexplained egress:
+    /// HOST or HOST:PORT (repeatable).
+    #[arg(long = "allow-host", value_name = "HOST[:PORT]")]
+    allow_host: Vec<String>,
+    /// What the network edge answers: `ok` terminates TLS with the audit's own CA (which
+    /// the sandbox trusts) and answers every HTTP request 200, so the server goes on and
+    /// what it sends is read; `refuse` closes TLS after its ClientHello and answers 503
+    /// (what TLS carried is then unread, never reported clean).
+    #[arg(long, value_enum, default_value_t = Responder::Ok)]
+    responder: Responder,
+    /// How many calls each tool gets, from its plan (all properties, required only, each
+    /// boolean the other way, each enum value, each oneOf/anyOf option...): `single` one,
+    /// `quick` up to 4 (at most 10 s more), `thorough` up to 16 (at most 120 s more). A
+    /// call whose arguments were rejected is tried once more with the next set.
+    #[arg(long, value_enum, default_value_t = ExploreLevel::Quick)]
+    explore: ExploreLevel,
+    /// How to record the open and stat families.
+    #[arg(long, value_enum, default_value_t = Recorder::Auto)]
+    pub(crate) recorder: Recorder,
+    /// Where the server runs: on this kernel (namespaces), or in a fresh QEMU microVM per
+    /// run with the sandbox and recorder in the guest (an --http or --sse server is
+    /// reached through a TCP relay to the guest). A remote server (a configuration's URL)
+    /// runs elsewhere and is spoken to from this host under either.
+    #[arg(long, value_enum, default_value_t = Isolation::Namespace)]
+    isolation: Isolation,
+    /// Do not run the selftest when this build has none recorded (unproven checks are
+    /// then reported `unverified`).
+    #[arg(long)]
+    no_selftest: bool,
+    #[command(flatten)]
+    pub(crate) limits: LimitArgs,
+}
+
+impl RunArgs {
+    /// Sets what these arguments say in `opts` (all but the proofs: [`RunArgs::proofs`]).
+    pub(crate) fn apply(&self, opts: &mut AuditOptions) -> Result<()> {
+        opts.metadata_probe = glassbox_audit::metadata_probe_default()?;
+        opts.recorder = self.recorder.into();
+        opts.network = self.network.into();
+        opts.allow_hosts = self.allow_host.clone();
+        opts.responder = self.responder.into();
+        opts.install_timeout = Duration::from_secs(self.install_timeout.max(1));
+        opts.install_env = crate::install_env(&self.install_env)?;
+        opts.limits = self.limits.limits()?;
+        opts.isolation = self.isolation.into();
+        opts.extra_ro = crate::absolute(self.read_only.clone())?;
+        opts.session.request_timeout = Duration::from_secs(self.request_timeout.max(1));
+        opts.session.session_timeout = Duration::from_secs(self.session_timeout.max(1));
+        opts.session.explore = self.explore.into();
+        Ok(())
+    }
+
+    /// This build's proofs for the chosen isolation, running the selftest first (`jobs` at a
+    /// time) when there are none and `--no-selftest` was not given.
+    pub(crate) fn proofs(&self, jobs: usize, quiet: bool) -> Result<glassbox_checks::Proofs> {
+        crate::proofs_or_selftest(
+            self.isolation.into(),
+            self.recorder,
+            jobs,
+            quiet,
+            self.no_selftest,
+        )
+    }
+}
