@@ -578,29 +578,14 @@ fn record(
         eprintln!("glassbox: recorded as audit {id} in {}", path.display());
     }
     // Tool definitions against the previous audit of the same exact version.
-    if let Ok(s) = glassbox_store::Store::open_location(path) {
-        let target = glassbox_store::target_of(&audit.evidence.manifest);
-        let version = audit
-            .evidence
-            .manifest
-            .target
-            .package
-            .as_ref()
-            .map(|p| p.version.clone());
-        if let Some(prev) = s
-            .history(&target, version.as_deref())
-            .ok()
-            .and_then(|h| h.into_iter().find(|a| a.id < id))
-        {
-            let changes = tool_changes(&prev.evidence_dir, &audit.evidence_dir);
-            if !changes.is_empty() {
-                eprintln!(
-                    "glassbox: tool definitions changed since audit {} of the same version: {}",
-                    prev.id,
-                    changes.join("; ")
-                );
-            }
-        }
+    let changed = glassbox_store::Store::open_location(path)
+        .ok()
+        .and_then(|s| s.changes_since_previous(id, &audit.evidence.manifest));
+    if let Some((prev, changes)) = changed.filter(|(_, c)| !c.is_empty()) {
+        eprintln!(
+            "glassbox: tool definitions changed since audit {prev} of the same version: {}",
+            changes.join("; ")
+        );
     }
     Ok(id)
 }
@@ -707,7 +692,10 @@ fn history(
             }
         }
         if let Some(p) = previous.get(&a.target_version) {
-            changes.extend(tool_changes(&p.evidence_dir, &a.evidence_dir));
+            changes.extend(glassbox_store::bundle_tool_changes(
+                &p.evidence_dir,
+                &a.evidence_dir,
+            ));
         }
         previous.insert(a.target_version.clone(), a);
         if json {
@@ -745,39 +733,6 @@ fn history(
     }
     print!("{out}");
     Ok(0)
-}
-
-/// How the tool definitions (and the server's instructions) changed between two stored
-/// audits, from the canonical hashes in their manifests (`tool-definition-drift`'s): `tool X
-/// changed`, `tool Y added`, `tool Z removed`, `instructions changed`. Nothing when either
-/// bundle is gone or predates the hashes.
-fn tool_changes(before: &Path, after: &Path) -> Vec<String> {
-    let session = |dir: &Path| {
-        let bytes = std::fs::read(dir.join("manifest.json")).ok()?;
-        let m: glassbox_model::Manifest = serde_json::from_slice(&bytes).ok()?;
-        (!m.session.tool_hashes.is_empty()).then_some(m.session)
-    };
-    let (Some(a), Some(b)) = (session(before), session(after)) else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    for (name, h) in &b.tool_hashes {
-        let name = glassbox_model::printable(name);
-        match a.tool_hashes.get(name.as_str()) {
-            None => out.push(format!("tool {name} added")),
-            Some(old) if old != h => out.push(format!("tool {name} changed")),
-            _ => {}
-        }
-    }
-    for name in a.tool_hashes.keys() {
-        if !b.tool_hashes.contains_key(name) {
-            out.push(format!("tool {} removed", glassbox_model::printable(name)));
-        }
-    }
-    if a.instructions_hash != b.instructions_hash {
-        out.push("instructions changed".into());
-    }
-    out
 }
 
 /// A value's name on the wire (`clean`, `not-observed`...).

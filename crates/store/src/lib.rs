@@ -319,6 +319,49 @@ pub struct ReviewRow {
     pub at: String,
 }
 
+/// How the tool definitions (and the server's instructions) changed between two stored
+/// audits' bundles, from the canonical hashes in their manifests ([`tool_changes`]). Nothing
+/// when either bundle is gone or predates the hashes.
+pub fn bundle_tool_changes(before: &Path, after: &Path) -> Vec<String> {
+    match (bundle_session(before), bundle_session(after)) {
+        (Some(a), Some(b)) => tool_changes(&a, &b),
+        _ => Vec::new(),
+    }
+}
+
+/// The session of the bundle at `dir`, when its manifest holds tool hashes.
+fn bundle_session(dir: &Path) -> Option<glassbox_model::SessionSummary> {
+    let bytes = fs::read(dir.join("manifest.json")).ok()?;
+    let m: Manifest = serde_json::from_slice(&bytes).ok()?;
+    (!m.session.tool_hashes.is_empty()).then_some(m.session)
+}
+
+/// What changed between two sessions' tool definitions and instructions (by their hashes):
+/// `tool NAME added`, `tool NAME changed`, `tool NAME removed`, `instructions changed`.
+pub fn tool_changes(
+    before: &glassbox_model::SessionSummary,
+    after: &glassbox_model::SessionSummary,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for (name, h) in &after.tool_hashes {
+        let name = glassbox_model::printable(name);
+        match before.tool_hashes.get(name.as_str()) {
+            None => out.push(format!("tool {name} added")),
+            Some(old) if old != h => out.push(format!("tool {name} changed")),
+            _ => {}
+        }
+    }
+    for name in before.tool_hashes.keys() {
+        if !after.tool_hashes.contains_key(name) {
+            out.push(format!("tool {} removed", glassbox_model::printable(name)));
+        }
+    }
+    if before.instructions_hash != after.instructions_hash {
+        out.push("instructions changed".into());
+    }
+    out
+}
+
 /// What an audit is filed under: `npm:NAME` / `pypi:NAME` for a package (its exact version
 /// goes in `target_version`), else the command line.
 pub fn target_of(manifest: &Manifest) -> String {
@@ -564,6 +607,28 @@ impl Store {
         })
     }
 
+    /// How the tool definitions and instructions of the audit `id` (its `manifest`) changed
+    /// since the previous audit of the same target at the same exact version: that audit's
+    /// id and the changes, when there is one whose bundle holds the hashes to compare.
+    pub fn changes_since_previous(
+        &self,
+        id: i64,
+        manifest: &Manifest,
+    ) -> Option<(i64, Vec<String>)> {
+        let target = target_of(manifest);
+        let version = manifest.target.package.as_ref().map(|p| p.version.as_str());
+        let prev = self
+            .history(&target, version)
+            .ok()?
+            .into_iter()
+            .find(|a| a.id < id)?;
+        let before = bundle_session(&prev.evidence_dir)?;
+        if manifest.session.tool_hashes.is_empty() {
+            return None;
+        }
+        Some((prev.id, tool_changes(&before, &manifest.session)))
+    }
+
     /// One finding.
     pub fn finding(&self, id: i64) -> Result<Option<FindingRow>, Error> {
         self.tx(false, |sql| {
@@ -798,4 +863,37 @@ fn walk(root: &Path, rel: &[u8], files: &mut Vec<Vec<u8>>) -> Result<(), Error> 
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_changes_name_what_was_added_changed_removed_and_the_instructions() {
+        let session = |tools: &[(&str, &str)], instructions: Option<&str>| {
+            glassbox_model::SessionSummary {
+                tool_hashes: tools
+                    .iter()
+                    .map(|(n, h)| (n.to_string(), h.to_string()))
+                    .collect(),
+                instructions_hash: instructions.map(str::to_string),
+                ..Default::default()
+            }
+        };
+        let before = session(&[("a", "1"), ("b", "2"), ("gone", "3")], Some("i"));
+        let after = session(&[("a", "1"), ("b", "9"), ("new", "4")], Some("j"));
+        let mut got = tool_changes(&before, &after);
+        got.sort();
+        assert_eq!(
+            got,
+            [
+                "instructions changed",
+                "tool b changed",
+                "tool gone removed",
+                "tool new added"
+            ]
+        );
+        assert!(tool_changes(&before, &before).is_empty());
+    }
 }
