@@ -220,6 +220,39 @@ impl NetworkChoice {
 }
 
 impl AuditOptions {
+    /// These options for one configured server: how it is launched (a package and the
+    /// server's arguments, a command, a remote URL), its environment (secrets replaced by
+    /// canaries at the audit) and what its entry names.
+    pub fn for_entry(
+        &self,
+        launch: &config::Launch,
+        env: &[(String, config::EnvValue)],
+        names: &[glassbox_model::ExplainedHost],
+    ) -> Planned {
+        let mut o = self.clone();
+        o.server_env = env.to_vec();
+        o.entry_names = names.to_vec();
+        match launch {
+            config::Launch::Package { package, args } => {
+                o.package = Some(package.clone());
+                o.command = config::os_args(args);
+            }
+            config::Launch::Command(argv) => {
+                o.package = None;
+                o.command = config::os_args(argv);
+            }
+            config::Launch::Remote { url, transport } => {
+                return Planned::Remote {
+                    url: url.clone(),
+                    sse: transport == "sse",
+                    opts: o,
+                }
+            }
+            config::Launch::Unsupported(why) => return Planned::NotAudited(why.clone()),
+        }
+        Planned::Local(o)
+    }
+
     /// Options with the defaults for `command` run from `cwd`.
     pub fn new(command: Vec<OsString>, cwd: PathBuf) -> AuditOptions {
         AuditOptions {
@@ -244,6 +277,37 @@ impl AuditOptions {
             isolation: Isolation::Namespace,
             responder: ResponderChoice::Ok,
             metadata_probe: metadata_probe_default().unwrap_or(METADATA_STAND_IN),
+        }
+    }
+}
+
+/// How one configured server (an entry of a client configuration, a `server.json`, a line
+/// of a batch list) is audited: [`AuditOptions::for_entry`].
+#[derive(Clone, Debug)]
+pub enum Planned {
+    /// Run here, in the sandbox ([`audit`]).
+    Local(AuditOptions),
+    /// Spoken to where it runs ([`audit_remote`]).
+    Remote {
+        /// Its URL.
+        url: String,
+        /// The legacy HTTP+SSE transport instead of streamable HTTP.
+        sse: bool,
+        /// The options.
+        opts: AuditOptions,
+    },
+    /// Not audited here, and why (a launcher glassbox cannot run).
+    NotAudited(String),
+}
+
+impl Planned {
+    /// Audits it ([`audit`] or [`audit_remote`]); one that is not audited here is a usage
+    /// error that says why.
+    pub fn audit(&self, progress: &dyn Progress) -> Result<Audit, Error> {
+        match self {
+            Planned::Local(o) => audit(o, progress),
+            Planned::Remote { url, sse, opts } => audit_remote(url, *sse, opts, progress),
+            Planned::NotAudited(why) => Err(Error::Usage(format!("not audited: {why}"))),
         }
     }
 }

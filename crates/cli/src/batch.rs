@@ -424,12 +424,11 @@ fn one(job: &Job, index: usize, sh: &Shared<'_>) -> Row {
         took: None,
     };
     sh.set(index, bar_label.clone());
-    let mut o = sh.base.clone();
-    o.cwd = job.cwd.clone();
-    o.server_env = job.env.clone();
-    o.entry_names = job.names.clone();
-    match &job.launch {
-        Launch::Package { package, args } => {
+    let mut base = sh.base.clone();
+    base.cwd = job.cwd.clone();
+    let mut planned = base.for_entry(&job.launch, &job.env, &job.names);
+    match (&job.launch, &mut planned) {
+        (Launch::Package { package, .. }, glassbox_audit::Planned::Local(o)) => {
             // The exact version first: what the store files the audit under (one asked for
             // exactly needs no registry to be looked up in the store; the audit then finds
             // whether it exists).
@@ -467,21 +466,21 @@ fn one(job: &Job, index: usize, sh: &Shared<'_>) -> Row {
                 }
             }
             o.package = Some(package.pinned(&exact));
-            o.command = glassbox_plan::config::os_args(args);
         }
-        Launch::Command(argv) => {
-            o.package = None;
-            o.command = glassbox_plan::config::os_args(argv);
-        }
-        Launch::Remote { .. } => {}
-        Launch::Unsupported(why) => {
+        (_, glassbox_audit::Planned::NotAudited(why)) => {
             row.outcome = Outcome::NotAudited(why.clone());
             return row;
         }
+        _ => {}
     }
     let name = format!("{:0w$}-{}", index + 1, slug(&job.label), w = sh.width);
     match fresh_dir(sh.evidence, &name) {
-        Ok(dir) => o.evidence_dir = Some(dir),
+        Ok(dir) => match &mut planned {
+            glassbox_audit::Planned::Local(o) | glassbox_audit::Planned::Remote { opts: o, .. } => {
+                o.evidence_dir = Some(dir)
+            }
+            glassbox_audit::Planned::NotAudited(_) => {}
+        },
         Err(e) => {
             row.outcome = Outcome::Failed(format!("cannot make its evidence folder: {e}"));
             return row;
@@ -493,12 +492,7 @@ fn one(job: &Job, index: usize, sh: &Shared<'_>) -> Row {
         label: bar_label,
     };
     let start = Instant::now();
-    let audit = match &job.launch {
-        Launch::Remote { url, transport } => {
-            glassbox_audit::audit_remote(url, transport == "sse", &o, &progress)
-        }
-        _ => glassbox_audit::audit(&o, &progress),
-    };
+    let audit = planned.audit(&progress);
     row.took = Some(start.elapsed());
     row.outcome = match audit {
         Err(e) => Outcome::Failed(e.to_string()),

@@ -13,7 +13,6 @@ use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use glassbox_audit::{selftest, AuditOptions, EventSink, JsonLines, Progress, RecorderChoice};
 use glassbox_model::{Event, EventKind, Phase, ServerExit};
-use glassbox_plan::config::Launch;
 use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -907,10 +906,9 @@ fn run(cli: Cli) -> Result<i32> {
             let mut outcomes: Vec<(String, EntryOutcome)> = Vec::new();
             for (i, entry) in entries.into_iter().enumerate() {
                 let label = glassbox_model::printable(&entry.name);
-                let mut o = opts.clone();
-                o.server_env = entry.env;
-                o.entry_names = entry.names;
-                for (name, value) in &mut o.server_env {
+                // A declared secret's documented hosts, and those --secret-host gives it.
+                let mut env = entry.env;
+                for (name, value) in &mut env {
                     if let glassbox_plan::config::EnvValue::Secret { hosts } = value {
                         for sh in &secret_host {
                             if let Some((n, h)) = sh.split_once('=') {
@@ -921,39 +919,31 @@ fn run(cli: Cli) -> Result<i32> {
                         }
                     }
                 }
+                let mut base = opts.clone();
                 if let Some(dir) = &opts.evidence_dir {
-                    o.evidence_dir = Some(dir.join(format!("{}", i + 1)));
+                    base.evidence_dir = Some(dir.join(format!("{}", i + 1)));
                 }
-                let mut remote = None;
-                match entry.launch {
-                    Launch::Package { package, args } => {
-                        o.package = Some(package);
-                        o.command = glassbox_plan::config::os_args(&args);
-                    }
-                    Launch::Command(argv) => o.command = glassbox_plan::config::os_args(&argv),
-                    Launch::Remote { url, transport } => remote = Some((url, transport)),
-                    Launch::Unsupported(why) => {
+                let planned = base.for_entry(&entry.launch, &env, &entry.names);
+                let remote = match &planned {
+                    glassbox_audit::Planned::NotAudited(why) => {
                         eprintln!("glassbox: {label}: not audited: {why}");
                         code = code.max(glassbox_model::Verdict::Inconclusive.exit_code());
-                        outcomes.push((entry.name, EntryOutcome::NotAudited(why)));
+                        outcomes.push((entry.name, EntryOutcome::NotAudited(why.clone())));
                         continue;
                     }
-                }
+                    glassbox_audit::Planned::Remote { url, sse, .. } => Some((url.clone(), *sse)),
+                    glassbox_audit::Planned::Local(_) => None,
+                };
                 if !quiet {
                     match &remote {
-                        Some((_, transport)) => {
-                            eprintln!("glassbox: auditing {label} (remote, {transport})")
-                        }
+                        Some((_, sse)) => eprintln!(
+                            "glassbox: auditing {label} (remote, {})",
+                            if *sse { "sse" } else { "streamable-http" }
+                        ),
                         None => eprintln!("glassbox: auditing {label}"),
                     }
                 }
-                let audited = match &remote {
-                    Some((url, transport)) => run_audit(
-                        |p| glassbox_audit::audit_remote(url, transport == "sse", &o, p),
-                        quiet,
-                    ),
-                    None => run_audit(|p| glassbox_audit::audit(&o, p), quiet),
-                };
+                let audited = run_audit(|p| planned.audit(p), quiet);
                 let outcome = match audited {
                     Ok(a) => {
                         if !to_stdout {

@@ -871,16 +871,15 @@ mod tests {
 
     #[test]
     fn tool_changes_name_what_was_added_changed_removed_and_the_instructions() {
-        let session = |tools: &[(&str, &str)], instructions: Option<&str>| {
-            glassbox_model::SessionSummary {
+        let session =
+            |tools: &[(&str, &str)], instructions: Option<&str>| glassbox_model::SessionSummary {
                 tool_hashes: tools
                     .iter()
                     .map(|(n, h)| (n.to_string(), h.to_string()))
                     .collect(),
                 instructions_hash: instructions.map(str::to_string),
                 ..Default::default()
-            }
-        };
+            };
         let before = session(&[("a", "1"), ("b", "2"), ("gone", "3")], Some("i"));
         let after = session(&[("a", "1"), ("b", "9"), ("new", "4")], Some("j"));
         let mut got = tool_changes(&before, &after);
