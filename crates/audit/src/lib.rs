@@ -21,7 +21,6 @@ mod canary;
 pub mod coverage;
 mod lazykey;
 pub mod microvm;
-mod network;
 pub mod recheck;
 mod run;
 pub mod selftest;
@@ -466,7 +465,6 @@ struct Pipeline<'a> {
     flows: Vec<glassbox_model::Flow>,
     limits_reached: Vec<String>,
     transcript: Vec<TranscriptEntry>,
-    denied_transcript: Vec<TranscriptEntry>,
     /// Where the server runs: the working folder, or its package's install folder.
     server_cwd: PathBuf,
     installed_in: Option<PathBuf>,
@@ -560,7 +558,6 @@ impl<'a> Pipeline<'a> {
             flows: Vec::new(),
             limits_reached: Vec::new(),
             transcript: Vec::new(),
-            denied_transcript: Vec::new(),
             server_cwd,
             installed_in: None,
         };
@@ -776,8 +773,7 @@ impl<'a> Pipeline<'a> {
                 source: e,
             });
         }
-        let mut run_flows = run.recording.edge.flows;
-        let unmatched = network::match_flows(&run.recording.events, &mut run_flows);
+        let run_flows = run.recording.edge.flows;
         let end_event = first_event_id + run.recording.events.len() as u64;
         let manifest = &mut self.manifest;
         let mut isolation = run.isolation;
@@ -797,7 +793,7 @@ impl<'a> Pipeline<'a> {
                 && isolation.iter().all(|c| c.starts_with("ok")),
             isolation,
             counters: run.recording.edge.counters,
-            syscalls_without_flow: unmatched,
+            syscalls_without_flow: Vec::new(),
             session: (!main).then(|| run.session.clone()),
             server_exit: (!main).then(|| run.server_exit.clone()),
             allow: Vec::new(),
@@ -840,9 +836,6 @@ impl<'a> Pipeline<'a> {
             manifest.server_exit = Some(run.server_exit);
             manifest.session = run.session;
             self.transcript = run.transcript;
-        } else if mode == NetworkMode::Denied {
-            // For the checks that compare the runs (tool-definition-drift).
-            self.denied_transcript = run.transcript;
         }
         self.limits_reached.extend(
             run.limits_reached
@@ -864,7 +857,6 @@ impl<'a> Pipeline<'a> {
                 events: self.all_events,
                 flows: self.flows,
                 transcript: self.transcript,
-                denied_transcript: self.denied_transcript,
                 secrets: &mut self.secrets,
                 sink: &self.events,
             },
@@ -881,8 +873,6 @@ struct Recorded<'a> {
     events: Vec<glassbox_model::Event>,
     flows: Vec<glassbox_model::Flow>,
     transcript: Vec<TranscriptEntry>,
-    /// The denied run's, for the checks that compare the runs (tool-definition-drift).
-    denied_transcript: Vec<TranscriptEntry>,
     secrets: &'a mut run::Secrets,
     sink: &'a run::SharedSink,
 }
@@ -900,7 +890,6 @@ fn finish(
         events,
         mut flows,
         transcript,
-        denied_transcript,
         secrets,
         sink,
     } = r;
@@ -925,14 +914,13 @@ fn finish(
         transcript,
         flows,
     };
-    conclude(evidence, &denied_transcript, opts, bundle, dir)
+    conclude(evidence, opts, bundle, dir)
 }
 
 /// The end of every audit: the checks over the evidence, the verdict, the final manifest and
 /// the report written.
 fn conclude(
     evidence: Evidence,
-    denied_transcript: &[glassbox_model::TranscriptEntry],
     opts: &AuditOptions,
     bundle: &bundle::Bundle,
     dir: PathBuf,
@@ -941,9 +929,9 @@ fn conclude(
         .proofs
         .clone()
         .unwrap_or_else(|| selftest::load_proofs_for(opts.isolation));
-    let checks = glassbox_checks::evaluate_all_runs(&evidence, denied_transcript, &proofs);
-    let report = report(&evidence.manifest, checks, &dir);
+    // The checks read what was written, as `recheck` does: one route from evidence to report.
     bundle.write_manifest(&evidence.manifest)?;
+    let (report, _) = recheck::evaluate_bundle(&dir, &proofs)?;
     bundle.write_report(&report)?;
     Ok(Audit {
         evidence,
@@ -1144,8 +1132,7 @@ fn install_phase(
             source: e,
         });
     }
-    let mut flows = recording.edge.flows;
-    let unmatched = network::match_flows(&recording.events, &mut flows);
+    let flows = recording.edge.flows;
     let end_event = 1 + recording.events.len() as u64;
     cx.manifest.timings.push(PhaseTiming {
         phase: Phase::Install,
@@ -1176,7 +1163,7 @@ fn install_phase(
         isolation_verified: !isolation.is_empty() && isolation.iter().all(|c| c.starts_with("ok")),
         isolation,
         counters: recording.edge.counters,
-        syscalls_without_flow: unmatched,
+        syscalls_without_flow: Vec::new(),
         session: None,
         server_exit: Some(exit.clone()),
         allow: registry_text.clone(),
@@ -1496,7 +1483,7 @@ pub fn audit_remote(
             .unwrap_or_default(),
         flows: Vec::new(),
     };
-    conclude(evidence, &[], &opts, &bundle, dir)
+    conclude(evidence, &opts, &bundle, dir)
 }
 
 /// What one run of the server produced.
@@ -1807,38 +1794,6 @@ pub fn evaluate(evidence: &Evidence, dir: &Path, proofs: &glassbox_checks::Proof
     report(&evidence.manifest, checks, dir)
 }
 
-/// The verdict on the server from its check results and what the manifest says of the runs:
-/// inconclusive when the recorder stopped (fail closed: what was recorded is not the whole
-/// run) or when a package's server never ran (its install failed, its program was not there:
-/// the findings of the install stand, nothing is known of the server); else as
-/// [`glassbox_checks::verdict`] decides. The one rule for a live audit, `recheck` and what
-/// the store publishes.
-pub fn verdict(
-    manifest: &Manifest,
-    checks: &[glassbox_model::CheckResult],
-) -> (glassbox_model::Verdict, Option<String>) {
-    let session = &manifest.session;
-    match &manifest.recorder.failure {
-        Some(f) => (
-            glassbox_model::Verdict::Inconclusive,
-            Some(format!(
-                "the recorder stopped while the server ran ({f}); the sandbox was killed and \
-                 nothing is claimed"
-            )),
-        ),
-        None if manifest.server_never_ran() => (
-            glassbox_model::Verdict::Inconclusive,
-            Some(
-                session
-                    .failure
-                    .clone()
-                    .unwrap_or_else(|| "the server never ran".into()),
-            ),
-        ),
-        None => glassbox_checks::verdict(checks, session.completed, session.failure.as_deref()),
-    }
-}
-
 /// The report of a run from its check results: the verdict and the tools.
 pub fn report(
     manifest: &Manifest,
@@ -1846,7 +1801,7 @@ pub fn report(
     dir: &Path,
 ) -> AuditReport {
     let session = &manifest.session;
-    let (verdict, inconclusive_reason) = verdict(manifest, &checks);
+    let (verdict, inconclusive_reason) = glassbox_checks::verdict(manifest, &checks);
     let tools: Vec<ToolSummary> = session
         .tools
         .iter()

@@ -241,7 +241,7 @@ enum Record {
 /// the server runs) gives the first bound. An event is never stamped later than it arrived,
 /// and its phase is the host's at that time: a server's first opens belong to `startup` even
 /// when they cross the port after the host has sent `initialize`, and a call stays within
-/// the matching window of its packet at the host's edge (`network::match_flows`).
+/// the matching window of its packet at the host's edge (`glassbox_checks::links`).
 #[derive(Default)]
 struct Stamper {
     /// Host run clock minus guest run clock, once known.
@@ -287,6 +287,29 @@ impl Stamper {
                 e
             })
             .collect()
+    }
+
+    /// The guest's own flows (its canary sockets', in the end-of-run report), put on the host's
+    /// run clock as its events are: a flow keeps its place beside the `connect` that made it
+    /// (how `glassbox_checks::links` pairs them), never later than the report arrived. A guest
+    /// that never told its clock: stamped on arrival.
+    fn place_flows(&self, flows: &mut [Flow], clock: &Clock) {
+        let arrived = clock.now_ns();
+        for f in flows {
+            match self.offset {
+                Some(offset) => {
+                    f.t_ns = f.t_ns.saturating_add(offset).min(arrived);
+                    f.end_ns = f
+                        .end_ns
+                        .saturating_add(offset)
+                        .clamp(f.t_ns, arrived.max(f.t_ns));
+                }
+                None => {
+                    f.t_ns = arrived;
+                    f.end_ns = arrived;
+                }
+            }
+        }
     }
 
     /// The end of the stream: events still kept (the guest never told its clock) are stamped
@@ -671,7 +694,10 @@ pub(crate) fn start(
                 }
                 if text.starts_with(RECORD_PREFIX) {
                     match serde_json::from_str::<Record>(text) {
-                        Ok(r @ Record::Finished { .. }) => {
+                        Ok(mut r @ Record::Finished { .. }) => {
+                            if let Record::Finished { flows, .. } = &mut r {
+                                stamper.place_flows(flows, &clock);
+                            }
                             ended.store(true, Ordering::SeqCst);
                             let _ = finished_tx.send(r);
                         }
@@ -1377,9 +1403,32 @@ mod tests {
         let e = st.stamp(event(ms(10_000)), &clock).unwrap();
         assert!(e.t_ns >= now && e.t_ns <= clock.now_ns());
         assert_eq!(e.phase, Phase::Initialize);
+        // The guest's own flows (its canary sockets') follow the same offset as its events, so
+        // a flow stays beside the connect that made it; never later than the report arrived.
+        let offset = st.offset.unwrap();
+        let mut flows = [glassbox_model::Flow {
+            t_ns: ms(100),
+            end_ns: ms(120),
+            ..Default::default()
+        }];
+        let before = clock.now_ns();
+        st.place_flows(&mut flows, &clock);
+        assert_eq!(flows[0].t_ns, ms(100) + offset);
+        assert_eq!(flows[0].end_ns, ms(120) + offset);
+        let mut late = [glassbox_model::Flow {
+            t_ns: ms(1_000_000),
+            end_ns: ms(1_000_001),
+            ..Default::default()
+        }];
+        st.place_flows(&mut late, &clock);
+        assert!(late[0].t_ns >= before && late[0].t_ns <= clock.now_ns());
+        assert_eq!(late[0].end_ns, late[0].t_ns);
         // A stream that never told its clock: stamped on arrival.
         let mut st = Stamper::default();
         assert!(st.stamp(event(0), &clock).is_none());
+        let mut flows = [glassbox_model::Flow::default()];
+        st.place_flows(&mut flows, &clock);
+        assert!(flows[0].t_ns >= ms(600));
         let rest = st.rest(&clock);
         assert!(rest[0].t_ns >= ms(600));
         assert_eq!(rest[0].phase, Phase::Initialize);

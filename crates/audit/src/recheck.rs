@@ -4,7 +4,7 @@
 //! ([`glassbox_checks::Run`]): memory follows what the checks find, not the size of the trace.
 
 use crate::Error;
-use glassbox_checks::{Context, Proofs, Run};
+use glassbox_checks::Proofs;
 use glassbox_model::{
     AuditReport, Bytes, Event, EventKind, Flow, Manifest, Phase, SockAddr, TranscriptEntry,
 };
@@ -725,8 +725,18 @@ impl<'a> Cursor<'a> {
     }
 }
 
-/// Re-evaluates the bundle in `dir` with the current checks under `proofs`.
-pub fn recheck(dir: &Path, proofs: &Proofs) -> Result<Recheck, Error> {
+/// Evaluates the bundle in `dir` with the current checks under `proofs`: its report, and how
+/// many events were read. The one route from evidence on disk to a report: `recheck`, and a
+/// live audit once its bundle is written ([`glassbox_checks::evaluate_stream`]: a pre-pass
+/// over the calls with a destination, then the checks over the whole stream).
+pub fn evaluate_bundle(dir: &Path, proofs: &Proofs) -> Result<(AuditReport, Manifest), Error> {
+    evaluate_bundle_counted(dir, proofs).map(|(r, m, _)| (r, m))
+}
+
+fn evaluate_bundle_counted(
+    dir: &Path,
+    proofs: &Proofs,
+) -> Result<(AuditReport, Manifest, u64), Error> {
     let manifest_path = dir.join("manifest.json");
     let manifest: Manifest =
         serde_json::from_slice(&read(&manifest_path)?).map_err(|e| bad(&manifest_path, 1, e))?;
@@ -746,21 +756,65 @@ pub fn recheck(dir: &Path, proofs: &Proofs) -> Result<Recheck, Error> {
     if npath.exists() {
         read_lines(&npath, |f| flows.push(f))?;
     }
-    let mut run = Run::new(Context {
-        manifest: &manifest,
-        transcript: &transcript,
-        denied_transcript: &denied_transcript,
-        flows: &flows,
-    });
-    let events = read_events(&dir.join("events.jsonl"), |e| run.event(e))?;
-    let report = crate::report(&manifest, run.finish(proofs), dir);
+    let epath = dir.join("events.jsonl");
+    let mut pass = 0;
+    let mut events = 0;
+    let evaluated = glassbox_checks::evaluate_stream(
+        glassbox_checks::Bundle {
+            manifest: &manifest,
+            transcript: &transcript,
+            denied_transcript: &denied_transcript,
+        },
+        flows,
+        |f: &mut dyn FnMut(&Event)| {
+            pass += 1;
+            if pass == 1 {
+                read_calls(&epath, f)
+            } else {
+                events = read_events(&epath, f)?;
+                Ok(())
+            }
+        },
+        proofs,
+    )?;
+    let report = crate::report(&manifest, evaluated.checks, dir);
+    Ok((report, manifest, events))
+}
+
+/// The pre-pass over `events.jsonl` ([`glassbox_checks::links::Calls`] keeps only the calls
+/// with a destination): a line is parsed only when it is a `connect` event (sendto and the
+/// others are that kind too), found by a byte search, so the pass costs about a read of the
+/// file. A line that does not parse is left to the full pass, which reports it.
+fn read_calls(path: &Path, f: &mut dyn FnMut(&Event)) -> Result<(), Error> {
+    let kind = memchr::memmem::Finder::new(b"\"kind\":\"connect\"");
+    let mut chunks = Chunks::open(path)?;
+    let mut reader = EventReader::default();
+    while let Some((line, _)) = chunks.next_line()? {
+        let text = &chunks.buf[line];
+        if kind.find(text).is_some() {
+            if let Ok(e) = reader.parse(text.trim_ascii_end()) {
+                f(e);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Re-evaluates the bundle in `dir` with the current checks under `proofs`.
+pub fn recheck(dir: &Path, proofs: &Proofs) -> Result<Recheck, Error> {
+    let (report, manifest, events) = evaluate_bundle_counted(dir, proofs)?;
     let rpath = dir.join("report.json");
     let (stored, withdrawn) = if rpath.exists() {
         let mut r: AuditReport =
             serde_json::from_slice(&read(&rpath)?).map_err(|e| bad(&rpath, 1, e))?;
+        let mut flows: Vec<Flow> = Vec::new();
+        let npath = dir.join("network.jsonl");
+        if npath.exists() {
+            read_lines(&npath, |f| flows.push(f))?;
+        }
         let n = glassbox_checks::apply_retractions(&mut r.checks, &flows);
         if n > 0 {
-            let (v, why) = crate::verdict(&manifest, &r.checks);
+            let (v, why) = glassbox_checks::verdict(&manifest, &r.checks);
             r.verdict = v;
             r.inconclusive_reason = why;
         }
@@ -841,7 +895,7 @@ pub fn published(
             c.reason = Some("every finding was rejected on review".into());
         }
     }
-    let (verdict, why) = crate::verdict(manifest, &out.checks);
+    let (verdict, why) = glassbox_checks::verdict(manifest, &out.checks);
     out.verdict = verdict;
     out.inconclusive_reason = why;
     out
@@ -1193,6 +1247,16 @@ mod tests {
         let mut owned: Vec<Event> = Vec::new();
         assert_eq!(read_lines(&path, |e| owned.push(e)).unwrap(), n);
         assert!(owned == want);
+        // The pre-pass hands out exactly the calls with a destination, in order.
+        let mut calls = Vec::new();
+        read_calls(&path, &mut |e| calls.push(e.clone())).unwrap();
+        let connects: Vec<Event> = want
+            .iter()
+            .filter(|e| matches!(e.kind, EventKind::Connect { .. }))
+            .cloned()
+            .collect();
+        assert!(!connects.is_empty());
+        assert!(calls == connects, "the pre-pass read other calls");
     }
 
     #[test]

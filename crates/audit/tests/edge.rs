@@ -89,17 +89,22 @@ fn packets_to_documentation_addresses_reach_the_edge_and_no_host_interface() {
         ip: "198.51.100.7".into(),
         port: 9999,
     };
+    // The bundle keeps the flows raw; the checks pair them with the calls that made them.
+    assert!(a.evidence.flows.iter().all(|f| f.events.is_empty()));
+    let mut linked = a.evidence.flows.clone();
+    glassbox_checks::links::link(
+        &a.evidence.events,
+        &mut linked,
+        &a.evidence.manifest.network.runs,
+    );
     for mode in [NetworkMode::Capture, NetworkMode::Denied] {
-        let flows: Vec<_> = a
-            .evidence
-            .flows
+        let flows: Vec<_> = linked
             .iter()
             .filter(|f| f.mode == mode && f.dst == target && f.protocol == FlowProtocol::Udp)
             .collect();
         assert!(
             !flows.is_empty(),
-            "{mode:?}: no flow to {target}: {:?}",
-            a.evidence.flows
+            "{mode:?}: no flow to {target}: {linked:?}"
         );
         assert!(flows.iter().all(|f| !f.events.is_empty()), "{flows:?}");
         let packets: u64 = flows.iter().map(|f| f.packets_out).sum();

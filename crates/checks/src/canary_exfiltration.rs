@@ -95,13 +95,14 @@ use std::collections::HashMap;
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "canary-exfiltration",
-    version: 6,
+    version: 7,
     claim: "no planted secret leaves the sandbox",
     severity: Severity::High,
     channels: &[Channel::PacketEdge],
     accuses: "every finding (a planted secret sent out of the sandbox)",
     sources: &[
         "canary_exfiltration.rs",
+        "links.rs",
         "explain.rs",
         "named.rs",
         "net.rs",

@@ -39,7 +39,7 @@ use glassbox_model::{Event, EventKind, Manifest, Severity};
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "credential-probe",
-    version: 8,
+    version: 9,
     claim: "no credential probing",
     severity: Severity::High,
     channels: &[Channel::Syscalls],
@@ -47,6 +47,7 @@ pub(crate) const INFO: CheckInfo = CheckInfo {
               have gone where the edge could not read (credential theft)",
     sources: &[
         "credential_probe.rs",
+        "links.rs",
         "canary_exfiltration.rs",
         "explain.rs",
         "net.rs",

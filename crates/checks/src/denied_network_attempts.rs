@@ -29,13 +29,14 @@ use std::collections::HashMap;
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "denied-network-attempts",
-    version: 4,
+    version: 5,
     claim: "tries nothing when the network is denied",
     severity: Severity::Medium,
     channels: &[Channel::Syscalls, Channel::PacketEdge, Channel::DeniedRun],
     accuses: "",
     sources: &[
         "denied_network_attempts.rs",
+        "links.rs",
         "explain.rs",
         "named.rs",
         "net.rs",

@@ -40,12 +40,12 @@ use std::net::IpAddr;
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "doh",
-    version: 4,
+    version: 5,
     claim: "no hidden DNS (DNS over HTTPS or TLS)",
     severity: Severity::Medium,
     channels: &[Channel::PacketEdge],
     accuses: "",
-    sources: &["doh.rs", "net.rs", "text.rs"],
+    sources: &["doh.rs", "links.rs", "net.rs", "text.rs"],
 };
 
 /// Host names of public DNS-over-HTTPS/TLS resolvers; each also covers its subdomains.

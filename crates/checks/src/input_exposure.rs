@@ -60,7 +60,7 @@ use std::net::IpAddr;
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "input-exposure",
-    version: 6,
+    version: 7,
     claim: "keeps tool input inside the sandbox and its workspace",
     severity: Severity::Medium,
     channels: &[
@@ -71,6 +71,7 @@ pub(crate) const INFO: CheckInfo = CheckInfo {
     accuses: "",
     sources: &[
         "input_exposure.rs",
+        "links.rs",
         "explain.rs",
         "named.rs",
         "process_spawn.rs",

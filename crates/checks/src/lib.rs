@@ -83,7 +83,7 @@
 
 use glassbox_model::{
     CheckResult, CheckVersion, Event, Evidence, Finding, Flow, Manifest, Outcome, Phase, Severity,
-    TranscriptEntry, Verdict,
+    TranscriptEntry,
 };
 use std::fmt;
 
@@ -102,6 +102,7 @@ pub mod explain;
 pub mod flags;
 #[doc = include_str!("../../../fixtures/controls/input-exposure.md")]
 mod input_exposure;
+pub mod links;
 mod lock;
 mod named;
 mod net;
@@ -119,8 +120,10 @@ pub mod tool_definition_drift;
 mod unexplained_egress;
 #[doc = include_str!("../../../fixtures/controls/unix-socket.md")]
 mod unix_socket;
+mod verdict;
 
 pub use lock::{retraction, retractions, Condition, Retraction, LOCK};
+pub use verdict::{verdict, VERSION as VERDICT_VERSION};
 
 #[cfg(test)]
 mod testutil;
@@ -422,20 +425,13 @@ fn outcome(
     if !session.completed {
         return (
             Outcome::Inconclusive,
-            Some(incomplete_reason(session.failure.as_deref())),
+            Some(verdict::incomplete_reason(session.failure.as_deref())),
         );
     }
     if let Err(why) = proofs.of(info) {
         return (Outcome::Unverified, Some(why));
     }
     (Outcome::Pass, None)
-}
-
-fn incomplete_reason(failure: Option<&str>) -> String {
-    match failure {
-        Some(f) => format!("the session did not complete: {f}"),
-        None => "the session did not complete".to_string(),
-    }
 }
 
 static REGISTRY: [Check; 12] = [
@@ -517,16 +513,72 @@ pub fn evaluate_all_runs(
     denied_transcript: &[TranscriptEntry],
     proofs: &Proofs,
 ) -> Vec<CheckResult> {
-    let mut run = Run::new(Context {
+    let bundle = Bundle {
         manifest: &ev.manifest,
         transcript: &ev.transcript,
         denied_transcript,
-        flows: &ev.flows,
-    });
-    for e in &ev.events {
-        run.event(e);
+    };
+    let each = |f: &mut dyn FnMut(&Event)| {
+        ev.events.iter().for_each(&mut *f);
+        Ok::<(), std::convert::Infallible>(())
+    };
+    match evaluate_stream(bundle, ev.flows.clone(), each, proofs) {
+        Ok(e) => e.checks,
+        Err(never) => match never {},
     }
-    run.finish(proofs)
+}
+
+/// A bundle except its events and flows: what [`evaluate_stream`] is given beside them.
+#[derive(Clone, Copy, Debug)]
+pub struct Bundle<'a> {
+    /// The manifest.
+    pub manifest: &'a Manifest,
+    /// The MCP transcript.
+    pub transcript: &'a [TranscriptEntry],
+    /// The denied run's transcript (see [`Context::denied_transcript`]).
+    pub denied_transcript: &'a [TranscriptEntry],
+}
+
+/// What [`evaluate_stream`] derived from a bundle.
+#[derive(Clone, Debug)]
+pub struct Evaluated {
+    /// Every check's result.
+    pub checks: Vec<CheckResult>,
+    /// The calls no flow took, per run ([`links`]).
+    pub links: links::Links,
+    /// The flows, each with the calls that made it ([`glassbox_model::Flow::events`]).
+    pub flows: Vec<Flow>,
+}
+
+/// Every check of the registry over one bundle whose events are a stream: `events` hands each
+/// event, in order, to the function it is given, and is called twice: once for the pre-pass
+/// that pairs the flows with the calls that made them ([`links::Calls`], what the network
+/// checks read as [`Flow::events`]), then for the checks. The one route from evidence to
+/// check results: a live audit and `recheck` both take it (an error of `events` ends it).
+pub fn evaluate_stream<E>(
+    bundle: Bundle<'_>,
+    mut flows: Vec<Flow>,
+    mut events: impl FnMut(&mut dyn FnMut(&Event)) -> Result<(), E>,
+    proofs: &Proofs,
+) -> Result<Evaluated, E> {
+    let mut calls = links::Calls::default();
+    events(&mut |e| calls.event(e))?;
+    let links = calls.link(&mut flows, &bundle.manifest.network.runs);
+    let checks = {
+        let mut run = Run::new(Context {
+            manifest: bundle.manifest,
+            transcript: bundle.transcript,
+            denied_transcript: bundle.denied_transcript,
+            flows: &flows,
+        });
+        events(&mut |e| run.event(e))?;
+        run.finish(proofs)
+    };
+    Ok(Evaluated {
+        checks,
+        links,
+        flows,
+    })
 }
 
 /// One check's evaluation over evidence in memory (for its unit tests).
@@ -584,66 +636,11 @@ pub fn apply_retractions_from(
     n
 }
 
-/// The verdict on a server from its check results: an accusation → withheld; any other
-/// finding → flagged; a run that did not complete, or a check that could not claim its
-/// result (not observed, unverified, inconclusive) → inconclusive, with the reasons; else
-/// clean.
-pub fn verdict(
-    results: &[CheckResult],
-    session_completed: bool,
-    failure: Option<&str>,
-) -> (Verdict, Option<String>) {
-    if results
-        .iter()
-        .any(|r| r.outcome == Outcome::Flag && r.findings.iter().any(|f| f.accusation))
-    {
-        return (Verdict::Withheld, None);
-    }
-    if results.iter().any(|r| r.outcome == Outcome::Flag) {
-        return (Verdict::Flagged, None);
-    }
-    if !session_completed {
-        return (Verdict::Inconclusive, Some(incomplete_reason(failure)));
-    }
-    // Checks that could not claim their result, grouped by why (one line per distinct reason).
-    let mut unclaimed: Vec<(String, Vec<&str>)> = Vec::new();
-    for r in results {
-        let what = match r.outcome {
-            Outcome::NotObserved => "not observed",
-            Outcome::Unverified => "unverified",
-            Outcome::Retracted => "retracted",
-            Outcome::Inconclusive => "inconclusive",
-            Outcome::Pass | Outcome::Flag => continue,
-        };
-        let why = match &r.reason {
-            Some(reason) => format!("{what} ({reason})"),
-            None => what.to_string(),
-        };
-        match unclaimed.iter_mut().find(|(w, _)| *w == why) {
-            Some((_, ids)) => ids.push(&r.id),
-            None => unclaimed.push((why, vec![&r.id])),
-        }
-    }
-    let unclaimed: Vec<String> = unclaimed
-        .into_iter()
-        .map(|(why, ids)| format!("{} {why}", ids.join(", ")))
-        .collect();
-    if !unclaimed.is_empty() {
-        return (Verdict::Inconclusive, Some(unclaimed.join("; ")));
-    }
-    if results.is_empty() {
-        return (
-            Verdict::Inconclusive,
-            Some("no check was evaluated".to_string()),
-        );
-    }
-    (Verdict::Clean, None)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::testutil::*;
+    use glassbox_model::Verdict;
 
     #[test]
     fn registry_ids_are_unique_and_documented() {
@@ -668,7 +665,10 @@ mod tests {
             results.iter().all(|r| r.outcome == Outcome::Pass),
             "{results:?}"
         );
-        assert_eq!(verdict(&results, true, None), (Verdict::Clean, None));
+        assert_eq!(
+            verdict::from_results(&results, true, None),
+            (Verdict::Clean, None)
+        );
     }
 
     #[test]
@@ -682,7 +682,7 @@ mod tests {
                 Some("the session did not complete: timeout after 30s")
             );
         }
-        let (v, reason) = verdict(&results, false, Some("timeout after 30s"));
+        let (v, reason) = verdict::from_results(&results, false, Some("timeout after 30s"));
         assert_eq!(v, Verdict::Inconclusive);
         assert_eq!(
             reason.unwrap(),
@@ -700,7 +700,7 @@ mod tests {
         let probe = results.iter().find(|r| r.id == "credential-probe").unwrap();
         assert_eq!(probe.outcome, Outcome::Flag);
         assert_eq!(
-            verdict(&results, false, Some("server crashed")).0,
+            verdict::from_results(&results, false, Some("server crashed")).0,
             Verdict::Flagged
         );
     }
@@ -725,7 +725,7 @@ mod tests {
                 }
             }
         }
-        let (v, reason) = verdict(&results, true, None);
+        let (v, reason) = verdict::from_results(&results, true, None);
         assert_eq!(v, Verdict::Inconclusive);
         let reason = reason.unwrap();
         assert!(
@@ -771,12 +771,18 @@ mod tests {
             .unwrap();
         assert_eq!(r.outcome, Outcome::Flag);
         assert!(r.findings[0].accusation);
-        assert_eq!(verdict(&results, true, None).0, Verdict::Withheld);
+        assert_eq!(
+            verdict::from_results(&results, true, None).0,
+            Verdict::Withheld
+        );
     }
 
     #[test]
     fn no_checks_is_not_clean() {
-        assert_eq!(verdict(&[], true, None).0, Verdict::Inconclusive);
+        assert_eq!(
+            verdict::from_results(&[], true, None).0,
+            Verdict::Inconclusive
+        );
     }
 
     #[test]
@@ -811,14 +817,20 @@ mod tests {
         assert!(results
             .iter()
             .any(|r| r.findings.iter().any(|f| f.accusation)));
-        assert_eq!(verdict(&results, true, None).0, Verdict::Withheld);
+        assert_eq!(
+            verdict::from_results(&results, true, None).0,
+            Verdict::Withheld
+        );
         // Read, and nothing the edge read or the client was given carried it: flagged.
         let ev = Ev::new()
             .honeytoken("/home/user/.ssh/id_rsa")
             .open("/home/user/.ssh/id_rsa", 0, Phase::Startup)
             .build();
         let results = evaluate_all(&ev, &Proofs::all_proven());
-        assert_eq!(verdict(&results, true, None).0, Verdict::Flagged);
+        assert_eq!(
+            verdict::from_results(&results, true, None).0,
+            Verdict::Flagged
+        );
     }
 
     #[test]
@@ -827,7 +839,10 @@ mod tests {
             .open("/home/user/.bashrc", crate::flags::O_WRONLY, Phase::Startup)
             .build();
         let mut results = evaluate_all(&ev, &Proofs::all_proven());
-        assert_eq!(verdict(&results, true, None).0, Verdict::Flagged);
+        assert_eq!(
+            verdict::from_results(&results, true, None).0,
+            Verdict::Flagged
+        );
         let list = [Retraction {
             id: "persistence".into(),
             version: persistence::INFO.version,
@@ -846,7 +861,7 @@ mod tests {
             .unwrap()
             .contains("retracted on 2026-11-30"));
         // The server is no longer flagged on the strength of the withdrawn claim, nor clean.
-        let (v, why) = verdict(&results, true, None);
+        let (v, why) = verdict::from_results(&results, true, None);
         assert_eq!(v, Verdict::Inconclusive);
         assert!(why.unwrap().contains("persistence retracted"));
     }
@@ -935,7 +950,7 @@ mod tests {
         let proofs = Proofs::none("no selftest recorded for this build");
         let results = evaluate_all(&ev, &proofs);
         assert!(results.iter().all(|r| r.outcome == Outcome::Unverified));
-        let (v, why) = verdict(&results, true, None);
+        let (v, why) = verdict::from_results(&results, true, None);
         assert_eq!(v, Verdict::Inconclusive);
         assert!(why.unwrap().contains("no selftest recorded"));
         // A finding still flags: what was recorded happened.

@@ -97,6 +97,8 @@ mod tests {
             "input_exposure.rs" => include_str!("input_exposure.rs"),
             "named.rs" => include_str!("named.rs"),
             "tool_definition_drift.rs" => include_str!("tool_definition_drift.rs"),
+            "links.rs" => include_str!("links.rs"),
+            "verdict.rs" => include_str!("verdict.rs"),
             other => panic!("{other} is not a known check source: add it to lock.rs"),
         }
     }
@@ -128,11 +130,16 @@ mod tests {
         let locked: Vec<Entry> = serde_json::from_str(LOCK).expect("checks.lock is JSON");
         let mut now = Vec::new();
         let mut problems = Vec::new();
-        for c in registry() {
+        // Every check, and the verdict's rule.
+        let entries = registry()
+            .iter()
+            .map(|c| (c.info.id, c.info.version, c.info.sources))
+            .chain([("verdict", crate::verdict::VERSION, &["verdict.rs"][..])]);
+        for (id, version, sources) in entries {
             let e = Entry {
-                id: c.info.id.into(),
-                version: c.info.version,
-                sha256: hash(c.info.sources),
+                id: id.into(),
+                version,
+                sha256: hash(sources),
             };
             match locked.iter().find(|l| l.id == e.id) {
                 Some(l) if l.version == e.version && l.sha256 != e.sha256 => problems.push(format!(

@@ -46,12 +46,12 @@ use glassbox_model::{Event, EventKind, FlowProtocol, NetworkMode, Severity};
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "sandbox-evasion",
-    version: 8,
+    version: 9,
     claim: "nothing escaped the recorder",
     severity: Severity::High,
     channels: &[Channel::Syscalls, Channel::PacketEdge],
     accuses: "",
-    sources: &["sandbox_evasion.rs", "net.rs", "text.rs"],
+    sources: &["sandbox_evasion.rs", "links.rs", "net.rs", "text.rs"],
 };
 
 /// Flows listed one by one; the rest are counted in one line.

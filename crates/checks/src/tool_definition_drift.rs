@@ -1355,7 +1355,7 @@ mod tests {
         assert!(!r.findings[0].accusation);
         assert_eq!(r.findings[0].phase, Some(Phase::List));
         assert_eq!(
-            crate::verdict(&results, true, None).0,
+            crate::verdict::from_results(&results, true, None).0,
             glassbox_model::Verdict::Flagged
         );
         // No transcript channel: not observed, never pass.

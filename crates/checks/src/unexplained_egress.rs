@@ -35,13 +35,14 @@ use std::net::IpAddr;
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "unexplained-egress",
-    version: 4,
+    version: 5,
     claim: "no unexplained network egress",
     severity: Severity::High,
     channels: &[Channel::Syscalls, Channel::PacketEdge],
     accuses: "",
     sources: &[
         "unexplained_egress.rs",
+        "links.rs",
         "explain.rs",
         "named.rs",
         "net.rs",

@@ -38,13 +38,14 @@ use std::collections::HashSet;
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "unix-socket",
-    version: 4,
+    version: 5,
     claim: "connects to no Unix socket it does not own",
     severity: Severity::High,
     channels: &[Channel::Syscalls],
     accuses: "",
     sources: &[
         "unix_socket.rs",
+        "links.rs",
         "named.rs",
         "net.rs",
         "paths.rs",

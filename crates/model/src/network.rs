@@ -120,8 +120,11 @@ pub struct Flow {
     /// Set when `bytes_out` exceeds what `sample` kept.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub sample_truncated: bool,
-    /// Ids of the syscall events matched with this flow (connect, sendto, sendmsg, sendmmsg).
-    #[serde(default)]
+    /// Ids of the syscall events matched with this flow (connect, sendto, sendmsg, sendmmsg):
+    /// derived, not recorded. `glassbox_checks::links` sets it before the checks run (from
+    /// the bundle's events, whatever a flow carried); the bundle's `network.jsonl` leaves it
+    /// empty (older bundles carry the pairing glassbox made then, which is redone).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<u64>,
     /// Anything odd about it (malformed packets, a parse that failed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -290,9 +293,10 @@ pub struct NetworkRun {
     pub isolation_verified: bool,
     /// What the edge counted.
     pub counters: EdgeCounters,
-    /// Ids of the connect and send events with an IP destination off loopback that no flow
-    /// at the edge matched.
-    #[serde(default)]
+    /// Written by older glassbox builds only, and never read: the calls no flow took
+    /// are derived by `glassbox_checks::links` from the events and flows of the bundle,
+    /// every time checks run (raw evidence stays raw).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub syscalls_without_flow: Vec<u64>,
     /// The session of this run, when it is not the main one (`manifest.session`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

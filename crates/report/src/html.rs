@@ -406,8 +406,7 @@ fn network(out: &mut String, ev: &Evidence) {
             "calls with no packet",
         ],
     );
-    for r in runs {
-        let flows = ev.flows.iter().filter(|f| f.mode == r.mode).count();
+    for r in tables::runs(ev) {
         let isolation = if r.isolation_verified {
             cell("o-pass", "verified")
         } else {
@@ -416,11 +415,11 @@ fn network(out: &mut String, ev: &Evidence) {
         row(
             out,
             &[
-                cell("", r.mode.name()),
-                cell("num", &r.counters.packets.to_string()),
-                cell("num", &flows.to_string()),
+                cell("", r.mode),
+                cell("num", &r.packets.to_string()),
+                cell("num", &r.flows.to_string()),
                 isolation,
-                cell("num", &r.syscalls_without_flow.len().to_string()),
+                cell("num", &r.calls_without_flow.to_string()),
             ],
         );
     }

@@ -305,8 +305,7 @@ fn network(out: &mut String, ev: &Evidence) {
             "calls with no packet",
         ],
     );
-    for r in runs {
-        let flows = ev.flows.iter().filter(|f| f.mode == r.mode).count();
+    for r in tables::runs(ev) {
         let isolation = if r.isolation_verified {
             "verified"
         } else {
@@ -315,11 +314,11 @@ fn network(out: &mut String, ev: &Evidence) {
         row(
             out,
             &[
-                r.mode.name().into(),
-                r.counters.packets.to_string(),
-                flows.to_string(),
+                r.mode.into(),
+                r.packets.to_string(),
+                r.flows.to_string(),
                 isolation.into(),
-                r.syscalls_without_flow.len().to_string(),
+                r.calls_without_flow.to_string(),
             ],
         );
     }

@@ -276,6 +276,34 @@ pub(crate) struct FlowGroup {
     unread: Vec<String>,
 }
 
+/// One network run, a row of every format's network table.
+pub(crate) struct RunRow {
+    pub(crate) mode: &'static str,
+    pub(crate) packets: u64,
+    pub(crate) flows: usize,
+    pub(crate) isolation_verified: bool,
+    /// Calls with an IP destination off loopback that no flow at the edge took (the checks'
+    /// pairing of calls and flows, redone from the bundle: `glassbox_checks::links`).
+    pub(crate) calls_without_flow: usize,
+}
+
+/// The network runs, in the manifest's order.
+pub(crate) fn runs(ev: &Evidence) -> Vec<RunRow> {
+    let runs = &ev.manifest.network.runs;
+    let mut flows = ev.flows.clone();
+    let links = glassbox_checks::links::link(&ev.events, &mut flows, runs);
+    runs.iter()
+        .zip(links.without_flow)
+        .map(|(r, (_, without))| RunRow {
+            mode: r.mode.name(),
+            packets: r.counters.packets,
+            flows: ev.flows.iter().filter(|f| f.mode == r.mode).count(),
+            isolation_verified: r.isolation_verified,
+            calls_without_flow: without.len(),
+        })
+        .collect()
+}
+
 /// The flows grouped by run, protocol and destination, in order of first appearance.
 pub(crate) fn flows(ev: &Evidence) -> Vec<FlowGroup> {
     let mut index: HashMap<(NetworkMode, String, String), usize> = HashMap::new();

@@ -199,8 +199,7 @@ fn network(out: &mut String, st: &Style, ev: &Evidence) {
         return;
     }
     st.heading(out, "Network (every packet ends at glassbox's edge)");
-    for r in &net.runs {
-        let flows = ev.flows.iter().filter(|f| f.mode == r.mode).count();
+    for r in tables::runs(ev) {
         let isolation = if r.isolation_verified {
             st.paint(GREEN, "isolation verified")
         } else {
@@ -208,10 +207,8 @@ fn network(out: &mut String, st: &Style, ev: &Evidence) {
         };
         let _ = writeln!(
             out,
-            "  {} run: {} packets, {flows} flows; {isolation}; {} calls with no packet",
-            r.mode.name(),
-            r.counters.packets,
-            r.syscalls_without_flow.len()
+            "  {} run: {} packets, {} flows; {isolation}; {} calls with no packet",
+            r.mode, r.packets, r.flows, r.calls_without_flow
         );
     }
     let groups = tables::flows(ev);

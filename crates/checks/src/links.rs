@@ -1,6 +1,12 @@
-//! The two channels of egress, cross-checked: each flow at the edge is matched with the
-//! system calls that caused it (connect, sendto, sendmsg, sendmmsg, TCP Fast Open's
-//! `sendto(MSG_FASTOPEN)`), and each such call with its flow.
+//! Which system calls made which flows: each flow at the edge is matched with the system
+//! calls that caused it (connect, sendto, sendmsg, sendmmsg, TCP Fast Open's
+//! `sendto(MSG_FASTOPEN)`), and each such call with its flow. The recorder and the edge
+//! record raw: the calls in `events.jsonl`, the flows in `network.jsonl`. The pairing is
+//! derived here, every time checks run (a live audit and `recheck` alike), so a better
+//! pairing applies to old evidence too; every check that reads [`Flow::events`] lists this
+//! file among its sources, so `checks.lock` versions it with them.
+//!
+//! Within each run (its events by id, its flows by mode):
 //!
 //! - A TCP flow is one connection: it takes the earliest unmatched call to its destination
 //!   made before its first packet. One call, one connection.
@@ -11,11 +17,16 @@
 //!   so a datagram whose call named another destination is left without one.
 //! - A canary-socket flow takes the connects to its path.
 //!
-//! What is left over is recorded, not guessed at: a flow with no call behind it is traffic the
+//! What is left over is said, not guessed at: a flow with no call behind it is traffic the
 //! recorder did not see (`sandbox-evasion` flags it); a call with an IP destination off
-//! loopback and no flow is listed in the run's `syscalls_without_flow`.
+//! loopback and no flow is listed in [`Links::without_flow`] (the report's "calls with no
+//! packet").
+//!
+//! The pass over the events is a pre-pass ([`Calls`]): it keeps only the calls with a
+//! destination, so the checks that follow still see the stream once, and memory grows with
+//! those calls, not with the trace.
 
-use glassbox_model::{Event, EventKind, Flow, FlowProtocol, SockAddr};
+use glassbox_model::{Event, EventKind, Flow, FlowProtocol, NetworkMode, NetworkRun, SockAddr};
 use std::collections::HashMap;
 use std::net::IpAddr;
 
@@ -24,13 +35,14 @@ use std::net::IpAddr;
 const SLACK_NS: u64 = 100_000_000;
 
 /// A recorded call with a destination.
+#[derive(Clone, Debug)]
 struct Call {
     t: u64,
     id: u64,
     how: How,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum How {
     /// `connect`: the socket may send any number of datagrams afterwards.
     Connect,
@@ -82,42 +94,104 @@ fn key(addr: &SockAddr) -> Option<Key> {
 /// Whether a call's destination is one whose packets reach the edge.
 fn leaves(k: &Key) -> bool {
     match k {
-        Key::Ip(ip, _) => {
-            !ip.is_loopback()
-                && !ip.is_unspecified()
-                && *ip != IpAddr::V4(glassbox_net::SANDBOX_V4)
-                && *ip != IpAddr::V6(glassbox_net::SANDBOX_V6)
-        }
+        Key::Ip(ip, _) => crate::net::is_egress(*ip),
         Key::Unix(_) => false,
     }
 }
 
-/// Matches `flows` (one run's) with that run's `events`, filling each flow's `events`.
-/// Returns the ids of the calls with an off-loopback IP destination that no flow took.
-pub(crate) fn match_flows(events: &[Event], flows: &mut [Flow]) -> Vec<u64> {
-    // The calls by destination, in time order.
-    let mut calls: HashMap<Key, Vec<Call>> = HashMap::new();
-    for e in events {
+/// The calls with a destination of an event stream, gathered before the checks see it.
+#[derive(Clone, Debug, Default)]
+pub struct Calls {
+    /// In stream order, each with its destination.
+    calls: Vec<(Key, Call)>,
+}
+
+/// The calls no flow took, per run.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Links {
+    /// For each run of the manifest, in its order: its mode, and the ids of the calls with an
+    /// IP destination off loopback that no flow at the edge took.
+    pub without_flow: Vec<(NetworkMode, Vec<u64>)>,
+}
+
+impl Calls {
+    /// The next event of the stream.
+    pub fn event(&mut self, e: &Event) {
         if let EventKind::Connect { addr, syscall, .. } = &e.kind {
             if let Some(k) = key(addr) {
-                calls.entry(k).or_default().push(Call {
-                    t: e.t_ns,
-                    id: e.id,
-                    how: match syscall.as_str() {
-                        "connect" => How::Connect,
-                        "sendmmsg" => How::Batch,
-                        _ => How::Send,
+                let how = match syscall.as_str() {
+                    "connect" => How::Connect,
+                    "sendmmsg" => How::Batch,
+                    _ => How::Send,
+                };
+                self.calls.push((
+                    k,
+                    Call {
+                        t: e.t_ns,
+                        id: e.id,
+                        how,
                     },
-                });
+                ));
             }
         }
+    }
+
+    /// Sets each flow's [`Flow::events`] (whatever it carried before) from these calls, run by
+    /// run: a run's flows (by mode) take only its own calls (by event id). Flows of a mode no
+    /// run names, and every flow when the manifest names no run, take from all the calls.
+    pub fn link(&self, flows: &mut [Flow], runs: &[NetworkRun]) -> Links {
+        for f in flows.iter_mut() {
+            f.events.clear();
+        }
+        let mut links = Links::default();
+        for run in runs {
+            let calls = self
+                .calls
+                .iter()
+                .filter(|(_, c)| c.id >= run.first_event && c.id < run.end_event);
+            let mut mine: Vec<&mut Flow> =
+                flows.iter_mut().filter(|f| f.mode == run.mode).collect();
+            links
+                .without_flow
+                .push((run.mode, match_flows(calls, &mut mine)));
+        }
+        let mut rest: Vec<&mut Flow> = flows
+            .iter_mut()
+            .filter(|f| !runs.iter().any(|r| r.mode == f.mode))
+            .collect();
+        if !rest.is_empty() {
+            match_flows(self.calls.iter(), &mut rest);
+        }
+        links
+    }
+}
+
+/// One run's evidence, linked: its flows with their [`Flow::events`] set (see [`Calls::link`]).
+pub fn link(events: &[Event], flows: &mut [Flow], runs: &[NetworkRun]) -> Links {
+    let mut calls = Calls::default();
+    for e in events {
+        calls.event(e);
+    }
+    calls.link(flows, runs)
+}
+
+/// Matches `flows` (one run's) with that run's `calls`, filling each flow's `events`.
+/// Returns the ids of the calls with an off-loopback IP destination that no flow took.
+fn match_flows<'c>(
+    all: impl Iterator<Item = &'c (Key, Call)>,
+    flows: &mut [&mut Flow],
+) -> Vec<u64> {
+    // The calls by destination, in time order.
+    let mut calls: HashMap<&Key, Vec<&Call>> = HashMap::new();
+    for (k, c) in all {
+        calls.entry(k).or_default().push(c);
     }
     let mut used: HashMap<u64, bool> = HashMap::new();
     let mut order: Vec<usize> = (0..flows.len()).collect();
     order.sort_by_key(|&i| flows[i].t_ns);
     let mut previous_start: HashMap<Key, u64> = HashMap::new();
     for i in order {
-        let f = &mut flows[i];
+        let f = &mut *flows[i];
         let Some(k) = key(&f.dst) else { continue };
         let Some(list) = calls.get(&k) else {
             continue;
@@ -190,7 +264,19 @@ pub(crate) fn match_flows(events: &[Event], flows: &mut [Flow]) -> Vec<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use glassbox_model::{Bytes, NetworkMode, Phase};
+    use glassbox_model::{Bytes, Phase};
+
+    /// Links `flows` as one capture run of `events`: the calls no flow took.
+    fn match_flows(events: &[Event], flows: &mut [Flow]) -> Vec<u64> {
+        let run = NetworkRun {
+            mode: NetworkMode::Capture,
+            first_event: 1,
+            end_event: 1_000,
+            ..Default::default()
+        };
+        let links = link(events, flows, &[run]);
+        links.without_flow[0].1.clone()
+    }
 
     fn connect(id: u64, t_ns: u64, ip: &str, port: u16) -> Event {
         Event {
@@ -306,5 +392,52 @@ mod tests {
         assert!(flows[3].events.is_empty());
         // Loopback is no egress; the connect to 192.0.2.77 reached no edge.
         assert_eq!(unmatched, vec![4]);
+    }
+
+    #[test]
+    fn each_run_takes_its_own_calls_and_old_links_are_redone() {
+        // The same destination in the capture run (events 1..3) and the denied run (3..5).
+        let events = [
+            connect(1, 10, "192.0.2.9", 80),
+            connect(3, 40, "192.0.2.9", 80),
+        ];
+        let mut capture = flow(FlowProtocol::Tcp, 41, "192.0.2.9", 80);
+        // What an older glassbox stored is not kept: the pairing is redone.
+        capture.events = vec![3];
+        let mut denied = flow(FlowProtocol::Tcp, 42, "192.0.2.9", 80);
+        denied.mode = NetworkMode::Denied;
+        let mut flows = [capture, denied];
+        let runs = [
+            NetworkRun {
+                mode: NetworkMode::Capture,
+                first_event: 1,
+                end_event: 3,
+                ..Default::default()
+            },
+            NetworkRun {
+                mode: NetworkMode::Denied,
+                first_event: 3,
+                end_event: 5,
+                ..Default::default()
+            },
+        ];
+        let links = link(&events, &mut flows, &runs);
+        assert_eq!(
+            flows[0].events,
+            vec![1],
+            "the capture flow takes the capture call"
+        );
+        assert_eq!(flows[1].events, vec![3]);
+        assert_eq!(
+            links.without_flow,
+            vec![
+                (NetworkMode::Capture, vec![]),
+                (NetworkMode::Denied, vec![])
+            ]
+        );
+        // Without runs in the manifest, every flow takes from every call.
+        let mut flows = [flow(FlowProtocol::Tcp, 11, "192.0.2.9", 80)];
+        assert!(link(&events, &mut flows, &[]).without_flow.is_empty());
+        assert_eq!(flows[0].events, vec![1]);
     }
 }
