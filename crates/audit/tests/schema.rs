@@ -78,3 +78,159 @@ fn real_reports_match_the_published_schema() {
     broken["checks"][0]["findings"] = Value::Array(vec![]);
     assert!(!errors(&v, &broken).is_empty(), "a flag without findings");
 }
+
+/// The bundle's schemas (`schemas/{manifest,events,network}.schema.json`), with the
+/// references between them resolved in memory.
+fn bundle_validators() -> [(&'static str, jsonschema::Validator); 3] {
+    let load = |name: &str| -> Value {
+        serde_json::from_slice(&std::fs::read(root().join("schemas").join(name)).unwrap())
+            .unwrap_or_else(|e| panic!("{name} is JSON: {e}"))
+    };
+    let names = [
+        "manifest.schema.json",
+        "events.schema.json",
+        "network.schema.json",
+    ];
+    names.map(|name| {
+        let mut options = jsonschema::options();
+        for other in names {
+            let uri = format!("https://glassbox.example/schemas/{other}");
+            options = options.with_resource(
+                uri,
+                jsonschema::Resource::from_contents(load(other)).expect("a schema resource"),
+            );
+        }
+        let v = options
+            .build(&load(name))
+            .unwrap_or_else(|e| panic!("{name} is a valid JSON Schema: {e}"));
+        (name, v)
+    })
+}
+
+/// Every line of a JSON-lines file, as JSON.
+fn lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Read as the model's type and written again, `value` is the same JSON.
+fn round_trips<T: serde::de::DeserializeOwned + serde::Serialize>(value: &Value) -> bool {
+    let typed: T = serde_json::from_value(value.clone()).unwrap();
+    &serde_json::to_value(&typed).unwrap() == value
+}
+
+#[test]
+fn real_bundles_match_the_evidence_schemas_and_round_trip() {
+    let [(_, manifest_v), (_, events_v), (_, network_v)] = bundle_validators();
+    // A real audit whose flows carry HTTP exchanges, both network runs, a planted secret read.
+    let fixtures = root().join("fixtures");
+    let dir = fixtures
+        .join("honeytoken-base64-http-body")
+        .canonicalize()
+        .unwrap();
+    let mut o = AuditOptions::new(vec!["python3".into(), "server.py".into()], dir);
+    o.extra_ro = vec![fixtures.join("lib").canonicalize().unwrap()];
+    let evidence =
+        std::env::temp_dir().join(format!("glassbox-bundle-schema-{}", std::process::id()));
+    o.evidence_dir = Some(evidence.clone());
+    o.proofs = Some(Proofs::all_proven());
+    audit(&o, &Quiet).expect("audit");
+    let mut bundles = vec![evidence.clone()];
+    // And the stored regression bundles, written by older builds.
+    for entry in std::fs::read_dir(root().join("regressions"))
+        .unwrap()
+        .flatten()
+    {
+        if entry.path().join("manifest.json").exists() {
+            bundles.push(entry.path());
+        }
+    }
+    let mut seen = (0usize, 0usize);
+    for b in &bundles {
+        // What this build writes reads back to the same JSON; an older bundle reads (its
+        // defaults are written out when read and written again).
+        let now = b == &evidence;
+        let manifest: Value =
+            serde_json::from_slice(&std::fs::read(b.join("manifest.json")).unwrap()).unwrap();
+        assert_eq!(
+            errors(&manifest_v, &manifest),
+            Vec::<String>::new(),
+            "{}",
+            b.display()
+        );
+        assert!(
+            !now || round_trips::<glassbox_model::Manifest>(&manifest),
+            "{}",
+            b.display()
+        );
+        for e in lines(&b.join("events.jsonl")) {
+            assert_eq!(errors(&events_v, &e), Vec::<String>::new(), "{e}");
+            assert!(!now || round_trips::<glassbox_model::Event>(&e), "{e}");
+            seen.0 += 1;
+        }
+        for f in lines(&b.join("network.jsonl")) {
+            assert_eq!(errors(&network_v, &f), Vec::<String>::new(), "{f}");
+            assert!(!now || round_trips::<glassbox_model::Flow>(&f), "{f}");
+            seen.1 += 1;
+        }
+    }
+    let flows = lines(&evidence.join("network.jsonl"));
+    assert!(
+        flows.iter().any(|f| f["exchanges"].is_array()),
+        "no flow with HTTP exchanges: {flows:?}"
+    );
+    // Raw evidence stays raw: which calls made a flow is derived when checks run.
+    assert!(flows.iter().all(|f| f.get("events").is_none()), "{flows:?}");
+    assert!(seen.0 > 100 && seen.1 > 0, "{seen:?}");
+
+    // The controls: each schema refuses what its file must not hold.
+    let events = lines(&evidence.join("events.jsonl"));
+    let mut no_kind = events[0].clone();
+    no_kind.as_object_mut().unwrap().remove("kind");
+    assert!(
+        !errors(&events_v, &no_kind).is_empty(),
+        "an event without a kind"
+    );
+    let connect = events
+        .iter()
+        .find(|e| e["kind"] == "connect")
+        .expect("a connect event")
+        .clone();
+    let mut foreign = connect.clone();
+    foreign["argv"] = serde_json::json!(["sh"]);
+    assert!(
+        !errors(&events_v, &foreign).is_empty(),
+        "a connect with an argv"
+    );
+    let mut bad_addr = connect;
+    bad_addr["addr"] = serde_json::json!({"family": "inet", "ip": "192.0.2.1"});
+    assert!(
+        !errors(&events_v, &bad_addr).is_empty(),
+        "an address without a port"
+    );
+    let mut no_dst = flows[0].clone();
+    no_dst.as_object_mut().unwrap().remove("dst");
+    assert!(
+        !errors(&network_v, &no_dst).is_empty(),
+        "a flow without a destination"
+    );
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(evidence.join("manifest.json")).unwrap()).unwrap();
+    let mut channel = manifest.clone();
+    channel["recorder"]["channels"] = serde_json::json!(["syscalls", "telepathy"]);
+    assert!(
+        !errors(&manifest_v, &channel).is_empty(),
+        "an unknown channel"
+    );
+    let mut extra = manifest;
+    extra["verdict"] = "clean".into();
+    assert!(
+        !errors(&manifest_v, &extra).is_empty(),
+        "a verdict in the manifest"
+    );
+    let _ = std::fs::remove_dir_all(evidence);
+}

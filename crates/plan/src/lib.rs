@@ -12,6 +12,7 @@
 use std::path::PathBuf;
 
 pub mod batch;
+pub mod command;
 pub mod config;
 pub mod explain;
 pub mod install;
