@@ -4,7 +4,8 @@
 //!
 //! The host keeps what must be trusted: the MCP client, the planted secrets (made by the host
 //! and sent to the guest, so that the checks know their values), the event sink, the checks,
-//! the bundle and the report. Across the boundary (virtio-serial ports):
+//! the bundle and the report. Across the boundary (virtio-serial ports; the messages are
+//! `glassbox_vm::wire`'s, beside the VM they cross):
 //! - stdin port: one JSON line, the [`GuestRequest`]; then the server's standard input;
 //! - stdout and stderr ports: the server's;
 //! - events port: the recorded events as JSON lines, framed by a [`Record::Started`] line
@@ -25,13 +26,14 @@ use crate::run::{
     self, EdgeRecord, EdgeServer, EventSink, RecorderChoice, Recording, RunPlan, Secrets,
 };
 use crate::{target, Error};
-use glassbox_model::{
-    EdgeCounters, Event, Flow, Honeytoken, NetworkMode, SandboxSettings, ServerExit, VmRecord,
-};
+use glassbox_model::{Event, Flow, SandboxSettings, ServerExit, VmRecord};
 use glassbox_trace::{Clock, RecorderStats};
 use glassbox_vm::mux::{Mux, MuxStream};
+use glassbox_vm::wire::{
+    GuestRequest, Record, WireCertificate, WireLimits, WireSecrets, WireStats, WireTarget,
+    RECORD_PREFIX,
+};
 use glassbox_vm::{agent, Accel, GuestCommand, Vm, VmConfig};
-use serde::{Deserialize, Serialize};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
@@ -119,118 +121,6 @@ fn vm_size_on(limits: &glassbox_sandbox::Limits, host_cpus: u64) -> (u32, u32) {
         u32::try_from(memory).unwrap_or(u32::MAX),
         u32::try_from(cpus.max(1)).unwrap_or(u32::MAX),
     )
-}
-
-/// The sandbox limits as they cross to the guest (the guest's sandbox applies them with the
-/// guest's cgroup v2).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-struct WireLimits {
-    memory: Option<u64>,
-    pids: Option<u64>,
-    cpus: Option<f64>,
-    disk: u64,
-}
-
-impl From<&glassbox_sandbox::Limits> for WireLimits {
-    fn from(l: &glassbox_sandbox::Limits) -> Self {
-        WireLimits {
-            memory: l.memory,
-            pids: l.pids,
-            cpus: l.cpus,
-            disk: l.disk,
-        }
-    }
-}
-
-impl From<WireLimits> for glassbox_sandbox::Limits {
-    fn from(l: WireLimits) -> Self {
-        glassbox_sandbox::Limits {
-            memory: l.memory,
-            pids: l.pids,
-            cpus: l.cpus,
-            disk: l.disk,
-        }
-    }
-}
-
-/// The planted secrets as they cross to the guest.
-#[derive(Debug, Serialize, Deserialize)]
-struct WireSecrets {
-    user: String,
-    hostname: String,
-    home: String,
-    /// Path, contents, mode.
-    files: Vec<(String, Vec<u8>, u32)>,
-    tokens: Vec<Honeytoken>,
-    ssh_agent: String,
-}
-
-/// What the host asks of the guest's glassbox: the first line on the stdin port.
-#[derive(Debug, Serialize, Deserialize)]
-pub(crate) struct GuestRequest {
-    /// The server, resolved on the host.
-    target: WireTarget,
-    cwd: PathBuf,
-    /// See [`VmPlan::run_for`].
-    run_for_ms: Option<u64>,
-    secrets: WireSecrets,
-    network: Option<NetworkMode>,
-    recorder: String,
-    first_event_id: u64,
-    exit_grace_ms: u64,
-    linger_ms: u64,
-    /// The audit's sandbox limits.
-    limits: WireLimits,
-    /// The server speaks MCP over HTTP on this port of its loopback: the guest serves the TCP
-    /// relay to it, and to nothing else.
-    #[serde(default)]
-    http_port: Option<u16>,
-    /// The audit's CA certificate the guest's sandbox trusts (never its key: the edge that
-    /// terminates TLS is the host's).
-    #[serde(default)]
-    trust: Option<run::CaCertificate>,
-}
-
-/// The recorder's counters as they cross to the host.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-struct WireStats {
-    mechanism: String,
-    notifications: u64,
-    records: u64,
-    events: u64,
-    lost: u64,
-    syscalls: Vec<String>,
-    failure: Option<String>,
-}
-
-/// A line of the events port that is not an event.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(tag = "glassbox", rename_all = "snake_case")]
-enum Record {
-    /// The server runs in the guest's sandbox.
-    Started {
-        /// The guest run clock when this record was written (its events' `t_ns` are on it).
-        #[serde(default)]
-        guest_now_ns: u64,
-        settings: SandboxSettings,
-        mechanism: String,
-        ground_truth: Option<String>,
-        isolation: Vec<String>,
-        canary_sockets: Vec<String>,
-    },
-    /// The run is over: everything the host needs besides the events.
-    Finished {
-        exit: ServerExit,
-        stats: WireStats,
-        flows: Vec<Flow>,
-        counters: EdgeCounters,
-        edge_error: Option<String>,
-        limits_reached: Vec<String>,
-        /// Writing the events to the port failed.
-        write_error: Option<String>,
-    },
-    /// The guest's sandbox could not run the server.
-    Failed { reason: String },
 }
 
 /// Puts the guest's events on the host's run clock: the guest stamps them on its own clock.
@@ -326,9 +216,6 @@ impl Stamper {
     }
 }
 
-/// Where the records start: lines of the events port that begin with this are [`Record`]s.
-const RECORD_PREFIX: &str = "{\"glassbox\":";
-
 fn choice_name(c: RecorderChoice) -> &'static str {
     match c {
         RecorderChoice::Auto => "auto",
@@ -377,45 +264,33 @@ fn shareable(d: &Path) -> Result<(), Error> {
     Ok(())
 }
 
-/// The server as it crosses to the guest: resolved on the host (the guest sees the host's
-/// system folders and every shared folder at their host paths, so the resolution holds there).
-#[derive(Debug, Serialize, Deserialize)]
-struct WireTarget {
-    program: PathBuf,
-    argv: Vec<String>,
-    extra_ro: Vec<PathBuf>,
-    extra_rw: Vec<PathBuf>,
-    path_prefix: Vec<String>,
-    env: Vec<(String, String)>,
-}
-
-impl From<&target::Resolved> for WireTarget {
-    fn from(t: &target::Resolved) -> Self {
-        WireTarget {
-            program: t.program.clone(),
-            argv: t
-                .argv
-                .iter()
-                .map(|a| a.to_string_lossy().into_owned())
-                .collect(),
-            extra_ro: t.extra_ro.clone(),
-            extra_rw: t.extra_rw.clone(),
-            path_prefix: t.path_prefix.clone(),
-            env: t.env.clone(),
-        }
+/// The server as it crosses to the guest ([`WireTarget`]): resolved on the host (the guest sees
+/// the host's system folders and every shared folder at their host paths, so the resolution
+/// holds there).
+fn wire_target(t: &target::Resolved) -> WireTarget {
+    WireTarget {
+        program: t.program.clone(),
+        argv: t
+            .argv
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
+        extra_ro: t.extra_ro.clone(),
+        extra_rw: t.extra_rw.clone(),
+        path_prefix: t.path_prefix.clone(),
+        env: t.env.clone(),
     }
 }
 
-impl From<WireTarget> for target::Resolved {
-    fn from(t: WireTarget) -> Self {
-        target::Resolved {
-            program: t.program,
-            argv: t.argv.into_iter().map(Into::into).collect(),
-            extra_ro: t.extra_ro,
-            extra_rw: t.extra_rw,
-            path_prefix: t.path_prefix,
-            env: t.env,
-        }
+/// The server the host resolved, in the guest.
+fn resolved(t: WireTarget) -> target::Resolved {
+    target::Resolved {
+        program: t.program,
+        argv: t.argv.into_iter().map(Into::into).collect(),
+        extra_ro: t.extra_ro,
+        extra_rw: t.extra_rw,
+        path_prefix: t.path_prefix,
+        env: t.env,
     }
 }
 
@@ -510,7 +385,7 @@ pub(crate) fn start(
         ));
     }
     let request = GuestRequest {
-        target: WireTarget::from(vp.target),
+        target: wire_target(vp.target),
         cwd: vp.cwd.to_path_buf(),
         run_for_ms: vp.run_for.map(|d| d.as_millis() as u64),
         secrets: WireSecrets {
@@ -532,7 +407,10 @@ pub(crate) fn start(
         linger_ms: vp.linger.as_millis() as u64,
         limits: WireLimits::from(&plan.limits),
         http_port: vp.http_port,
-        trust: plan.trust.clone(),
+        trust: plan.trust.as_ref().map(|c| WireCertificate {
+            pem: c.pem.clone(),
+            der: c.der.clone(),
+        }),
     };
     let exe = std::env::current_exe()
         .map_err(|e| Error::Internal(format!("cannot find glassbox's own executable: {e}")))?;
@@ -1107,7 +985,7 @@ fn guest_run(sink: &run::SharedSink) -> Result<Record, Error> {
         .map_err(|e| Error::Internal(format!("cannot read the request: {e}")))?;
     let req: GuestRequest = serde_json::from_str(&line)
         .map_err(|e| Error::Internal(format!("unreadable request from the host: {e}")))?;
-    let target = target::Resolved::from(req.target);
+    let target = resolved(req.target);
     let choice = match req.recorder.as_str() {
         "notify" => RecorderChoice::Notify,
         "ebpf" => RecorderChoice::Ebpf,
@@ -1149,7 +1027,10 @@ fn guest_run(sink: &run::SharedSink) -> Result<Record, Error> {
             wire: req.network.map(|_| GUEST_CARD.to_string()),
             limits: req.limits.into(),
             answer: None,
-            trust: req.trust,
+            trust: req.trust.map(|c| run::CaCertificate {
+                pem: c.pem,
+                der: c.der,
+            }),
         },
     )?;
     let (isolation, canary_sockets) = running
@@ -1432,36 +1313,6 @@ mod tests {
         let rest = st.rest(&clock);
         assert!(rest[0].t_ns >= ms(600));
         assert_eq!(rest[0].phase, Phase::Initialize);
-    }
-
-    #[test]
-    fn records_and_events_are_told_apart_on_the_events_port() {
-        let finished = Record::Finished {
-            exit: ServerExit::Exited { code: 0 },
-            stats: WireStats {
-                failure: Some("x".into()),
-                ..WireStats::default()
-            },
-            flows: Vec::new(),
-            counters: EdgeCounters::default(),
-            edge_error: None,
-            limits_reached: vec!["pids".into()],
-            write_error: None,
-        };
-        let line = serde_json::to_string(&finished).unwrap();
-        assert!(line.starts_with(RECORD_PREFIX), "{line}");
-        let back: Record = serde_json::from_str(&line).unwrap();
-        assert!(
-            matches!(back, Record::Finished { limits_reached, .. } if limits_reached == ["pids"])
-        );
-        let failed = serde_json::to_string(&Record::Failed { reason: "r".into() }).unwrap();
-        assert!(failed.starts_with(RECORD_PREFIX), "{failed}");
-        let event: Event = serde_json::from_str(
-            r#"{"id":1,"t_ns":6,"pid":2,"ppid":1,"phase":"startup","kind":"exec","syscall":"execve","path":"/usr/bin/python3","argv":["python3"]}"#,
-        )
-        .unwrap();
-        let line = serde_json::to_string(&event).unwrap();
-        assert!(!line.starts_with(RECORD_PREFIX), "{line}");
     }
 
     #[test]

@@ -420,6 +420,19 @@ impl<W: Write + Send> EventSink for Readable<W> {
     }
 }
 
+/// The store `--store` names, else the one of the environment, opened.
+fn open_store(
+    store: Option<glassbox_store::StoreLocation>,
+) -> Result<(glassbox_store::StoreLocation, glassbox_store::Store)> {
+    let path = match store {
+        Some(p) => p,
+        None => glassbox_store::StoreLocation::from_env()?,
+    };
+    let s = glassbox_store::Store::open_location(&path)
+        .with_context(|| format!("cannot open the store {}", path.display()))?;
+    Ok((path, s))
+}
+
 /// Whether `--json`/`--sarif` name standard output.
 fn is_stdout(p: &Option<PathBuf>) -> bool {
     p.as_deref().is_some_and(|p| p.as_os_str() == "-")
@@ -598,12 +611,7 @@ fn run(cli: Cli) -> Result<i32> {
         Command::Audit(args) => audit::run(args, cwd),
         Command::Batch(args) => batch::run(args, cwd, &ProcessEnv),
         Command::Review { store, action } => {
-            let path = match store {
-                Some(p) => p,
-                None => glassbox_store::StoreLocation::from_env()?,
-            };
-            let mut s = glassbox_store::Store::open_location(&path)
-                .with_context(|| format!("cannot open the store {}", path.display()))?;
+            let (path, mut s) = open_store(store)?;
             review(&mut s, &path, action)
         }
         Command::Selftest {
@@ -612,95 +620,14 @@ fn run(cli: Cli) -> Result<i32> {
             jobs,
             json,
             isolation,
-        } => {
-            let fixtures = fixtures.unwrap_or_else(selftest::default_fixtures);
-            let isolation = isolation.into();
-            let jobs = jobs.unwrap_or_else(|| selftest_jobs(isolation, 4));
-            let record = run_selftest(&fixtures, recorder, isolation, jobs, false)?;
-            if let Some(p) = json {
-                write_json(&p, &record)?;
-            }
-            Ok(if record.ok() { 0 } else { 1 })
-        }
-        Command::Recheck { json, dirs } => {
-            let mut worst = 0;
-            let mut reports = Vec::new();
-            for dir in &dirs {
-                // A bundle is judged with the proofs of the backend it was recorded on.
-                let proofs = selftest::load_proofs_for(bundle_isolation(dir));
-                match glassbox_audit::recheck::recheck(dir, &proofs) {
-                    Ok(r) => {
-                        println!("{} ({} events)", dir.display(), r.events);
-                        print!("{}", glassbox_report::checks(&r.report, false));
-                        if let Some(stored) = &r.stored {
-                            println!(
-                                "  stored report (glassbox {}): {:?}{}",
-                                stored.glassbox_version,
-                                stored.verdict,
-                                if r.withdrawn > 0 {
-                                    format!(
-                                        ", after withdrawing {} claim(s) of retracted check versions",
-                                        r.withdrawn
-                                    )
-                                } else {
-                                    String::new()
-                                }
-                            );
-                        }
-                        worst = worst.max(r.report.verdict.exit_code());
-                        reports.push(r.report);
-                    }
-                    Err(e) => {
-                        eprintln!("glassbox: {}: {e}", dir.display());
-                        worst = worst.max(2);
-                    }
-                }
-            }
-            if let Some(p) = json {
-                write_json(&p, &reports)?;
-            }
-            Ok(worst)
-        }
+        } => selftest_cmd(fixtures, recorder, jobs, json, isolation),
+        Command::Recheck { json, dirs } => recheck_cmd(json, dirs),
         Command::Report {
             id,
             format,
             store,
             include_withheld,
-        } => {
-            let path = match store {
-                Some(p) => p,
-                None => glassbox_store::StoreLocation::from_env()?,
-            };
-            let s = glassbox_store::Store::open_location(&path)
-                .with_context(|| format!("cannot open the store {}", path.display()))?;
-            let row = s
-                .audit(id)?
-                .with_context(|| format!("no audit {id} in the store {}", path.display()))?;
-            let stored = s.report(id)?.context("the audit has no stored report")?;
-            let ev = glassbox_audit::recheck::load(&row.evidence_dir).with_context(|| {
-                format!(
-                    "cannot read the evidence bundle of audit {id} at {}",
-                    row.evidence_dir.display()
-                )
-            })?;
-            let shown = |stored| {
-                if include_withheld {
-                    stored
-                } else {
-                    published(&row, stored, &ev)
-                }
-            };
-            let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-            let text = match format {
-                ReportFormat::Terminal => glassbox_report::terminal(&ev, &shown(stored), color),
-                ReportFormat::Json => glassbox_report::json(&shown(stored)) + "\n",
-                ReportFormat::Md => glassbox_report::markdown(&ev, &shown(stored)),
-                ReportFormat::Html => glassbox_report::html(&ev, &shown(stored)),
-                ReportFormat::Sarif => report_sarif(&row, stored, &ev, include_withheld),
-            };
-            print!("{text}");
-            Ok(0)
-        }
+        } => report_cmd(id, format, store, include_withheld),
         Command::Site {
             out,
             store,
@@ -713,66 +640,15 @@ fn run(cli: Cli) -> Result<i32> {
             store,
             json,
         } => {
-            let path = match store {
-                Some(p) => p,
-                None => glassbox_store::StoreLocation::from_env()?,
-            };
-            let s = glassbox_store::Store::open_location(&path)
-                .with_context(|| format!("cannot open the store {}", path.display()))?;
+            let (_, s) = open_store(store)?;
             history(&s, &target, version.as_deref(), json)
         }
-        Command::Allowlist { format, dir } => {
-            let path = dir.join("network.jsonl");
-            if !path.exists() {
-                anyhow::bail!(
-                    "{} has no network.jsonl: not an evidence bundle of an audit with the network edge",
-                    dir.display()
-                );
-            }
-            let mut ev = glassbox_model::Evidence::default();
-            glassbox_audit::recheck::read_lines(&path, |f| ev.flows.push(f))?;
-            let dest = glassbox_report::allowlist::destinations(&ev);
-            let value = match format {
-                AllowlistFormat::Toolhive => glassbox_report::allowlist::toolhive(&dest),
-                AllowlistFormat::Docker => glassbox_report::allowlist::docker(&dest),
-            };
-            println!("{}", serde_json::to_string_pretty(&value)?);
-            Ok(0)
-        }
+        Command::Allowlist { format, dir } => allowlist_cmd(format, dir),
         Command::Coverage {
             fixtures,
             regressions,
             json,
-        } => {
-            let rows = glassbox_audit::coverage::ledger(
-                &fixtures.unwrap_or_else(selftest::default_fixtures),
-                &regressions.unwrap_or_else(glassbox_audit::coverage::default_regressions),
-            )?;
-            if json {
-                println!("{}", serde_json::to_string_pretty(&rows)?);
-            } else {
-                println!(
-                    "{:<28} {:>9} {:>9} {:>10} {:>5}  status",
-                    "check", "positive", "negative", "regression", "gaps"
-                );
-                for r in &rows {
-                    println!(
-                        "{:<28} {:>9} {:>9} {:>10} {:>5}  {}",
-                        format!("{} v{}", r.id, r.version),
-                        r.positive_controls,
-                        r.negative_controls,
-                        r.regression_cases,
-                        r.known_gaps,
-                        if r.fragile {
-                            "FRAGILE (fewer than 3 labelled examples of a kind)"
-                        } else {
-                            "ok"
-                        }
-                    );
-                }
-            }
-            Ok(0)
-        }
+        } => coverage_cmd(fixtures, regressions, json),
         Command::VmAgent => Ok(glassbox_vm::agent::main()),
         Command::AuditGuest => Ok(glassbox_audit::microvm::guest_main()?),
         Command::Trace {
@@ -783,80 +659,246 @@ fn run(cli: Cli) -> Result<i32> {
             recorder,
             isolation,
             cmd,
-        } => {
-            let env = env
-                .iter()
-                .map(|kv| match kv.split_once('=') {
-                    Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
-                    _ => Err(anyhow::anyhow!("--env takes NAME=VALUE, not {kv:?}")),
-                })
-                .collect::<Result<Vec<_>>>()?;
-            let sink: Box<dyn EventSink> = match &out {
-                Some(p) => Box::new(JsonLines(std::io::BufWriter::new(
-                    std::fs::File::create(p)
-                        .with_context(|| format!("cannot create {}", p.display()))?,
-                ))),
-                None => Box::new(Readable(std::io::stderr())),
-            };
-            if isolation == Isolation::Microvm {
-                let read_only = absolute(read_only)?;
-                let recorder = clap::ValueEnum::to_possible_value(&recorder)
-                    .map(|v| v.get_name().to_string())
-                    .unwrap_or_else(|| "auto".into());
-                let req = microvm::TraceRequest {
-                    cmd: &cmd,
-                    cwd: &cwd,
-                    read_only: &read_only,
-                    env: &env,
-                    recorder: &recorder,
-                };
-                let (code, events) = microvm::trace(&req, sink)?;
-                if let Some(p) = &out {
-                    eprintln!("glassbox: {events} events written to {}", p.display());
+        } => trace_cmd(
+            out, read_only, env, responder, recorder, isolation, cmd, &cwd,
+        ),
+    }
+}
+
+/// `glassbox selftest`: every control through the real sandbox; 1 on any miss.
+fn selftest_cmd(
+    fixtures: Option<PathBuf>,
+    recorder: Recorder,
+    jobs: Option<usize>,
+    json: Option<PathBuf>,
+    isolation: Isolation,
+) -> Result<i32> {
+    let fixtures = fixtures.unwrap_or_else(selftest::default_fixtures);
+    let isolation = isolation.into();
+    let jobs = jobs.unwrap_or_else(|| selftest_jobs(isolation, 4));
+    let record = run_selftest(&fixtures, recorder, isolation, jobs, false)?;
+    if let Some(p) = json {
+        write_json(&p, &record)?;
+    }
+    Ok(if record.ok() { 0 } else { 1 })
+}
+
+/// `glassbox recheck`: stored bundles judged by the current checks; the worst verdict's status.
+fn recheck_cmd(json: Option<PathBuf>, dirs: Vec<PathBuf>) -> Result<i32> {
+    let mut worst = 0;
+    let mut reports = Vec::new();
+    for dir in &dirs {
+        // A bundle is judged with the proofs of the backend it was recorded on.
+        let proofs = selftest::load_proofs_for(bundle_isolation(dir));
+        match glassbox_audit::recheck::recheck(dir, &proofs) {
+            Ok(r) => {
+                println!("{} ({} events)", dir.display(), r.events);
+                print!("{}", glassbox_report::checks(&r.report, false));
+                if let Some(stored) = &r.stored {
+                    println!(
+                        "  stored report (glassbox {}): {:?}{}",
+                        stored.glassbox_version,
+                        stored.verdict,
+                        if r.withdrawn > 0 {
+                            format!(
+                                ", after withdrawing {} claim(s) of retracted check versions",
+                                r.withdrawn
+                            )
+                        } else {
+                            String::new()
+                        }
+                    );
                 }
-                return Ok(code);
+                worst = worst.max(r.report.verdict.exit_code());
+                reports.push(r.report);
             }
-            let traced = glassbox_audit::trace(
-                &cmd,
-                &cwd,
-                &absolute(read_only)?,
-                &env,
-                sink,
-                recorder.into(),
-                responder.into(),
-            )?;
-            if let Some(p) = &out {
-                eprintln!(
-                    "glassbox: {} events written to {}",
-                    traced.events,
-                    p.display()
-                );
+            Err(e) => {
+                eprintln!("glassbox: {}: {e}", dir.display());
+                worst = worst.max(2);
             }
-            eprintln!(
-                "glassbox: {} flows at the network edge (captured, nothing left the machine)",
-                traced.flows.len()
-            );
-            for f in traced.flows.iter().take(50) {
-                let what = match (&f.dns, &f.sni, &f.dns_name) {
-                    (Some(q), _, _) => format!("{} {}", q.qtype, q.name),
-                    (_, Some(sni), _) => format!("SNI {sni}"),
-                    (_, _, Some(n)) => format!("= {n}"),
-                    _ => String::new(),
-                };
-                let line = format!(
-                    "  {:?} {} {what} ({} packets, {} bytes out)",
-                    f.protocol, f.dst, f.packets_out, f.bytes_out
-                );
-                eprintln!("{}", glassbox_model::printable(&line));
-            }
-            let exit = traced.exit;
-            Ok(match exit {
-                ServerExit::Exited { code } => code,
-                ServerExit::Signaled { signal, .. } => 128 + signal,
-                ServerExit::Running => 2,
-            })
         }
     }
+    if let Some(p) = json {
+        write_json(&p, &reports)?;
+    }
+    Ok(worst)
+}
+
+/// `glassbox report`: a stored audit's report, as published (or whole, `--include-withheld`).
+fn report_cmd(
+    id: i64,
+    format: ReportFormat,
+    store: Option<glassbox_store::StoreLocation>,
+    include_withheld: bool,
+) -> Result<i32> {
+    let (path, s) = open_store(store)?;
+    let row = s
+        .audit(id)?
+        .with_context(|| format!("no audit {id} in the store {}", path.display()))?;
+    let stored = s.report(id)?.context("the audit has no stored report")?;
+    let ev = glassbox_audit::recheck::load(&row.evidence_dir).with_context(|| {
+        format!(
+            "cannot read the evidence bundle of audit {id} at {}",
+            row.evidence_dir.display()
+        )
+    })?;
+    let shown = |stored| {
+        if include_withheld {
+            stored
+        } else {
+            published(&row, stored, &ev)
+        }
+    };
+    let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let text = match format {
+        ReportFormat::Terminal => glassbox_report::terminal(&ev, &shown(stored), color),
+        ReportFormat::Json => glassbox_report::json(&shown(stored)) + "\n",
+        ReportFormat::Md => glassbox_report::markdown(&ev, &shown(stored)),
+        ReportFormat::Html => glassbox_report::html(&ev, &shown(stored)),
+        ReportFormat::Sarif => report_sarif(&row, stored, &ev, include_withheld),
+    };
+    print!("{text}");
+    Ok(0)
+}
+
+/// `glassbox allowlist`: the TCP destinations a bundle's capture run reached, as an allowlist.
+fn allowlist_cmd(format: AllowlistFormat, dir: PathBuf) -> Result<i32> {
+    let path = dir.join("network.jsonl");
+    if !path.exists() {
+        anyhow::bail!(
+            "{} has no network.jsonl: not an evidence bundle of an audit with the network edge",
+            dir.display()
+        );
+    }
+    let mut ev = glassbox_model::Evidence::default();
+    glassbox_audit::recheck::read_lines(&path, |f| ev.flows.push(f))?;
+    let dest = glassbox_report::allowlist::destinations(&ev);
+    let value = match format {
+        AllowlistFormat::Toolhive => glassbox_report::allowlist::toolhive(&dest),
+        AllowlistFormat::Docker => glassbox_report::allowlist::docker(&dest),
+    };
+    println!("{}", serde_json::to_string_pretty(&value)?);
+    Ok(0)
+}
+
+/// `glassbox coverage`: per check, its controls and regression cases.
+fn coverage_cmd(
+    fixtures: Option<PathBuf>,
+    regressions: Option<PathBuf>,
+    json: bool,
+) -> Result<i32> {
+    let rows = glassbox_audit::coverage::ledger(
+        &fixtures.unwrap_or_else(selftest::default_fixtures),
+        &regressions.unwrap_or_else(glassbox_audit::coverage::default_regressions),
+    )?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+    } else {
+        println!(
+            "{:<28} {:>9} {:>9} {:>10} {:>5}  status",
+            "check", "positive", "negative", "regression", "gaps"
+        );
+        for r in &rows {
+            println!(
+                "{:<28} {:>9} {:>9} {:>10} {:>5}  {}",
+                format!("{} v{}", r.id, r.version),
+                r.positive_controls,
+                r.negative_controls,
+                r.regression_cases,
+                r.known_gaps,
+                if r.fragile {
+                    "FRAGILE (fewer than 3 labelled examples of a kind)"
+                } else {
+                    "ok"
+                }
+            );
+        }
+    }
+    Ok(0)
+}
+
+/// `glassbox trace`: a command under the recorder and the edge; its exit status.
+#[allow(clippy::too_many_arguments)]
+fn trace_cmd(
+    out: Option<PathBuf>,
+    read_only: Vec<PathBuf>,
+    env: Vec<String>,
+    responder: Responder,
+    recorder: Recorder,
+    isolation: Isolation,
+    cmd: Vec<OsString>,
+    cwd: &Path,
+) -> Result<i32> {
+    let env = env
+        .iter()
+        .map(|kv| match kv.split_once('=') {
+            Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
+            _ => Err(anyhow::anyhow!("--env takes NAME=VALUE, not {kv:?}")),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let sink: Box<dyn EventSink> = match &out {
+        Some(p) => Box::new(JsonLines(std::io::BufWriter::new(
+            std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
+        ))),
+        None => Box::new(Readable(std::io::stderr())),
+    };
+    if isolation == Isolation::Microvm {
+        let read_only = absolute(read_only)?;
+        let recorder = clap::ValueEnum::to_possible_value(&recorder)
+            .map(|v| v.get_name().to_string())
+            .unwrap_or_else(|| "auto".into());
+        let req = microvm::TraceRequest {
+            cmd: &cmd,
+            cwd,
+            read_only: &read_only,
+            env: &env,
+            recorder: &recorder,
+        };
+        let (code, events) = microvm::trace(&req, sink)?;
+        if let Some(p) = &out {
+            eprintln!("glassbox: {events} events written to {}", p.display());
+        }
+        return Ok(code);
+    }
+    let traced = glassbox_audit::trace(
+        &cmd,
+        cwd,
+        &absolute(read_only)?,
+        &env,
+        sink,
+        recorder.into(),
+        responder.into(),
+    )?;
+    if let Some(p) = &out {
+        eprintln!(
+            "glassbox: {} events written to {}",
+            traced.events,
+            p.display()
+        );
+    }
+    eprintln!(
+        "glassbox: {} flows at the network edge (captured, nothing left the machine)",
+        traced.flows.len()
+    );
+    for f in traced.flows.iter().take(50) {
+        let what = match (&f.dns, &f.sni, &f.dns_name) {
+            (Some(q), _, _) => format!("{} {}", q.qtype, q.name),
+            (_, Some(sni), _) => format!("SNI {sni}"),
+            (_, _, Some(n)) => format!("= {n}"),
+            _ => String::new(),
+        };
+        let line = format!(
+            "  {:?} {} {what} ({} packets, {} bytes out)",
+            f.protocol, f.dst, f.packets_out, f.bytes_out
+        );
+        eprintln!("{}", glassbox_model::printable(&line));
+    }
+    let exit = traced.exit;
+    Ok(match exit {
+        ServerExit::Exited { code } => code,
+        ServerExit::Signaled { signal, .. } => 128 + signal,
+        ServerExit::Running => 2,
+    })
 }
 
 /// `glassbox review …` over an open store.
@@ -1057,12 +1099,7 @@ fn site(
     fixtures: Option<PathBuf>,
     regressions: Option<PathBuf>,
 ) -> Result<i32> {
-    let path = match store {
-        Some(p) => p,
-        None => glassbox_store::StoreLocation::from_env()?,
-    };
-    let s = glassbox_store::Store::open_location(&path)
-        .with_context(|| format!("cannot open the store {}", path.display()))?;
+    let (_, s) = open_store(store)?;
     let coverage: Vec<glassbox_report::site::CoverageRow> = glassbox_audit::coverage::ledger(
         &fixtures.unwrap_or_else(selftest::default_fixtures),
         &regressions.unwrap_or_else(glassbox_audit::coverage::default_regressions),

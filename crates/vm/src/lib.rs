@@ -55,6 +55,7 @@ pub mod initramfs;
 pub mod kernel;
 pub mod mux;
 pub mod proto;
+pub mod wire;
 
 pub use accel::{Accel, AccelChoice};
 pub use kernel::Kernel;
