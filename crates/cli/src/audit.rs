@@ -294,31 +294,24 @@ fn record(
     quiet: bool,
     store: &glassbox_store::StoreLocation,
 ) -> Result<i64> {
-    let path = store;
-    let id = glassbox_store::Store::open_location(path)
-        .and_then(|mut s| {
-            s.record(
-                &audit.report,
-                &audit.evidence.manifest,
-                None,
-                &audit.evidence_dir,
-            )
-        })
-        .with_context(|| {
-            format!(
-                "cannot record the audit in the store {} (its evidence is in {})",
-                path.display(),
-                audit.evidence_dir.display()
-            )
-        })?;
+    let published = glassbox_store::Store::publish(
+        store,
+        &audit.report,
+        &audit.evidence.manifest,
+        &audit.evidence_dir,
+    )
+    .with_context(|| {
+        format!(
+            "cannot record the audit in the store {} (its evidence is in {})",
+            store.display(),
+            audit.evidence_dir.display()
+        )
+    })?;
+    let id = published.id;
     if !quiet {
-        eprintln!("glassbox: recorded as audit {id} in {}", path.display());
+        eprintln!("glassbox: recorded as audit {id} in {}", store.display());
     }
-    // Tool definitions against the previous audit of the same exact version.
-    let changed = glassbox_store::Store::open_location(path)
-        .ok()
-        .and_then(|s| s.changes_since_previous(id, &audit.evidence.manifest));
-    if let Some((prev, changes)) = changed.filter(|(_, c)| !c.is_empty()) {
+    if let Some((prev, changes)) = published.changed {
         eprintln!(
             "glassbox: tool definitions changed since audit {prev} of the same version: {}",
             changes.join("; ")

@@ -500,10 +500,14 @@ fn one(job: &Job, index: usize, sh: &Shared<'_>) -> Row {
             if let Some(p) = &a.evidence.manifest.target.package {
                 row.version = Some(p.version.clone());
             }
-            let recorded = glassbox_store::Store::open_location(sh.store)
-                .and_then(|mut s| s.record(&a.report, &a.evidence.manifest, None, &a.evidence_dir));
+            let recorded = glassbox_store::Store::publish(
+                sh.store,
+                &a.report,
+                &a.evidence.manifest,
+                &a.evidence_dir,
+            );
             match recorded {
-                Ok(id) => Outcome::Audited {
+                Ok(glassbox_store::Published { id, .. }) => Outcome::Audited {
                     id,
                     verdict: a.report.verdict,
                 },

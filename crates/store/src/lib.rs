@@ -387,6 +387,16 @@ impl fmt::Debug for Store {
     }
 }
 
+/// What [`Store::publish`] did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Published {
+    /// The audit's id in the store.
+    pub id: i64,
+    /// The previous audit of the same exact version and how the tool definitions changed
+    /// since it, when they did.
+    pub changed: Option<(i64, Vec<String>)>,
+}
+
 impl Store {
     /// Opens (creating it and its parent directories if needed) the SQLite store at `path`
     /// and brings its schema up to date. A store made by a newer glassbox is refused.
@@ -405,6 +415,24 @@ impl Store {
         };
         store.migrate()?;
         Ok(store)
+    }
+
+    /// Records a finished audit in the store at `location`: the one way an audit reaches the
+    /// store (`glassbox audit`, each audit of a batch). Its id, and how its tool definitions
+    /// changed since the previous audit of the same exact version (when one was recorded and
+    /// they changed).
+    pub fn publish(
+        location: &StoreLocation,
+        report: &AuditReport,
+        manifest: &Manifest,
+        evidence_dir: &Path,
+    ) -> Result<Published, Error> {
+        let mut s = Store::open_location(location)?;
+        let id = s.record(report, manifest, None, evidence_dir)?;
+        let changed = s
+            .changes_since_previous(id, manifest)
+            .filter(|(_, c)| !c.is_empty());
+        Ok(Published { id, changed })
     }
 
     /// Where the store is.
