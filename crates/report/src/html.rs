@@ -10,8 +10,8 @@
 
 use crate::escape::{self, truncate as cut};
 use crate::tables::{
-    self, claim_status, id_list, phases, CONNECTIONS_CAP, DESCRIPTION, FILES_CAP, FINDINGS_CAP,
-    FLOWS_CAP, NAME, NOTES_CAP, PROCESSES_CAP, TIMINGS_CAP, TOOLS_CAP, WIDE,
+    self, claim_status, id_list, DESCRIPTION, FINDINGS_CAP, FLOWS_CAP, NAME, NOTES_CAP,
+    TIMINGS_CAP, TOOLS_CAP, WIDE,
 };
 use glassbox_model::{AuditReport, CheckResult, Evidence, Finding, Outcome, Verdict};
 use std::fmt::Write as _;
@@ -95,9 +95,9 @@ pub(crate) fn render(ev: &Evidence, report: &AuditReport) -> String {
     out.push_str("<main>\n");
     checks(&mut out, report);
     findings(&mut out, report);
-    files(&mut out, ev);
-    processes(&mut out, ev);
-    connections(&mut out, ev);
+    for sec in tables::event_sections(ev) {
+        section(&mut out, &sec);
+    }
     network(&mut out, ev);
     tools(&mut out, ev, report);
     timeline(&mut out, ev);
@@ -307,83 +307,32 @@ fn finding(out: &mut String, mark: &str, f: &Finding) {
     out.push_str("</li>\n");
 }
 
-fn files(out: &mut String, ev: &Evidence) {
-    heading(out, "Files touched under home");
-    match tables::files(ev) {
-        None => para(
-            out,
-            "muted",
-            "The home directory is not recorded in the manifest.",
-        ),
-        Some(rows) if rows.is_empty() => para(out, "muted", "None."),
-        Some(rows) => {
-            table(out, &["path", "access", "phases", "events"]);
-            for r in rows.iter().take(FILES_CAP) {
-                let (path, u) = &r.data;
-                row(
-                    out,
-                    &[
-                        cell("mono", &cut(path, WIDE)),
-                        cell("", &u.text()),
-                        cell("", &phases(&r.phases)),
-                        cell("num", &r.count.to_string()),
-                    ],
-                );
+/// A section every format shows alike ([`tables::Section`]).
+fn section(out: &mut String, sec: &tables::Section) {
+    heading(out, sec.title);
+    match &sec.body {
+        tables::Body::Note(why) => para(out, "muted", why),
+        tables::Body::Table {
+            header,
+            rows,
+            total,
+            see,
+        } => {
+            table(out, header);
+            for r in rows {
+                let cells: Vec<String> = r
+                    .iter()
+                    .map(|c| match c {
+                        tables::Cell::Mono(t) => cell("mono", t),
+                        tables::Cell::Text(t) | tables::Cell::Own(t) => cell("", t),
+                        tables::Cell::Num(n) => cell("num", &n.to_string()),
+                    })
+                    .collect();
+                row(out, &cells);
             }
             end_table(out);
-            more(out, FILES_CAP, rows.len(), "events.jsonl");
+            more(out, rows.len(), *total, see);
         }
-    }
-    end_section(out);
-}
-
-fn processes(out: &mut String, ev: &Evidence) {
-    heading(out, "Processes");
-    let rows = tables::processes(ev);
-    if rows.is_empty() {
-        para(out, "muted", "None.");
-    } else {
-        table(out, &["pid", "parent", "argv", "phases", "events"]);
-        for r in rows.iter().take(PROCESSES_CAP) {
-            let p = &r.data;
-            row(
-                out,
-                &[
-                    cell("num", &p.pid.to_string()),
-                    cell("num", &p.ppid.to_string()),
-                    cell("mono", &p.argv),
-                    cell("", &phases(&r.phases)),
-                    cell("num", &r.count.to_string()),
-                ],
-            );
-        }
-        end_table(out);
-        more(out, PROCESSES_CAP, rows.len(), "events.jsonl");
-    }
-    end_section(out);
-}
-
-fn connections(out: &mut String, ev: &Evidence) {
-    heading(out, "Connection attempts");
-    let rows = tables::connections(ev);
-    if rows.is_empty() {
-        para(out, "muted", "None.");
-    } else {
-        table(out, &["destination", "call", "phases", "events"]);
-        for r in rows.iter().take(CONNECTIONS_CAP) {
-            let (dest, syscall) = &r.data;
-            row(
-                out,
-                &[
-                    cell("mono", &cut(dest, WIDE)),
-                    cell("", &cut(syscall, NAME)),
-                    cell("", &phases(&r.phases)),
-                    cell("num", &r.count.to_string()),
-                ],
-            );
-        }
-        end_table(out);
-        more(out, CONNECTIONS_CAP, rows.len(), "events.jsonl");
     }
     end_section(out);
 }

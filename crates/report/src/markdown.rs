@@ -9,8 +9,8 @@
 
 use crate::escape;
 use crate::tables::{
-    self, claim_status, id_list, phases, CONNECTIONS_CAP, DESCRIPTION, FILES_CAP, FINDINGS_CAP,
-    FLOWS_CAP, NAME, NOTES_CAP, PROCESSES_CAP, TIMINGS_CAP, TOOLS_CAP, WIDE,
+    self, claim_status, id_list, DESCRIPTION, FINDINGS_CAP, FLOWS_CAP, NAME, NOTES_CAP,
+    TIMINGS_CAP, TOOLS_CAP, WIDE,
 };
 use glassbox_model::{AuditReport, CheckResult, Evidence, Finding, Outcome};
 use std::fmt::Write as _;
@@ -95,9 +95,9 @@ pub(crate) fn render(ev: &Evidence, report: &AuditReport) -> String {
     header(&mut out, ev, report);
     checks(&mut out, report);
     findings(&mut out, report);
-    files(&mut out, ev);
-    processes(&mut out, ev);
-    connections(&mut out, ev);
+    for sec in tables::event_sections(ev) {
+        section(&mut out, &sec);
+    }
     network(&mut out, ev);
     tools(&mut out, ev, report);
     timeline(&mut out, ev);
@@ -211,81 +211,34 @@ fn finding(out: &mut String, mark: &str, f: &Finding) {
     let _ = writeln!(out, "{line}");
 }
 
-fn times(count: usize) -> String {
-    count.to_string()
-}
-
-fn files(out: &mut String, ev: &Evidence) {
-    heading(out, "Files touched under home");
-    let Some(rows) = tables::files(ev) else {
-        let _ = writeln!(out, "The home directory is not recorded in the manifest.");
-        return;
-    };
-    if rows.is_empty() {
-        let _ = writeln!(out, "None.");
-        return;
+/// A section every format shows alike ([`tables::Section`]).
+fn section(out: &mut String, sec: &tables::Section) {
+    heading(out, sec.title);
+    match &sec.body {
+        tables::Body::Note(why) => {
+            let _ = writeln!(out, "{why}");
+        }
+        tables::Body::Table {
+            header,
+            rows,
+            total,
+            see,
+        } => {
+            table(out, header);
+            for r in rows {
+                let cells: Vec<String> = r
+                    .iter()
+                    .map(|c| match c {
+                        tables::Cell::Mono(t) | tables::Cell::Text(t) => md(t),
+                        tables::Cell::Own(t) => t.clone(),
+                        tables::Cell::Num(n) => n.to_string(),
+                    })
+                    .collect();
+                row(out, &cells);
+            }
+            more(out, rows.len(), *total, see);
+        }
     }
-    table(out, &["path", "access", "phases", "events"]);
-    for r in rows.iter().take(FILES_CAP) {
-        let (path, u) = &r.data;
-        row(
-            out,
-            &[
-                cut(path, WIDE),
-                u.text(),
-                md(&phases(&r.phases)),
-                times(r.count),
-            ],
-        );
-    }
-    more(out, FILES_CAP, rows.len(), "events.jsonl");
-}
-
-fn processes(out: &mut String, ev: &Evidence) {
-    heading(out, "Processes");
-    let rows = tables::processes(ev);
-    if rows.is_empty() {
-        let _ = writeln!(out, "None.");
-        return;
-    }
-    table(out, &["pid", "parent", "argv", "phases", "events"]);
-    for r in rows.iter().take(PROCESSES_CAP) {
-        let p = &r.data;
-        row(
-            out,
-            &[
-                p.pid.to_string(),
-                p.ppid.to_string(),
-                md(&p.argv),
-                md(&phases(&r.phases)),
-                times(r.count),
-            ],
-        );
-    }
-    more(out, PROCESSES_CAP, rows.len(), "events.jsonl");
-}
-
-fn connections(out: &mut String, ev: &Evidence) {
-    heading(out, "Connection attempts");
-    let rows = tables::connections(ev);
-    if rows.is_empty() {
-        let _ = writeln!(out, "None.");
-        return;
-    }
-    table(out, &["destination", "call", "phases", "events"]);
-    for r in rows.iter().take(CONNECTIONS_CAP) {
-        let (dest, syscall) = &r.data;
-        row(
-            out,
-            &[
-                cut(dest, WIDE),
-                cut(syscall, NAME),
-                md(&phases(&r.phases)),
-                times(r.count),
-            ],
-        );
-    }
-    more(out, CONNECTIONS_CAP, rows.len(), "events.jsonl");
 }
 
 fn network(out: &mut String, ev: &Evidence) {
