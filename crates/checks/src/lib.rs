@@ -38,7 +38,7 @@
 //!
 //! # Outcomes
 //!
-//! [`Check::run`] (and [`evaluate_all`] for the whole registry) turns an evaluation into a
+//! [`Run::finish`] (and [`evaluate_stream`] for a whole bundle) turns an evaluation into a
 //! [`CheckResult`], in this order:
 //!
 //! 1. findings → [`Outcome::Flag`] (what was recorded happened, whether or not the run
@@ -67,11 +67,19 @@
 //!
 //! # Verdict
 //!
-//! [`verdict`] turns the check results into the verdict on the server: any flag makes it
-//! [`Verdict::Flagged`]; otherwise an incomplete session, or any check that could not make its
-//! claim (inconclusive, not observed, unverified), makes it [`Verdict::Inconclusive`] with the
-//! reason; otherwise [`Verdict::Clean`]. [`Verdict::Withheld`] (an accusation awaiting review)
-//! is not produced yet; see [`verdict`] for where it goes.
+//! [`verdict`] (`verdict.rs`, locked in `checks.lock` as `verdict`) turns the manifest and the
+//! check results into the verdict on the server: a recorder that stopped, or a package's
+//! server that never ran, makes it [`Verdict::Inconclusive`]; else an accusation makes it
+//! [`Verdict::Withheld`], any other flag [`Verdict::Flagged`]; otherwise an incomplete
+//! session, or any check that could not make its claim (inconclusive, not observed,
+//! unverified), makes it [`Verdict::Inconclusive`] with the reason; otherwise
+//! [`Verdict::Clean`].
+//!
+//! # Links
+//!
+//! Which system calls made which flows is derived here ([`links`]), every time checks run:
+//! [`evaluate_stream`] makes a pre-pass over the calls with a destination, then runs every
+//! check over the stream. The bundle stores calls and flows raw.
 //!
 //! # Paths
 //!
@@ -81,6 +89,8 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+#[cfg(doc)]
+use glassbox_model::Verdict;
 use glassbox_model::{
     CheckResult, CheckVersion, Event, Evidence, Finding, Flow, Manifest, Outcome, Phase, Severity,
     TranscriptEntry,
