@@ -139,7 +139,8 @@ fn main() {
     // (one pass: parse + checks) and the route it takes now (a pre-pass over the calls with a
     // destination, then that pass).
     println!(
-        "route: {:.2}M events/s, pre-pass and checks ({:.2}x the time of the single pass          recheck made before the pairing moved to checks; peak RSS grew {:.1} MiB)",
+        "route: {:.2}M events/s, pre-pass and checks ({:.2}x the time of the single pass recheck made before the pairing moved to checks; \
+         peak RSS grew {:.1} MiB)",
         route.rate / 1e6,
         checked.rate / route.rate,
         route.grew_mib
