@@ -730,13 +730,20 @@ impl<'a> Cursor<'a> {
 /// live audit once its bundle is written ([`glassbox_checks::evaluate_stream`]: a pre-pass
 /// over the calls with a destination, then the checks over the whole stream).
 pub fn evaluate_bundle(dir: &Path, proofs: &Proofs) -> Result<(AuditReport, Manifest), Error> {
-    evaluate_bundle_counted(dir, proofs).map(|(r, m, _)| (r, m))
+    evaluate_bundle_counted(dir, proofs).map(|b| (b.report, b.manifest))
 }
 
-fn evaluate_bundle_counted(
-    dir: &Path,
-    proofs: &Proofs,
-) -> Result<(AuditReport, Manifest, u64), Error> {
+/// What [`evaluate_bundle_counted`] read and derived.
+struct Evaluated {
+    report: AuditReport,
+    manifest: Manifest,
+    /// The bundle's flows (paired with their calls).
+    flows: Vec<Flow>,
+    /// Events read.
+    events: u64,
+}
+
+fn evaluate_bundle_counted(dir: &Path, proofs: &Proofs) -> Result<Evaluated, Error> {
     let manifest_path = dir.join("manifest.json");
     let manifest: Manifest =
         serde_json::from_slice(&read(&manifest_path)?).map_err(|e| bad(&manifest_path, 1, e))?;
@@ -778,7 +785,12 @@ fn evaluate_bundle_counted(
         proofs,
     )?;
     let report = crate::report(&manifest, evaluated.checks, dir);
-    Ok((report, manifest, events))
+    Ok(Evaluated {
+        report,
+        manifest,
+        flows: evaluated.flows,
+        events,
+    })
 }
 
 /// The pre-pass over `events.jsonl` ([`glassbox_checks::links::Calls`] keeps only the calls
@@ -802,16 +814,16 @@ fn read_calls(path: &Path, f: &mut dyn FnMut(&Event)) -> Result<(), Error> {
 
 /// Re-evaluates the bundle in `dir` with the current checks under `proofs`.
 pub fn recheck(dir: &Path, proofs: &Proofs) -> Result<Recheck, Error> {
-    let (report, manifest, events) = evaluate_bundle_counted(dir, proofs)?;
+    let Evaluated {
+        report,
+        manifest,
+        flows,
+        events,
+    } = evaluate_bundle_counted(dir, proofs)?;
     let rpath = dir.join("report.json");
     let (stored, withdrawn) = if rpath.exists() {
         let mut r: AuditReport =
             serde_json::from_slice(&read(&rpath)?).map_err(|e| bad(&rpath, 1, e))?;
-        let mut flows: Vec<Flow> = Vec::new();
-        let npath = dir.join("network.jsonl");
-        if npath.exists() {
-            read_lines(&npath, |f| flows.push(f))?;
-        }
         let n = glassbox_checks::apply_retractions(&mut r.checks, &flows);
         if n > 0 {
             let (v, why) = glassbox_checks::verdict(&manifest, &r.checks);
