@@ -7,13 +7,15 @@
 //! [`esc`], which escapes `& < > " '`; it is written only as element text or inside a quoted
 //! `title` attribute, never into a URL, `href`, `src`, `style` or event attribute. Class names
 //! come only from this module's own constants.
+//!
+//! The sections are [`crate::sections`]'s, built once for every format: this module renders
+//! each kind of body and cell one way (a cell's kind is its class: `mono`, `num`, `o-pass`...),
+//! and writes the header (the verdict banner, what the run recorded) and the page around them.
 
-use crate::escape::{self, truncate as cut};
-use crate::tables::{
-    self, claim_status, id_list, DESCRIPTION, FINDINGS_CAP, FLOWS_CAP, NAME, NOTES_CAP,
-    TIMINGS_CAP, TOOLS_CAP, WIDE,
-};
-use glassbox_model::{AuditReport, CheckResult, Evidence, Finding, Outcome, Verdict};
+use crate::escape;
+use crate::sections::{self, Body, Cell, Items, Section};
+use crate::tables::{self, claim_status, NAME, WIDE};
+use glassbox_model::{AuditReport, Evidence, Outcome, Verdict};
 use std::fmt::Write as _;
 
 /// The Content-Security-Policy of the page.
@@ -93,14 +95,9 @@ pub(crate) fn render(ev: &Evidence, report: &AuditReport) -> String {
     );
     header(&mut out, ev, report, &command);
     out.push_str("<main>\n");
-    checks(&mut out, report);
-    findings(&mut out, report);
-    for sec in tables::event_sections(ev) {
+    for sec in sections::all(ev, report) {
         section(&mut out, &sec);
     }
-    network(&mut out, ev);
-    tools(&mut out, ev, report);
-    timeline(&mut out, ev);
     out.push_str("</main>\n");
     let _ = writeln!(
         out,
@@ -154,23 +151,21 @@ fn heading(out: &mut String, title: &str) {
     let _ = writeln!(out, "<section>\n<h2>{}</h2>", esc(title));
 }
 
-fn end_section(out: &mut String) {
-    out.push_str("</section>\n");
-}
-
 fn para(out: &mut String, class: &str, s: &str) {
     let _ = writeln!(out, "<p class=\"{}\">{}</p>", esc(class), esc(s));
 }
 
-fn table(out: &mut String, header: &[&str]) {
+/// The head of a table of `titles`; the site's tables start so too.
+pub(crate) fn table<'a>(out: &mut String, titles: impl IntoIterator<Item = &'a str>) {
     out.push_str("<table>\n<thead><tr>");
-    for h in header {
+    for h in titles {
         let _ = write!(out, "<th>{}</th>", esc(h));
     }
     out.push_str("</tr></thead>\n<tbody>\n");
 }
 
-fn end_table(out: &mut String) {
+/// The end of a table.
+pub(crate) fn end_table(out: &mut String) {
     out.push_str("</tbody>\n</table>\n");
 }
 
@@ -207,285 +202,106 @@ fn outcome(o: Outcome) -> (&'static str, &'static str) {
     (class, tables::outcome(o))
 }
 
-fn checks(out: &mut String, report: &AuditReport) {
-    heading(out, "Checks");
-    if report.checks.is_empty() {
-        para(out, "muted", "None evaluated.");
-        end_section(out);
-        return;
-    }
-    table(
-        out,
-        &[
-            "check", "version", "claim", "severity", "outcome", "status", "reason",
-        ],
-    );
-    for c in &report.checks {
-        let (class, label) = outcome(c.outcome);
-        row(
-            out,
-            &[
-                cell("mono", &plain(&c.id, NAME)),
-                cell("num", &c.version.to_string()),
-                cell("", &plain(&c.claim, usize::MAX)),
-                cell("", tables::severity(c.severity)),
-                cell(class, label),
-                cell(class, claim_status(c.outcome)),
-                cell(
-                    "muted",
-                    &c.reason
-                        .as_deref()
-                        .map(|r| plain(r, usize::MAX))
-                        .unwrap_or_default(),
-                ),
-            ],
-        );
-    }
-    end_table(out);
-    end_section(out);
+/// A section ([`sections::Section`]): its heading, then its body.
+fn section(out: &mut String, sec: &Section) {
+    heading(out, &sec.title);
+    body(out, &sec.body);
+    out.push_str("</section>\n");
 }
 
-fn findings(out: &mut String, report: &AuditReport) {
-    heading(out, "Findings");
-    let listed: Vec<&CheckResult> = report
-        .checks
-        .iter()
-        .filter(|c| !c.findings.is_empty() || !c.notes.is_empty())
-        .collect();
-    if listed.is_empty() {
-        para(out, "muted", "No check found anything.");
-    }
-    for c in listed {
-        let (class, label) = outcome(c.outcome);
-        let _ = writeln!(
-            out,
-            "<h3><span class=\"mono\">{}</span> v{} <span class=\"{}\">{}</span></h3>",
-            esc(&plain(&c.id, NAME)),
-            c.version,
-            esc(class),
-            esc(label),
-        );
-        if !c.findings.is_empty() {
-            out.push_str("<ul class=\"findings\">\n");
-            for f in c.findings.iter().take(FINDINGS_CAP) {
-                finding(out, "✗", f);
-            }
-            out.push_str("</ul>\n");
-            more(out, FINDINGS_CAP, c.findings.len(), "report.json");
-        }
-        if !c.notes.is_empty() {
-            out.push_str("<p class=\"muted\">Notes:</p>\n<ul class=\"findings\">\n");
-            for n in c.notes.iter().take(NOTES_CAP) {
-                finding(out, "·", n);
-            }
-            out.push_str("</ul>\n");
-            more(out, NOTES_CAP, c.notes.len(), "report.json");
-        }
-    }
-    end_section(out);
-}
-
-fn finding(out: &mut String, mark: &str, f: &Finding) {
-    out.push_str("<li>");
-    let _ = write!(out, "{} ", esc(mark));
-    if f.accusation {
-        out.push_str("<span class=\"withheld-mark\">withheld until reviewed:</span> ");
-    }
-    out.push_str(&esc(&plain(&f.summary, usize::MAX)));
-    let mut refs: Vec<String> = Vec::new();
-    for r in [id_list("event", &f.evidence), id_list("flow", &f.flows)] {
-        if !r.is_empty() {
-            refs.push(esc(&r));
-        }
-    }
-    if let Some(p) = &f.phase {
-        refs.push(esc(&format!("phase {}", plain(&p.to_string(), NAME))));
-    }
-    if !refs.is_empty() {
-        let _ = write!(out, " <span class=\"refs\">[{}]</span>", refs.join("; "));
-    }
-    out.push_str("</li>\n");
-}
-
-/// A section every format shows alike ([`tables::Section`]).
-fn section(out: &mut String, sec: &tables::Section) {
-    heading(out, sec.title);
-    match &sec.body {
-        tables::Body::Note(why) => para(out, "muted", why),
-        tables::Body::Table {
-            header,
-            rows,
-            total,
-            see,
-        } => {
-            table(out, header);
-            for r in rows {
-                let cells: Vec<String> = r
-                    .iter()
-                    .map(|c| match c {
-                        tables::Cell::Mono(t) => cell("mono", t),
-                        tables::Cell::Text(t) | tables::Cell::Own(t) => cell("", t),
-                        tables::Cell::Num(n) => cell("num", &n.to_string()),
-                    })
-                    .collect();
+fn body(out: &mut String, b: &Body) {
+    match b {
+        Body::Note(why) => para(out, "muted", why),
+        Body::Text(text) => para(out, "muted", text),
+        Body::Table(t) => {
+            table(out, t.columns.iter().map(|c| c.title));
+            for r in &t.rows {
+                let cells: Vec<String> = r.iter().map(table_cell).collect();
                 row(out, &cells);
             }
             end_table(out);
-            more(out, rows.len(), *total, see);
+            more(out, t.rows.len(), t.total, t.see);
         }
-    }
-    end_section(out);
-}
-
-fn network(out: &mut String, ev: &Evidence) {
-    heading(out, "Network flows");
-    let runs = &ev.manifest.network.runs;
-    if runs.is_empty() {
-        para(out, "muted", "No network run was recorded.");
-        end_section(out);
-        return;
-    }
-    table(
-        out,
-        &[
-            "run",
-            "packets",
-            "flows",
-            "isolation",
-            "calls with no packet",
-        ],
-    );
-    for r in tables::runs(ev) {
-        let isolation = if r.isolation_verified {
-            cell("o-pass", "verified")
-        } else {
-            cell("o-flag", "NOT verified")
-        };
-        row(
-            out,
-            &[
-                cell("", r.mode),
-                cell("num", &r.packets.to_string()),
-                cell("num", &r.flows.to_string()),
-                isolation,
-                cell("num", &r.calls_without_flow.to_string()),
-            ],
-        );
-    }
-    end_table(out);
-    let groups = tables::flows(ev);
-    if groups.is_empty() {
-        para(out, "muted", "No flows.");
-    } else {
-        table(
-            out,
-            &[
-                "run",
-                "protocol",
-                "destination",
-                "flows",
-                "packets out",
-                "bytes out",
-                "read",
-                "flow ids",
-            ],
-        );
-        for g in groups.iter().take(FLOWS_CAP) {
-            row(
+        Body::Checks(checks) => {
+            table(
                 out,
-                &[
-                    cell("", g.mode.name()),
-                    cell("", &g.protocol),
-                    cell("mono", &cut(&g.destination, WIDE)),
-                    cell("num", &g.flows.to_string()),
-                    cell("num", &g.packets.to_string()),
-                    cell("num", &g.bytes.to_string()),
-                    cell("", &cut(&g.read, WIDE)),
-                    cell("", &tables::ids(&g.ids).join(", ")),
+                [
+                    "check", "version", "claim", "severity", "outcome", "status", "reason",
                 ],
             );
-        }
-        end_table(out);
-        more(out, FLOWS_CAP, groups.len(), "network.jsonl");
-    }
-    end_section(out);
-}
-
-fn tools(out: &mut String, ev: &Evidence, report: &AuditReport) {
-    heading(out, &format!("Tools ({})", report.tools.len()));
-    if report.tools.is_empty() {
-        para(out, "muted", "None listed.");
-    } else {
-        table(out, &["name", "called", "result", "description"]);
-        for t in report.tools.iter().take(TOOLS_CAP) {
-            row(
-                out,
-                &[
-                    cell("mono", &plain(&t.name, NAME)),
-                    cell("", if t.called { "yes" } else { "no" }),
-                    cell("", &tables::outcomes(&t.outcomes())),
-                    cell(
-                        "",
-                        &tables::description(ev, &t.name)
-                            .map(|d| cut(&d, DESCRIPTION))
-                            .unwrap_or_default(),
-                    ),
-                ],
-            );
-        }
-        end_table(out);
-        more(out, TOOLS_CAP, report.tools.len(), "report.json");
-        if let Some(totals) = tables::call_totals(report) {
-            para(out, "muted", &totals);
-        }
-        let rows = tables::call_rows(report);
-        if !rows.is_empty() {
-            para(
-                out,
-                "muted",
-                "Calls of the tools called more than once; findings name the call as their phase.",
-            );
-            table(out, &["phase", "arguments", "outcome", "note"]);
-            for r in rows.iter().take(TOOLS_CAP) {
+            for c in checks {
+                let (class, label) = outcome(c.outcome);
                 row(
                     out,
                     &[
-                        cell("mono", &r.phase),
-                        cell("", &r.label),
-                        cell("", r.outcome),
-                        cell("", &r.note),
+                        cell("mono", &c.id),
+                        cell("num", &c.version.to_string()),
+                        cell("", &c.claim),
+                        cell("", tables::severity(c.severity)),
+                        cell(class, label),
+                        cell(class, claim_status(c.outcome)),
+                        cell("muted", c.reason.as_deref().unwrap_or_default()),
                     ],
                 );
             }
             end_table(out);
-            more(out, TOOLS_CAP, rows.len(), "report.json");
+        }
+        Body::Findings(checks) => {
+            for c in checks {
+                let (class, label) = outcome(c.outcome);
+                let _ = writeln!(
+                    out,
+                    "<h3><span class=\"mono\">{}</span> v{} <span class=\"{}\">{}</span></h3>",
+                    esc(&c.id),
+                    c.version,
+                    esc(class),
+                    esc(label),
+                );
+                if c.findings.total > 0 {
+                    items(out, &c.findings);
+                }
+                if c.notes.total > 0 {
+                    para(out, "muted", "Notes:");
+                    items(out, &c.notes);
+                }
+            }
+        }
+        Body::Parts(parts) => {
+            for p in parts {
+                body(out, p);
+            }
         }
     }
-    end_section(out);
 }
 
-fn timeline(out: &mut String, ev: &Evidence) {
-    heading(out, "Timeline");
-    let timings = &ev.manifest.timings;
-    if timings.is_empty() {
-        para(out, "muted", "No phase timings recorded.");
-    } else {
-        table(out, &["phase", "start (ms)", "end (ms)", "duration (ms)"]);
-        for t in timings.iter().take(TIMINGS_CAP) {
-            row(
-                out,
-                &[
-                    cell("mono", &plain(&t.phase.to_string(), NAME)),
-                    cell("num", &tables::ms(t.start_ns)),
-                    cell("num", &tables::ms(t.end_ns)),
-                    cell("num", &tables::ms(t.end_ns.saturating_sub(t.start_ns))),
-                ],
-            );
-        }
-        end_table(out);
-        more(out, TIMINGS_CAP, timings.len(), "manifest.json");
+fn table_cell(c: &Cell) -> String {
+    match c {
+        Cell::Mono(t) => cell("mono", t),
+        Cell::Text(t) | Cell::Own(t) => cell("", t),
+        Cell::Num(n) => cell("num", &n.to_string()),
+        Cell::Ms(ns) => cell("num", &tables::ms(*ns)),
+        Cell::Status { good: true, text } => cell("o-pass", text),
+        Cell::Status { good: false, text } => cell("o-flag", text),
     }
-    end_section(out);
+}
+
+/// A list of findings or notes, then how many more there are.
+fn items(out: &mut String, list: &Items) {
+    out.push_str("<ul class=\"findings\">\n");
+    for i in &list.shown {
+        let _ = write!(out, "<li>{} ", esc(list.mark.glyph()));
+        if i.withheld {
+            out.push_str("<span class=\"withheld-mark\">withheld until reviewed:</span> ");
+        }
+        out.push_str(&esc(&i.summary));
+        let refs: Vec<String> = i.refs().iter().map(|r| esc(r)).collect();
+        if !refs.is_empty() {
+            let _ = write!(out, " <span class=\"refs\">[{}]</span>", refs.join("; "));
+        }
+        out.push_str("</li>\n");
+    }
+    out.push_str("</ul>\n");
+    more(out, list.shown.len(), list.total, list.see);
 }
 
 #[cfg(test)]

@@ -24,6 +24,13 @@
 //!   across servers, one [`html()`] page per audit, the coverage ledger and the recorder's
 //!   blind spots.
 //!
+//! # Sections
+//!
+//! Every section the reports show (checks, findings, files, processes, connection attempts,
+//! network, tools, timeline) is built once, as format-neutral data, by the `sections` module;
+//! the HTML, Markdown and terminal renderers only render it, each with one function per kind
+//! of body. The site's audit pages are the [`html()`] page.
+//!
 //! # Hostile strings
 //!
 //! Paths, argv, tool names, phases and failure messages come from the audited server, which may
@@ -48,6 +55,7 @@ mod fixture;
 mod html;
 mod markdown;
 mod sarif;
+mod sections;
 pub mod site;
 mod tables;
 mod terminal;

