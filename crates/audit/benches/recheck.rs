@@ -3,8 +3,8 @@
 //!
 //! Writes a synthetic bundle (`events.jsonl` of 2,000,000 events, `manifest.json`) into a
 //! temporary directory, then reads it back with the reader `glassbox recheck` uses
-//! ([`glassbox_audit::recheck::read_events`]: the file a megabyte at a time, each line scanned
-//! by an [`glassbox_audit::recheck::EventReader`] into one reused event per kind, `serde_json`
+//! ([`glassbox_model::bundle::read_events`]: the file a megabyte at a time, each line scanned
+//! by an [`glassbox_model::bundle::EventReader`] into one reused event per kind, `serde_json`
 //! for any line laid out otherwise), each event handed to [`glassbox_checks::Run`] on the one
 //! thread. Measured, each pass in a fresh process of this program (so that a pass's peak RSS is
 //! its own, not heap an earlier pass freed and the process kept):
@@ -350,7 +350,7 @@ fn pass(path: &Path, expected: u64, mut f: impl FnMut(&Event)) -> Pass {
     let cpu = thread_cpu_secs();
     // The real reader of `glassbox recheck`.
     let mut events = 0u64;
-    glassbox_audit::recheck::read_events(path, |e: &Event| {
+    glassbox_model::bundle::read_events(path, |e: &Event| {
         f(e);
         events += 1;
         if events == next_mark && events < expected {

@@ -16,7 +16,6 @@
 #![deny(missing_docs)]
 
 mod backend;
-mod bundle;
 mod canary;
 pub mod coverage;
 mod lazykey;
@@ -25,7 +24,9 @@ pub mod recheck;
 mod run;
 pub mod selftest;
 
-pub use run::{EventSink, JsonLines, RecorderChoice};
+pub use run::{EventSink, RecorderChoice};
+
+use glassbox_model::bundle;
 
 use glassbox_model::{
     AuditReport, CheckVersion, Evidence, Manifest, NetworkMode, NetworkRun, NetworkSettings, Phase,
@@ -59,6 +60,9 @@ pub enum Error {
         /// Why.
         source: std::io::Error,
     },
+    /// The evidence bundle could not be read or written (its codec: `glassbox_model::bundle`).
+    #[error(transparent)]
+    Bundle(#[from] bundle::Error),
     /// A package could not be resolved or installed.
     #[error("{0}")]
     Install(String),
@@ -450,7 +454,7 @@ struct Pipeline<'a> {
     progress: &'a dyn Progress,
     run_id: String,
     dir: PathBuf,
-    bundle: bundle::Bundle,
+    bundle: bundle::Writer,
     manifest: Manifest,
     /// The audit's own certificate authority, when the edge answers.
     answer: Option<glassbox_net::Authority>,
@@ -505,7 +509,7 @@ impl<'a> Pipeline<'a> {
             .evidence_dir
             .clone()
             .unwrap_or_else(|| opts.cwd.join("glassbox-evidence").join(&run_id));
-        let bundle = bundle::Bundle::create(&dir)?;
+        let bundle = bundle::Writer::create(&dir)?;
         let mut channels = vec!["syscalls".to_string(), "mcp-transcript".to_string()];
         channels.push("packet-edge".into());
         if opts.network.modes().contains(&NetworkMode::Denied) {
@@ -534,7 +538,7 @@ impl<'a> Pipeline<'a> {
         manifest.network.responder = opts.responder.name().into();
         let trust = answer.as_ref().map(run::CaCertificate::of);
         bundle.write_manifest(&manifest)?;
-        let events = run::SharedSink::new(bundle.events_writer()?);
+        let events = run::SharedSink::new(bundle.events()?);
         // A guest's secrets are made here, whole: the host's checks must know their values.
         let secrets = match opts.isolation {
             Isolation::Namespace => run::Secrets::fresh()?,
@@ -769,7 +773,7 @@ impl<'a> Pipeline<'a> {
         run.session.instructions_hash = presented.instructions;
         if let Some(e) = run.recording.write_error {
             return Err(Error::Evidence {
-                path: self.dir.join("events.jsonl"),
+                path: self.dir.join(bundle::EVENTS),
                 source: e,
             });
         }
@@ -882,7 +886,7 @@ struct Recorded<'a> {
 fn finish(
     r: Recorded<'_>,
     opts: &AuditOptions,
-    bundle: &bundle::Bundle,
+    bundle: &bundle::Writer,
     dir: PathBuf,
 ) -> Result<Audit, Error> {
     let Recorded {
@@ -898,7 +902,7 @@ fn finish(
     manifest.sandbox.honeytokens = secrets.tokens.clone();
     if let Err(e) = sink.clone().flush() {
         return Err(Error::Evidence {
-            path: dir.join("events.jsonl"),
+            path: dir.join(bundle::EVENTS),
             source: e,
         });
     }
@@ -922,7 +926,7 @@ fn finish(
 fn conclude(
     evidence: Evidence,
     opts: &AuditOptions,
-    bundle: &bundle::Bundle,
+    bundle: &bundle::Writer,
     dir: PathBuf,
 ) -> Result<Audit, Error> {
     let proofs = opts
@@ -942,7 +946,7 @@ fn conclude(
 
 /// What the install phase shares with the server's runs.
 struct InstallContext<'a> {
-    bundle: &'a bundle::Bundle,
+    bundle: &'a bundle::Writer,
     events: &'a run::SharedSink,
     clock: &'a Arc<glassbox_trace::Clock>,
     secrets: &'a mut run::Secrets,
@@ -1111,8 +1115,8 @@ fn install_phase(
     let (isolation, _) = running.edge_checks();
     let (stdin, o, e) = running.take_stdio();
     drop(stdin);
-    let out = cx.bundle.stdout_writer("-install")?;
-    let err = cx.bundle.stderr_writer("-install")?;
+    let out = cx.bundle.stdout("-install")?;
+    let err = cx.bundle.stderr("-install")?;
     let out = std::thread::spawn(move || bundle::copy_bounded(o, out));
     let err = std::thread::spawn(move || bundle::copy_bounded(e, err));
     let exited = running.wait_timeout(opts.install_timeout);
@@ -1128,7 +1132,7 @@ fn install_phase(
     cx.clock.set_phase(Phase::Startup);
     if let Some(e) = recording.write_error {
         return Err(Error::Evidence {
-            path: cx.bundle_path("events.jsonl"),
+            path: cx.bundle_path(bundle::EVENTS),
             source: e,
         });
     }
@@ -1440,7 +1444,7 @@ pub fn audit_remote(
         .evidence_dir
         .clone()
         .unwrap_or_else(|| opts.cwd.join("glassbox-evidence").join(&run_id));
-    let bundle = bundle::Bundle::create(&dir)?;
+    let bundle = bundle::Writer::create(&dir)?;
     let mut manifest = new_manifest(&run_id, &opts, String::new(), vec!["mcp-transcript".into()]);
     manifest.sandbox.backend = "none: a remote server, not run here".into();
     manifest.recorder.unobserved = vec![
@@ -1450,7 +1454,7 @@ pub fn audit_remote(
     ];
     bundle.write_manifest(&manifest)?;
     // No events: the file is there, empty, like any bundle's.
-    drop(bundle.events_writer()?);
+    drop(bundle.events()?);
     let clock = Arc::new(glassbox_trace::Clock::new());
     let hooks = Hooks {
         clock: clock.clone(),
@@ -1553,7 +1557,7 @@ impl RunResult {
 /// Where one run writes: events to the audit's shared sink, the transcript to
 /// `transcript{suffix}.jsonl`, stderr to `stderr{suffix}.log`.
 struct RunFiles<'a> {
-    bundle: &'a bundle::Bundle,
+    bundle: &'a bundle::Writer,
     suffix: &'a str,
     events: Box<dyn EventSink>,
 }
@@ -1587,7 +1591,7 @@ fn one_run(
 
     // The server's stderr, copied as it comes (bounded).
     let (stdin, stdout, stderr) = running.take_stdio();
-    let stderr_file = bundle.stderr_writer(suffix)?;
+    let stderr_file = bundle.stderr(suffix)?;
     let stderr_copy = std::thread::spawn(move || bundle::copy_bounded(stderr, stderr_file));
 
     let stdin = stdin.ok_or_else(|| Error::Internal("no stdin".into()))?;
@@ -1607,7 +1611,7 @@ fn one_run(
         None => glassbox_mcp::run_session(stdin, stdout, &opts.session, &hooks),
         Some(http) => {
             // The server's stdout is only its log; MCP goes over HTTP on its own loopback.
-            let log = bundle.stdout_writer(suffix)?;
+            let log = bundle.stdout(suffix)?;
             let out = std::thread::spawn(move || bundle::copy_bounded(Some(stdout), log));
             let s = http_session(http, running.as_ref(), opts, &hooks)?;
             drop(stdin);

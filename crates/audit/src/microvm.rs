@@ -952,7 +952,7 @@ pub fn guest_main() -> Result<i32, Error> {
     // could wait forever).
     let out = agent::Port::open_write(Path::new(&port))
         .map_err(|e| Error::Internal(format!("cannot open {port}: {e}")))?;
-    let sink = run::SharedSink::new(out);
+    let sink = run::SharedSink::new(glassbox_model::bundle::Lines(out));
     let record = |r: &Record| -> Result<(), Error> {
         let line = serde_json::to_vec(r)
             .map_err(|e| Error::Internal(format!("cannot encode a record: {e}")))?;

@@ -4,6 +4,7 @@
 use crate::canary::{self, Canaries};
 use crate::lazykey::{KeyGate, LazyKey};
 use crate::Error;
+use glassbox_model::bundle::Lines;
 use glassbox_model::{EdgeCounters, Event, Flow, Honeytoken, NetworkMode, SandboxSettings};
 use glassbox_plan::target::Resolved;
 use glassbox_sandbox::{honeytokens, Config, NetworkSetup, Sandbox};
@@ -24,39 +25,34 @@ pub trait EventSink: Send {
     fn flush(&mut self) -> std::io::Result<()>;
 }
 
-/// JSON lines to a writer.
-#[derive(Debug)]
-pub struct JsonLines<W: Write + Send>(pub W);
-
-impl<W: Write + Send> EventSink for JsonLines<W> {
+/// JSON lines to a writer: `events.jsonl` as the bundle's codec writes it.
+impl<W: Write + Send> EventSink for Lines<W> {
     fn event(&mut self, e: &Event) -> std::io::Result<()> {
-        serde_json::to_writer(&mut self.0, e)?;
-        self.0.write_all(b"\n")
+        self.push(e)
     }
     fn flush(&mut self) -> std::io::Result<()> {
-        self.0.flush()
+        Lines::flush(self)
     }
 }
 
 /// One event sink shared by the runs of an audit (`events.jsonl` holds them all); each run's
 /// recorder writes through it in turn.
 #[derive(Clone)]
-pub(crate) struct SharedSink(Arc<std::sync::Mutex<JsonLines<Box<dyn Write + Send>>>>);
+pub(crate) struct SharedSink(Arc<std::sync::Mutex<Lines<Box<dyn Write + Send>>>>);
 
 impl SharedSink {
-    pub(crate) fn new(w: impl Write + Send + 'static) -> SharedSink {
-        SharedSink(Arc::new(std::sync::Mutex::new(JsonLines(Box::new(w)))))
+    pub(crate) fn new(lines: Lines<impl Write + Send + 'static>) -> SharedSink {
+        SharedSink(Arc::new(std::sync::Mutex::new(Lines(Box::new(lines.0)))))
     }
 
     /// One line written as is (a record that is not an event), then flushed.
     pub(crate) fn line(&self, line: &[u8]) -> std::io::Result<()> {
         let mut s = self.sink();
-        s.0.write_all(line)?;
-        s.0.write_all(b"\n")?;
-        s.0.flush()
+        s.raw(line)?;
+        s.flush()
     }
 
-    fn sink(&self) -> std::sync::MutexGuard<'_, JsonLines<Box<dyn Write + Send>>> {
+    fn sink(&self) -> std::sync::MutexGuard<'_, Lines<Box<dyn Write + Send>>> {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
@@ -66,7 +62,7 @@ impl EventSink for SharedSink {
         self.sink().event(e)
     }
     fn flush(&mut self) -> std::io::Result<()> {
-        self.sink().flush()
+        Lines::flush(&mut self.sink())
     }
 }
 

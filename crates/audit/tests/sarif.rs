@@ -283,7 +283,7 @@ fn a_real_audit_as_sarif_passes_the_schema_and_code_scanning() {
                 .any(|l| l["physicalLocation"]["artifactLocation"]["uri"] == "network.jsonl")));
 
     // From the bundle on disk (what `glassbox report --format sarif` reads), the same log.
-    let loaded = glassbox_audit::recheck::load(&evidence).expect("the bundle");
+    let loaded = glassbox_model::bundle::load(&evidence).expect("the bundle");
     let stored: glassbox_model::AuditReport =
         serde_json::from_slice(&std::fs::read(evidence.join("report.json")).unwrap()).unwrap();
     assert_eq!(

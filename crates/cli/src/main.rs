@@ -12,7 +12,8 @@ mod microvm;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
-use glassbox_audit::{selftest, EventSink, JsonLines, Progress, RecorderChoice};
+use glassbox_audit::{selftest, EventSink, Progress, RecorderChoice};
+use glassbox_model::bundle;
 use glassbox_model::{Event, EventKind, Phase, ServerExit};
 use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
@@ -736,7 +737,7 @@ fn report_cmd(
         .audit(id)?
         .with_context(|| format!("no audit {id} in the store {}", path.display()))?;
     let stored = s.report(id)?.context("the audit has no stored report")?;
-    let ev = glassbox_audit::recheck::load(&row.evidence_dir).with_context(|| {
+    let ev = bundle::load(&row.evidence_dir).with_context(|| {
         format!(
             "cannot read the evidence bundle of audit {id} at {}",
             row.evidence_dir.display()
@@ -763,15 +764,16 @@ fn report_cmd(
 
 /// `glassbox allowlist`: the TCP destinations a bundle's capture run reached, as an allowlist.
 fn allowlist_cmd(format: AllowlistFormat, dir: PathBuf) -> Result<i32> {
-    let path = dir.join("network.jsonl");
-    if !path.exists() {
+    if !dir.join(bundle::NETWORK).exists() {
         anyhow::bail!(
             "{} has no network.jsonl: not an evidence bundle of an audit with the network edge",
             dir.display()
         );
     }
-    let mut ev = glassbox_model::Evidence::default();
-    glassbox_audit::recheck::read_lines(&path, |f| ev.flows.push(f))?;
+    let ev = glassbox_model::Evidence {
+        flows: bundle::flows(&dir)?,
+        ..Default::default()
+    };
     let dest = glassbox_report::allowlist::destinations(&ev);
     let value = match format {
         AllowlistFormat::Toolhive => glassbox_report::allowlist::toolhive(&dest),
@@ -837,7 +839,7 @@ fn trace_cmd(
         })
         .collect::<Result<Vec<_>>>()?;
     let sink: Box<dyn EventSink> = match &out {
-        Some(p) => Box::new(JsonLines(std::io::BufWriter::new(
+        Some(p) => Box::new(bundle::Lines(std::io::BufWriter::new(
             std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
         ))),
         None => Box::new(Readable(std::io::stderr())),
@@ -1128,7 +1130,7 @@ fn site(
             .report(row.id)?
             .context("the audit has no stored report")
             .and_then(|stored| {
-                let ev = glassbox_audit::recheck::load(&row.evidence_dir).with_context(|| {
+                let ev = bundle::load(&row.evidence_dir).with_context(|| {
                     format!(
                         "cannot read its evidence bundle at {}",
                         row.evidence_dir.display()
@@ -1192,11 +1194,8 @@ fn write_json<T: serde::Serialize>(path: &std::path::Path, value: &T) -> Result<
 /// The isolation an evidence bundle was recorded under: a manifest with a `vm` record is a
 /// microVM's (an unreadable one is left to `recheck` to report).
 fn bundle_isolation(dir: &std::path::Path) -> glassbox_audit::Isolation {
-    let manifest = std::fs::read(dir.join("manifest.json"))
-        .ok()
-        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
-    match manifest {
-        Some(m) if m.get("vm").is_some_and(|v| !v.is_null()) => glassbox_audit::Isolation::MicroVm,
+    match bundle::manifest(dir) {
+        Ok(m) if m.vm.is_some() => glassbox_audit::Isolation::MicroVm,
         _ => glassbox_audit::Isolation::Namespace,
     }
 }

@@ -2,11 +2,12 @@
 //!
 //! Every other crate speaks these types: the recorder emits [`Event`]s, the MCP client writes
 //! [`TranscriptEntry`]s, checks turn an [`Evidence`] into [`Finding`]s, and reports render an
-//! [`AuditReport`]. This crate does no I/O.
+//! [`AuditReport`]. Its one module that touches the disk is [`bundle`]: the only writer and
+//! reader of an evidence bundle's files.
 //!
 //! # Wire format
 //!
-//! An evidence bundle is a directory:
+//! An evidence bundle is a directory, written and read only by [`bundle`]:
 //!
 //! | file | content |
 //! |---|---|
@@ -26,6 +27,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod bundle;
 mod bytes;
 mod evidence;
 mod network;

@@ -331,8 +331,7 @@ pub fn bundle_tool_changes(before: &Path, after: &Path) -> Vec<String> {
 
 /// The session of the bundle at `dir`, when its manifest holds tool hashes.
 fn bundle_session(dir: &Path) -> Option<glassbox_model::SessionSummary> {
-    let bytes = fs::read(dir.join("manifest.json")).ok()?;
-    let m: Manifest = serde_json::from_slice(&bytes).ok()?;
+    let m = glassbox_model::bundle::manifest(dir).ok()?;
     (!m.session.tool_hashes.is_empty()).then_some(m.session)
 }
 
