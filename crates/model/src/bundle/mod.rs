@@ -35,6 +35,7 @@
 
 mod read;
 mod scan;
+mod words;
 mod write;
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! file in memory.
 
 use super::scan::EventReader;
+use super::words::find_byte;
 use super::Error;
 use crate::Event;
 use std::io::Read;
@@ -196,35 +197,4 @@ fn each_line(
         }
     }
     Ok(n)
-}
-
-pub(super) const LO: u64 = 0x0101_0101_0101_0101;
-pub(super) const HI: u64 = 0x8080_8080_8080_8080;
-
-/// The bytes of `x` equal to `b`, as their high bits (exact up to the first one: a borrow
-/// only carries upward, into bytes after it).
-#[inline]
-pub(super) fn eq_bytes(x: u64, b: u8) -> u64 {
-    let y = x ^ (LO * b as u64);
-    y.wrapping_sub(LO) & !y & HI
-}
-
-/// Where `b` first occurs in `s`, eight bytes at a time.
-pub(super) fn find_byte(s: &[u8], b: u8) -> Option<usize> {
-    let mut chunks = s.chunks_exact(8);
-    for (n, chunk) in chunks.by_ref().enumerate() {
-        let Ok(word) = <[u8; 8]>::try_from(chunk) else {
-            break;
-        };
-        let m = eq_bytes(u64::from_le_bytes(word), b);
-        if m != 0 {
-            return Some(n * 8 + (m.trailing_zeros() / 8) as usize);
-        }
-    }
-    let done = s.len() - chunks.remainder().len();
-    chunks
-        .remainder()
-        .iter()
-        .position(|&c| c == b)
-        .map(|at| done + at)
 }

@@ -1,37 +1,8 @@
 //! The fast reader of `events.jsonl`'s lines: a scanner that follows the layout `Event`'s
 //! `Serialize` writes, `serde_json` for every other line.
 
-use super::read::{eq_bytes, HI, LO};
+use super::words::plain_prefix;
 use crate::{Bytes, Event, EventKind, Phase, SockAddr};
-
-/// How many bytes of `s` lie before the first `"`, backslash or control character (the end of a
-/// JSON string without escapes, or a byte this reader leaves to `serde_json`). Eight bytes at
-/// a time; the last few are looked at as one word padded with zeros (a zero is a control
-/// character: it stops the scan where `s` ends).
-#[inline]
-pub(super) fn plain_prefix(s: &[u8]) -> usize {
-    let mut at = 0;
-    while at < s.len() {
-        let x = match s.get(at..at + 8) {
-            Some(w) => {
-                let mut word = [0u8; 8];
-                word.copy_from_slice(w);
-                u64::from_le_bytes(word)
-            }
-            None => {
-                let mut word = [0u8; 8];
-                word[..s.len() - at].copy_from_slice(&s[at..]);
-                u64::from_le_bytes(word)
-            }
-        };
-        let m = eq_bytes(x, b'"') | eq_bytes(x, b'\\') | (x.wrapping_sub(LO * 0x20) & !x & HI);
-        if m != 0 {
-            return (at + (m.trailing_zeros() / 8) as usize).min(s.len());
-        }
-        at += 8;
-    }
-    s.len()
-}
 
 /// An event of the `k`-th kind (in `EventKind`'s order) with every field empty: a slot to
 /// parse into.

@@ -1,8 +1,8 @@
 //! The codec's tests: the scanner against `serde_json` on every kind of event and every cut of
 //! each line, the word scans, and whole files read back across chunks.
 
-use super::read::{find_byte, CHUNK};
-use super::scan::plain_prefix;
+use super::read::CHUNK;
+use super::words::{find_byte, plain_prefix};
 use super::*;
 use crate::{Bytes, Event, EventKind, Phase, SockAddr};
 use std::path::PathBuf;
@@ -271,11 +271,7 @@ fn word_scans_find_the_first_byte() {
             .iter()
             .position(|&c| c == b'"' || c == b'\\' || c < 0x20)
             .unwrap_or(s.len());
-        assert_eq!(
-            plain_prefix(&s),
-            naive_plain,
-            "{s:?}"
-        );
+        assert_eq!(plain_prefix(&s), naive_plain, "{s:?}");
         assert_eq!(
             find_byte(&s, b'\n'),
             s.iter().position(|&c| c == b'\n'),
