@@ -271,7 +271,11 @@ fn word_scans_find_the_first_byte() {
             .iter()
             .position(|&c| c == b'"' || c == b'\\' || c < 0x20)
             .unwrap_or(s.len());
-        assert_eq!(plain_prefix(&s), naive_plain, "{s:?}");
+        assert_eq!(
+            plain_prefix(&s),
+            (naive_plain, s[..naive_plain].is_ascii()),
+            "{s:?}"
+        );
         assert_eq!(
             find_byte(&s, b'\n'),
             s.iter().position(|&c| c == b'\n'),

@@ -33,11 +33,12 @@ pub(super) fn find_byte(s: &[u8], b: u8) -> Option<usize> {
 }
 
 /// How many bytes of `s` lie before the first `"`, backslash or control character (the end of a
-/// JSON string without escapes, or a byte this reader leaves to `serde_json`). Eight bytes at
-/// a time; the last few are looked at as one word padded with zeros (a zero is a control
-/// character: it stops the scan where `s` ends).
+/// JSON string without escapes, or a byte this reader leaves to `serde_json`), and whether
+/// they are all ASCII. Eight bytes at a time; the last few are looked at as one word padded
+/// with zeros (a zero is a control character: it stops the scan where `s` ends).
 #[inline]
-pub(super) fn plain_prefix(s: &[u8]) -> usize {
+pub(super) fn plain_prefix(s: &[u8]) -> (usize, bool) {
+    let mut high = 0u64;
     let mut at = 0;
     while at < s.len() {
         let x = match s.get(at..at + 8) {
@@ -54,9 +55,13 @@ pub(super) fn plain_prefix(s: &[u8]) -> usize {
         };
         let m = eq_bytes(x, b'"') | eq_bytes(x, b'\\') | (x.wrapping_sub(LO * 0x20) & !x & HI);
         if m != 0 {
-            return (at + (m.trailing_zeros() / 8) as usize).min(s.len());
+            let k = m.trailing_zeros() / 8;
+            // The bytes before the one found (at most 7 of them: the shift stays below 64).
+            high |= x & ((1u64 << (k * 8)) - 1);
+            return ((at + k as usize).min(s.len()), high & HI == 0);
         }
+        high |= x;
         at += 8;
     }
-    s.len()
+    (s.len(), high & HI == 0)
 }
