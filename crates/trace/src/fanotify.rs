@@ -6,6 +6,11 @@
 //! kernel reports every open, read and exec of those inodes with the opener's pid, whatever
 //! path, hard link, `/proc/PID/fd` link, `openat` base or `io_uring` request led there.
 //!
+//! The same machinery serves one more use of fanotify, [`OpenGate`]: a permission mark that holds
+//! the opens of one planted file until glassbox has written it (the RSA key, made only when
+//! it is first opened). Both share the group's set-up, marks and event parsing here, the one
+//! place glassbox speaks fanotify.
+//!
 //! # Why fanotify and not FUSE
 //!
 //! Measured by `cost_per_open_of_a_marked_file_and_an_unmarked_one` in
@@ -158,23 +163,7 @@ impl HoneytokenWatch {
     ///
     /// Needs `CAP_SYS_ADMIN` in the initial user namespace; without it the error says so.
     pub fn new() -> Result<HoneytokenWatch, HoneytokenError> {
-        let flags = libc::FAN_CLASS_NOTIF | libc::FAN_CLOEXEC | libc::FAN_NONBLOCK;
-        let event_flags = (libc::O_RDONLY | libc::O_LARGEFILE) as libc::c_uint;
-        // SAFETY: plain system call with flag arguments; the result is checked.
-        let fd = unsafe { libc::fanotify_init(flags, event_flags) };
-        if fd < 0 {
-            let e = io::Error::last_os_error();
-            let why = match e.raw_os_error() {
-                Some(libc::EPERM) => format!(
-                    "it needs CAP_SYS_ADMIN in the initial user namespace (run glassbox as root) ({e})"
-                ),
-                Some(libc::ENOSYS) => format!("this kernel has no fanotify (CONFIG_FANOTIFY) ({e})"),
-                _ => format!("fanotify_init failed: {e}"),
-            };
-            return Err(HoneytokenError::Unavailable(why));
-        }
-        // SAFETY: fanotify_init returned a new descriptor that nothing else owns.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let fd = group(libc::FAN_CLASS_NOTIF, libc::O_RDONLY)?;
         Ok(HoneytokenWatch {
             fd,
             marks: HashMap::new(),
@@ -224,20 +213,7 @@ impl HoneytokenWatch {
         let link = CString::new(format!("/proc/self/fd/{}", obj.as_raw_fd()))
             .map_err(|_| err(io::Error::from_raw_os_error(libc::EINVAL)))?;
         let mask = if dir { DIR_MASK } else { FILE_MASK };
-        // SAFETY: self.fd is a fanotify group; link is a NUL-terminated path; the result is
-        // checked.
-        let r = unsafe {
-            libc::fanotify_mark(
-                self.fd.as_raw_fd(),
-                libc::FAN_MARK_ADD | libc::FAN_MARK_INODE,
-                mask,
-                libc::AT_FDCWD,
-                link.as_ptr(),
-            )
-        };
-        if r < 0 {
-            return Err(err(io::Error::last_os_error()));
-        }
+        mark(&self.fd, libc::FAN_MARK_INODE, mask, &link).map_err(err)?;
         self.marks.insert(
             key,
             Mark {
@@ -320,39 +296,21 @@ impl HoneytokenWatch {
 
     /// Handles the events in `buf` (one `read`), closing their descriptors.
     fn parse(&self, buf: &[u8], now_ns: u64, f: &mut dyn FnMut(Access)) -> usize {
-        let size = std::mem::size_of::<libc::fanotify_event_metadata>();
-        let mut off = 0;
-        let mut events = 0;
-        while off + size <= buf.len() {
-            // SAFETY: `size` bytes from `off` are in buf; read_unaligned copies them into a
-            // plain C struct valid for any bit pattern.
-            let m: libc::fanotify_event_metadata =
-                unsafe { std::ptr::read_unaligned(buf.as_ptr().add(off).cast()) };
-            let len = m.event_len as usize;
-            if len < size || off + len > buf.len() {
-                break;
-            }
-            off += len;
-            events += 1;
-            let fd = (m.fd >= 0).then(|| {
-                // SAFETY: the kernel installed this descriptor for us alone; it is closed
-                // when dropped here.
-                unsafe { OwnedFd::from_raw_fd(m.fd) }
-            });
+        each_event(buf, |m, fd| {
             if m.vers != libc::FANOTIFY_METADATA_VERSION {
-                continue;
+                return;
             }
             if m.mask & libc::FAN_Q_OVERFLOW != 0 {
                 f(overflow(now_ns));
-                continue;
+                return;
             }
-            let Some(fd) = fd else { continue };
+            let Some(fd) = fd else { return };
             let Ok(st) = fstat(fd.as_raw_fd()) else {
-                continue;
+                return;
             };
             drop(fd);
             let Some(mark) = self.marks.get(&(st.st_dev, st.st_ino)) else {
-                continue;
+                return;
             };
             for (bit, what) in KINDS {
                 if m.mask & bit != 0 {
@@ -365,8 +323,187 @@ impl HoneytokenWatch {
                     });
                 }
             }
+        })
+    }
+}
+
+/// A new fanotify group of `class` (non-blocking, close-on-exec), whose events' descriptors
+/// are opened with `open_flags`; an error that says what is missing.
+fn group(class: libc::c_uint, open_flags: libc::c_int) -> Result<OwnedFd, HoneytokenError> {
+    let flags = class | libc::FAN_CLOEXEC | libc::FAN_NONBLOCK;
+    let event_flags = (open_flags | libc::O_LARGEFILE) as libc::c_uint;
+    // SAFETY: plain system call with flag arguments; the result is checked.
+    let fd = unsafe { libc::fanotify_init(flags, event_flags) };
+    if fd < 0 {
+        let e = io::Error::last_os_error();
+        let why = match e.raw_os_error() {
+            Some(libc::EPERM) => format!(
+                "it needs CAP_SYS_ADMIN in the initial user namespace (run glassbox as root) ({e})"
+            ),
+            Some(libc::ENOSYS) => format!("this kernel has no fanotify (CONFIG_FANOTIFY) ({e})"),
+            Some(libc::EINVAL) if class == libc::FAN_CLASS_CONTENT => format!(
+                "this kernel has no fanotify permission events (CONFIG_FANOTIFY_ACCESS_PERMISSIONS) ({e})"
+            ),
+            _ => format!("fanotify_init failed: {e}"),
+        };
+        return Err(HoneytokenError::Unavailable(why));
+    }
+    // SAFETY: fanotify_init returned a new descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Hands each event in `buf` (what one `read` of a group gave) to `f`, with its descriptor
+/// (closed when `f` drops it); returns how many there were.
+fn each_event(
+    buf: &[u8],
+    mut f: impl FnMut(&libc::fanotify_event_metadata, Option<OwnedFd>),
+) -> usize {
+    let size = std::mem::size_of::<libc::fanotify_event_metadata>();
+    let mut off = 0;
+    let mut events = 0;
+    while off + size <= buf.len() {
+        // SAFETY: `size` bytes from `off` are in buf; read_unaligned copies them into a
+        // plain C struct valid for any bit pattern.
+        let m: libc::fanotify_event_metadata =
+            unsafe { std::ptr::read_unaligned(buf.as_ptr().add(off).cast()) };
+        let len = m.event_len as usize;
+        if len < size || off + len > buf.len() {
+            break;
         }
-        events
+        off += len;
+        events += 1;
+        let fd = (m.fd >= 0).then(|| {
+            // SAFETY: the kernel installed this descriptor for us alone; it is closed when
+            // dropped.
+            unsafe { OwnedFd::from_raw_fd(m.fd) }
+        });
+        f(&m, fd);
+    }
+    events
+}
+
+/// Puts a fanotify mark of `mask` on the object at `path` (`how`: `FAN_MARK_INODE` or none).
+fn mark(group: &OwnedFd, how: libc::c_uint, mask: u64, path: &CString) -> io::Result<()> {
+    // SAFETY: group is a fanotify group; path is a NUL-terminated path; the result is
+    // checked.
+    let r = unsafe {
+        libc::fanotify_mark(
+            group.as_raw_fd(),
+            libc::FAN_MARK_ADD | how,
+            mask,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+        )
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Holds every open of one file until a callback has run on it (a fanotify permission mark,
+/// `FAN_OPEN_PERM`): what the planted RSA key needs to be made only when it is first opened
+/// (`glassbox_audit`'s `lazykey.rs`). The callback gets the file through the event's own
+/// descriptor (opened read-write; a write through it raises no event), then the open goes on.
+/// Dropping the gate lets any open still held go on (the kernel allows it when the group
+/// closes).
+#[derive(Debug)]
+pub struct OpenGate {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl OpenGate {
+    /// Whether this host lets glassbox hold an open (a permission mark needs
+    /// `CAP_SYS_ADMIN` in the initial user namespace, and a kernel with permission events).
+    pub fn available() -> bool {
+        group(libc::FAN_CLASS_CONTENT, libc::O_RDWR).is_ok()
+    }
+
+    /// Marks the file at `host_path` (a planted file seen through `/proc/PID/root`) and serves
+    /// its opens on a thread of its own, calling `on_open` for each before letting it go on.
+    pub fn start(
+        host_path: &Path,
+        mut on_open: impl FnMut(&std::fs::File) + Send + 'static,
+    ) -> Result<OpenGate, HoneytokenError> {
+        let group = group(libc::FAN_CLASS_CONTENT, libc::O_RDWR)?;
+        let err = |source: io::Error| HoneytokenError::Watch {
+            path: host_path.display().to_string(),
+            source,
+        };
+        let c = CString::new(host_path.as_os_str().as_bytes())
+            .map_err(|_| err(io::Error::from_raw_os_error(libc::EINVAL)))?;
+        mark(&group, 0, libc::FAN_OPEN_PERM, &c).map_err(err)?;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stop2 = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("open-gate".into())
+            .spawn(move || serve_gate(&group, &mut on_open, &stop2))
+            .map_err(err)?;
+        Ok(OpenGate {
+            stop,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for OpenGate {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The gate's thread: every 50 ms it looks whether it is to stop, else answers each held open
+/// once `on_open` ran.
+fn serve_gate(
+    group: &OwnedFd,
+    on_open: &mut dyn FnMut(&std::fs::File),
+    stop: &std::sync::atomic::AtomicBool,
+) {
+    #[repr(C, align(8))]
+    struct Buf([u8; 4096]);
+    let mut buf = Buf([0; 4096]);
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        let mut pfd = libc::pollfd {
+            fd: group.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd.
+        if unsafe { libc::poll(&mut pfd, 1, 50) } <= 0 {
+            continue;
+        }
+        // SAFETY: buf is writable for its length.
+        let n = unsafe { libc::read(group.as_raw_fd(), buf.0.as_mut_ptr().cast(), buf.0.len()) };
+        if n <= 0 {
+            continue;
+        }
+        each_event(&buf.0[..n as usize], |m, fd| {
+            let Some(fd) = fd else { return };
+            if m.mask & libc::FAN_OPEN_PERM == 0 {
+                return;
+            }
+            let raw = fd.as_raw_fd();
+            let file = std::fs::File::from(fd);
+            on_open(&file);
+            let resp = libc::fanotify_response {
+                fd: raw,
+                response: libc::FAN_ALLOW,
+            };
+            // SAFETY: a response for an event of this group (its descriptor is still open:
+            // `file` is dropped after), of its exact size.
+            unsafe {
+                libc::write(
+                    group.as_raw_fd(),
+                    (&resp as *const libc::fanotify_response).cast(),
+                    std::mem::size_of::<libc::fanotify_response>(),
+                )
+            };
+            drop(file);
+        });
     }
 }
 

@@ -62,7 +62,7 @@ mod notify;
 mod procinfo;
 
 pub use decode::rules;
-pub use fanotify::{Access, AccessKind, HoneytokenError, HoneytokenWatch, PidNamespace};
+pub use fanotify::{Access, AccessKind, HoneytokenError, HoneytokenWatch, OpenGate, PidNamespace};
 pub use notify::{FileChannel, Recorder, RecorderStats, Sink};
 
 use glassbox_model::Phase;
