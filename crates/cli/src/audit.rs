@@ -253,7 +253,7 @@ fn audit_one(
 /// The terminal summary of an audit, on standard output.
 fn print_terminal(audit: &glassbox_audit::Audit) {
     let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    print!(
+    out!(
         "{}",
         glassbox_report::terminal(&audit.evidence, &audit.report, color)
     );

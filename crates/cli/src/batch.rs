@@ -546,7 +546,7 @@ pub(crate) fn run(args: BatchArgs, cwd: PathBuf, vars: &dyn Vars) -> Result<i32>
     let scope = args.shard.map(|s| (s, total));
     if jobs.is_empty() {
         // A shard can hold nothing of a short list: it is done.
-        print!("{}", summary(&[], Duration::ZERO, workers, scope));
+        out!("{}", summary(&[], Duration::ZERO, workers, scope));
         return Ok(0);
     }
     let evidence = match args.evidence {
@@ -634,7 +634,7 @@ pub(crate) fn run(args: BatchArgs, cwd: PathBuf, vars: &dyn Vars) -> Result<i32>
         .into_iter()
         .flatten()
         .collect();
-    print!("{}", summary(&rows, elapsed, workers, scope));
+    out!("{}", summary(&rows, elapsed, workers, scope));
     Ok(rows
         .iter()
         .map(|r| r.outcome.exit_code())

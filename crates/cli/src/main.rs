@@ -5,6 +5,9 @@
 
 #![forbid(unsafe_code)]
 
+#[macro_use]
+mod out;
+
 mod args;
 mod audit;
 mod batch;
@@ -442,7 +445,7 @@ fn is_stdout(p: &Option<PathBuf>) -> bool {
 /// Writes a document to FILE, or to standard output for `-`.
 fn write_doc(path: &Path, doc: &str) -> Result<()> {
     if path.as_os_str() == "-" {
-        print!("{doc}");
+        out!("{doc}");
         return Ok(());
     }
     std::fs::write(path, doc).with_context(|| format!("cannot write {}", path.display()))
@@ -539,13 +542,16 @@ fn history(
         }
     }
     if !json {
-        println!("{}", glassbox_model::printable(target));
-        println!(
+        outln!("{}", glassbox_model::printable(target));
+        outln!(
             "{:>5}  {:<24}  {:<14} {:<12} changes since the previous audit of that version",
-            "id", "recorded", "version", "verdict"
+            "id",
+            "recorded",
+            "version",
+            "verdict"
         );
     }
-    print!("{out}");
+    out!("{out}");
     Ok(0)
 }
 
@@ -598,6 +604,7 @@ fn main() {
         }
     };
     match run(cli) {
+        Ok(_) if out::failed() => std::process::exit(2),
         Ok(code) => std::process::exit(code),
         Err(e) => {
             eprintln!("glassbox: error: {e:#}");
@@ -693,10 +700,10 @@ fn recheck_cmd(json: Option<PathBuf>, dirs: Vec<PathBuf>) -> Result<i32> {
         let proofs = selftest::load_proofs_for(bundle_isolation(dir));
         match glassbox_audit::recheck::recheck(dir, &proofs) {
             Ok(r) => {
-                println!("{} ({} events)", dir.display(), r.events);
-                print!("{}", glassbox_report::checks(&r.report, false));
+                outln!("{} ({} events)", dir.display(), r.events);
+                out!("{}", glassbox_report::checks(&r.report, false));
                 if let Some(stored) = &r.stored {
-                    println!(
+                    outln!(
                         "  stored report (glassbox {}): {:?}{}",
                         stored.glassbox_version,
                         stored.verdict,
@@ -758,7 +765,7 @@ fn report_cmd(
         ReportFormat::Html => glassbox_report::html(&ev, &shown(stored)),
         ReportFormat::Sarif => report_sarif(&row, stored, &ev, include_withheld),
     };
-    print!("{text}");
+    out!("{text}");
     Ok(0)
 }
 
@@ -779,7 +786,7 @@ fn allowlist_cmd(format: AllowlistFormat, dir: PathBuf) -> Result<i32> {
         AllowlistFormat::Toolhive => glassbox_report::allowlist::toolhive(&dest),
         AllowlistFormat::Docker => glassbox_report::allowlist::docker(&dest),
     };
-    println!("{}", serde_json::to_string_pretty(&value)?);
+    outln!("{}", serde_json::to_string_pretty(&value)?);
     Ok(0)
 }
 
@@ -794,14 +801,18 @@ fn coverage_cmd(
         &regressions.unwrap_or_else(glassbox_audit::coverage::default_regressions),
     )?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&rows)?);
+        outln!("{}", serde_json::to_string_pretty(&rows)?);
     } else {
-        println!(
+        outln!(
             "{:<28} {:>9} {:>9} {:>10} {:>5}  status",
-            "check", "positive", "negative", "regression", "gaps"
+            "check",
+            "positive",
+            "negative",
+            "regression",
+            "gaps"
         );
         for r in &rows {
-            println!(
+            outln!(
                 "{:<28} {:>9} {:>9} {:>10} {:>5}  {}",
                 format!("{} v{}", r.id, r.version),
                 r.positive_controls,
@@ -922,11 +933,11 @@ fn review(
         ReviewAction::List => {
             let rows = s.withheld()?;
             if rows.is_empty() {
-                println!("nothing awaits review");
+                outln!("nothing awaits review");
             }
             for f in rows {
                 let run = s.audit(f.audit_id)?.map(|a| a.run_id).unwrap_or_default();
-                println!(
+                outln!(
                     "{:>5}  {}  {} v{}  {}",
                     f.id,
                     printable(&run),
@@ -941,19 +952,19 @@ fn review(
             let a = s
                 .audit(f.audit_id)?
                 .context("the finding's audit is gone")?;
-            println!("finding   {}", f.id);
-            println!("status    {:?}", f.status);
-            println!("check     {} v{}", f.check_id, f.check_version);
-            println!("summary   {}", printable(&f.summary));
-            println!("events    {:?}", f.evidence);
+            outln!("finding   {}", f.id);
+            outln!("status    {:?}", f.status);
+            outln!("check     {} v{}", f.check_id, f.check_version);
+            outln!("summary   {}", printable(&f.summary));
+            outln!("events    {:?}", f.evidence);
             if !f.flows.is_empty() {
-                println!("flows     {:?}", f.flows);
+                outln!("flows     {:?}", f.flows);
             }
-            println!("audit     {} ({})", a.id, printable(&a.run_id));
-            println!("target    {}", printable(&a.target));
-            println!("evidence  {}", printable(&a.evidence_dir.to_string_lossy()));
+            outln!("audit     {} ({})", a.id, printable(&a.run_id));
+            outln!("target    {}", printable(&a.target));
+            outln!("evidence  {}", printable(&a.evidence_dir.to_string_lossy()));
             for r in s.reviews_of(id)? {
-                println!(
+                outln!(
                     "review    {:?} by {} at {}: {}",
                     r.decision,
                     printable(&r.reviewer),
@@ -968,7 +979,7 @@ fn review(
             reviewer: who,
         } => {
             s.review(id, glassbox_store::Decision::Accept, &reviewer(who), &note)?;
-            println!("finding {id} accepted: published");
+            outln!("finding {id} accepted: published");
         }
         ReviewAction::Reject {
             id,
@@ -983,7 +994,7 @@ fn review(
                 &reviewer(who),
                 &reason,
             )?;
-            println!("finding {id} rejected: the audit is published without it");
+            outln!("finding {id} rejected: the audit is published without it");
             // The run becomes a regression case on which the check must pass once every
             // finding the check made in it is rejected (one it rightly made keeps it flagging).
             let a = s
@@ -998,7 +1009,7 @@ fn review(
                 .iter()
                 .any(|g| g.status == glassbox_store::FindingStatus::Published)
             {
-                println!(
+                outln!(
                     "no regression case: {} has a published finding in this run",
                     f.check_id
                 );
@@ -1006,10 +1017,11 @@ fn review(
                 .iter()
                 .find(|g| g.status == glassbox_store::FindingStatus::Withheld)
             {
-                println!(
+                outln!(
                     "the regression case is made once {}'s other findings in this run are \
                      reviewed too (next: {})",
-                    f.check_id, w.id
+                    f.check_id,
+                    w.id
                 );
             } else {
                 // Where the user works, never the build's source tree (an installed binary
@@ -1031,7 +1043,7 @@ fn review(
                     case.join("expected.json"),
                     serde_json::to_string_pretty(&expected)? + "\n",
                 )?;
-                println!("regression case {}", case.display());
+                outln!("regression case {}", case.display());
             }
         }
     }
@@ -1183,7 +1195,7 @@ fn copy_bundle(from: &std::path::Path, to: &std::path::Path) -> Result<()> {
 fn write_json<T: serde::Serialize>(path: &std::path::Path, value: &T) -> Result<()> {
     let text = serde_json::to_string_pretty(value)?;
     if path.as_os_str() == "-" {
-        println!("{text}");
+        outln!("{text}");
     } else {
         std::fs::write(path, text + "\n")
             .with_context(|| format!("cannot write {}", path.display()))?;
