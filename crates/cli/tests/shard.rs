@@ -373,7 +373,9 @@ print(json.dumps({
         .expect("/dev/net/tun");
     assert_eq!(job["volumes"][tun]["hostPath"]["path"], "/dev/net/tun");
     let caps = &job["security"]["capabilities"]["add"];
-    for cap in ["SYS_ADMIN", "NET_ADMIN", "SYS_PTRACE"] {
+    // NET_ADMIN is not among them: the sandbox holds it over the network namespace it makes,
+    // in its own user namespace (the image test ran without it).
+    for cap in ["SYS_ADMIN", "SYS_PTRACE"] {
         assert!(
             caps.as_array().unwrap().iter().any(|c| c == cap),
             "{cap}: {job}"
