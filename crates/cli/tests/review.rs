@@ -118,7 +118,7 @@ fn withheld_findings_are_accepted_or_rejected_into_regression_cases() {
         ),
         "{cred}"
     );
-    for format in ["md", "html"] {
+    for format in ["md", "html", "terminal"] {
         let text = run(&store, &["report", "1", "--format", format]);
         assert!(
             !text.contains("withheld until reviewed"),

@@ -268,16 +268,24 @@ fn items(out: &mut String, st: &Style, list: &Items) {
         Mark::Note => list.mark.glyph().to_string(),
     };
     for i in &list.shown {
-        let mut refs = i.events.clone();
-        if let Some(p) = &i.phase {
-            if !refs.is_empty() {
-                refs.push_str("; ");
-            }
-            refs.push_str(p);
+        // What it refers to, as HTML and Markdown say it (the flows too), the phase bare.
+        let mut refs: Vec<String> = [&i.events, &i.flows]
+            .into_iter()
+            .filter(|r| !r.is_empty())
+            .cloned()
+            .collect();
+        refs.extend(i.phase.clone());
+        let _ = write!(out, "    {mark} ");
+        if i.withheld {
+            let _ = write!(out, "{} ", st.paint(YELLOW, "withheld until reviewed:"));
         }
-        let _ = write!(out, "    {mark} {}", i.summary);
+        out.push_str(&i.summary);
         if !refs.is_empty() {
-            let _ = write!(out, "  {}", st.paint(DIM, &format!("[{refs}]")));
+            let _ = write!(
+                out,
+                "  {}",
+                st.paint(DIM, &format!("[{}]", refs.join("; ")))
+            );
         }
         out.push('\n');
     }
@@ -495,6 +503,18 @@ mod tests {
         assert!(out.contains("[events 3, 4, 5; call:get_weather]"), "{out}");
         assert!(out.contains("process-spawn v1"), "{out}");
         assert!(out.contains("pass") && out.contains("spawns no shells or network tools"));
+    }
+
+    #[test]
+    fn an_accusation_says_it_is_withheld_and_every_finding_its_flows() {
+        let (ev, rep) = crate::fixture::normal();
+        let out = render(&ev, &rep, false);
+        for line in [
+            "    ✗ read + stat of ~/.ssh/id_rsa (planted secret) during call:get_weather  [events 3, 4, 5; call:get_weather]",
+            "    ✗ withheld until reviewed: sent ~/.ssh/id_rsa to api.example.com  [event 9; flows 1, 2; call:get_weather]",
+        ] {
+            assert!(out.lines().any(|l| l == line), "{line:?} missing in\n{out}");
+        }
     }
 
     #[test]
