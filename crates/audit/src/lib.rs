@@ -12,6 +12,9 @@
 //! 5. Close the session, give the server a moment to exit, kill whatever is left.
 //! 6. Evaluate the checks, decide the verdict, write `report.json` and the final manifest.
 //!
+//! Every file of the bundle is written through `glassbox_model::bundle::Writer`, and read back
+//! (step 6, [`recheck::evaluate_bundle`]) through that codec's reader.
+//!
 //! [`trace`] runs steps 1 and 3 for any command, without MCP.
 #![deny(missing_docs)]
 
