@@ -954,9 +954,7 @@ pub fn guest_main() -> Result<i32, Error> {
         .map_err(|e| Error::Internal(format!("cannot open {port}: {e}")))?;
     let sink = run::SharedSink::new(glassbox_model::bundle::Lines(out));
     let record = |r: &Record| -> Result<(), Error> {
-        let line = serde_json::to_vec(r)
-            .map_err(|e| Error::Internal(format!("cannot encode a record: {e}")))?;
-        sink.line(&line).map_err(|e| Error::Evidence {
+        sink.record(r).map_err(|e| Error::Evidence {
             path: port.clone().into(),
             source: e,
         })
@@ -1038,7 +1036,7 @@ fn guest_run(sink: &run::SharedSink) -> Result<Record, Error> {
         .as_ref()
         .map(|e| (e.isolation.clone(), e.canary_sockets.clone()))
         .unwrap_or_default();
-    let started = serde_json::to_vec(&Record::Started {
+    sink.record(&Record::Started {
         guest_now_ns: clock.now_ns(),
         settings: running.settings.clone(),
         mechanism: running.mechanism.clone(),
@@ -1046,9 +1044,7 @@ fn guest_run(sink: &run::SharedSink) -> Result<Record, Error> {
         isolation,
         canary_sockets,
     })
-    .map_err(|e| Error::Internal(format!("cannot encode a record: {e}")))?;
-    sink.line(&started)
-        .map_err(|e| Error::Internal(format!("cannot write a record: {e}")))?;
+    .map_err(|e| Error::Internal(format!("cannot write a record: {e}")))?;
     if let Some(port) = req.http_port {
         serve_relay(&running.sandbox, port)?;
     }

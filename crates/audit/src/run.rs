@@ -45,10 +45,11 @@ impl SharedSink {
         SharedSink(Arc::new(std::sync::Mutex::new(Lines(Box::new(lines.0)))))
     }
 
-    /// One line written as is (a record that is not an event), then flushed.
-    pub(crate) fn line(&self, line: &[u8]) -> std::io::Result<()> {
+    /// One record that is not an event (a microVM guest's `Record`), as its own line, then
+    /// flushed.
+    pub(crate) fn record(&self, r: &impl Serialize) -> std::io::Result<()> {
         let mut s = self.sink();
-        s.raw(line)?;
+        s.push(r)?;
         s.flush()
     }
 

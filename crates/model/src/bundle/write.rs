@@ -116,13 +116,6 @@ impl<W: Write> Lines<W> {
         self.0.write_all(b"\n")
     }
 
-    /// One line written as it is (a record already encoded, from a microVM's guest), and its
-    /// newline.
-    pub fn raw(&mut self, line: &[u8]) -> std::io::Result<()> {
-        self.0.write_all(line)?;
-        self.0.write_all(b"\n")
-    }
-
     /// Makes what was written durable.
     pub fn flush(&mut self) -> std::io::Result<()> {
         self.0.flush()
