@@ -211,6 +211,12 @@ pub struct Record {
     pub checks: Vec<Tally>,
     /// Per case.
     pub cases: Vec<CaseResult>,
+    /// The controls run when the selftest was told to run only some (`--only`), by name;
+    /// empty when every control ran. Such a record proves nothing for an audit (a check is
+    /// proven by all its controls): it is never saved as the build's record, and
+    /// [`load_proofs_for`] refuses one handed to it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub only: Vec<String>,
 }
 
 impl Record {
@@ -254,9 +260,18 @@ pub fn load_proofs() -> Proofs {
 /// The proofs of this build for audits under `isolation`, from the selftest record made
 /// under the same isolation.
 pub fn load_proofs_for(isolation: Isolation) -> Proofs {
-    let path = record_path(isolation);
-    match std::fs::read(&path).map(|b| serde_json::from_slice::<Record>(&b)) {
-        Ok(Ok(r)) if r.build == build_id() && r.isolation == isolation_name(isolation) => {
+    proofs_from(&record_path(isolation), isolation)
+}
+
+/// The proofs the record at `path` gives audits under `isolation`: none unless it is this
+/// build's, made under that isolation, over every control.
+fn proofs_from(path: &Path, isolation: Isolation) -> Proofs {
+    match std::fs::read(path).map(|b| serde_json::from_slice::<Record>(&b)) {
+        Ok(Ok(r))
+            if r.build == build_id()
+                && r.isolation == isolation_name(isolation)
+                && r.only.is_empty() =>
+        {
             r.proofs()
         }
         _ => Proofs::none(match isolation {
@@ -285,15 +300,23 @@ pub struct Options {
     pub request_timeout: Duration,
     /// Where the controls run.
     pub isolation: Isolation,
+    /// Run only the controls of these names (empty: every control). The record of such a
+    /// run is never saved as the build's (see [`Record::only`]).
+    pub only: Vec<String>,
 }
 
-/// Runs every control, returns (and saves, when `save`) the record.
+/// Runs every control (or those `opts.only` names), returns the record, and saves it as the
+/// build's when `save` and every control ran.
 pub fn run(
     opts: &Options,
     progress: &(dyn Fn(&CaseResult) + Sync),
     save: bool,
 ) -> Result<Record, Error> {
-    let controls = Controls::load(&opts.fixtures)?;
+    let mut controls = Controls::load(&opts.fixtures)?;
+    if !opts.only.is_empty() {
+        controls.cases = only(controls.cases, &opts.only)?;
+    }
+    let save = save && opts.only.is_empty();
     build_c_controls(&opts.fixtures)?;
     let lib = opts.fixtures.join("lib");
     let scratch = std::env::temp_dir().join(format!("glassbox-selftest-{}", std::process::id()));
@@ -343,6 +366,11 @@ pub fn run(
         isolation: isolation_name(opts.isolation).into(),
         checks,
         cases,
+        only: if opts.only.is_empty() {
+            Vec::new()
+        } else {
+            controls.cases.iter().map(|c| c.name.clone()).collect()
+        },
     };
     if save {
         let path = record_path(opts.isolation);
@@ -358,6 +386,25 @@ pub fn run(
         })?;
     }
     Ok(record)
+}
+
+/// The cases `names` names, in the manifest's order; a name no case has is a usage error.
+fn only(cases: Vec<Case>, names: &[String]) -> Result<Vec<Case>, Error> {
+    let unknown: Vec<&str> = names
+        .iter()
+        .filter(|n| !cases.iter().any(|c| &c.name == *n))
+        .map(String::as_str)
+        .collect();
+    if !unknown.is_empty() {
+        return Err(Error::Usage(format!(
+            "--only: no control named {} (the controls are the folders of fixtures/manifest.json)",
+            unknown.join(", ")
+        )));
+    }
+    Ok(cases
+        .into_iter()
+        .filter(|c| names.contains(&c.name))
+        .collect())
 }
 
 /// Builds the C controls: every folder of `fixtures` holding a `control.c` gets the helper its
@@ -605,4 +652,91 @@ fn run_case(case: &Case, opts: &Options, lib: &Path, scratch: &Path) -> Result<A
         ));
     }
     Ok(Attempt::Done(r))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(isolation: Isolation, only: &[&str]) -> Record {
+        Record {
+            build: build_id(),
+            glassbox_version: glassbox_model::GLASSBOX_VERSION.into(),
+            created_at: "2026-12-04T00:00:00Z".into(),
+            recorder: "auto".into(),
+            isolation: isolation_name(isolation).into(),
+            checks: glassbox_checks::registry()
+                .iter()
+                .map(|c| Tally {
+                    id: c.info.id.into(),
+                    version: c.info.version,
+                    tp: 1,
+                    tn: 1,
+                    proven: true,
+                    ..Tally::default()
+                })
+                .collect(),
+            cases: Vec::new(),
+            only: only.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    fn proven(p: &Proofs) -> bool {
+        !p.by_check.is_empty() && p.by_check.iter().all(|(_, r)| r.is_ok())
+    }
+
+    /// A record proves audits of its own isolation only, and only when every control ran:
+    /// one made with `--only` proves nothing, whatever its tallies say.
+    #[test]
+    fn a_record_proves_its_own_isolation_and_only_when_whole() {
+        let dir = std::env::temp_dir().join(format!("gb-selftest-proofs-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let at = |name: &str, r: &Record| {
+            let p = dir.join(name);
+            std::fs::write(&p, serde_json::to_vec(r).unwrap()).unwrap();
+            p
+        };
+        let vm = at("vm.json", &record(Isolation::MicroVm, &[]));
+        assert!(proven(&proofs_from(&vm, Isolation::MicroVm)));
+        let p = proofs_from(&vm, Isolation::Namespace);
+        assert!(p.by_check.is_empty() && p.missing.is_some(), "{p:?}");
+        let ns = at("ns.json", &record(Isolation::Namespace, &[]));
+        assert!(proven(&proofs_from(&ns, Isolation::Namespace)));
+        assert!(!proven(&proofs_from(&ns, Isolation::MicroVm)));
+        let partial = at(
+            "partial.json",
+            &record(Isolation::Namespace, &["docker-sock"]),
+        );
+        let p = proofs_from(&partial, Isolation::Namespace);
+        assert!(p.by_check.is_empty() && p.missing.is_some(), "{p:?}");
+        let mut other = record(Isolation::Namespace, &[]);
+        other.build = "another build".into();
+        assert!(!proven(&proofs_from(
+            &at("other.json", &other),
+            Isolation::Namespace
+        )));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn only_keeps_the_named_controls_in_order_and_refuses_an_unknown_name() {
+        let controls = Controls::load(&default_fixtures()).unwrap();
+        let names: Vec<String> = controls.cases.iter().map(|c| c.name.clone()).collect();
+        let picked = vec![names[3].clone(), names[1].clone()];
+        let kept = only(controls.cases.clone(), &picked).unwrap();
+        assert_eq!(
+            kept.iter().map(|c| &c.name).collect::<Vec<_>>(),
+            vec![&names[1], &names[3]]
+        );
+        let Err(Error::Usage(why)) = only(
+            controls.cases,
+            &[names[0].clone(), "no-such-control".into()],
+        ) else {
+            panic!("an unknown name was accepted");
+        };
+        assert!(
+            why.contains("no-such-control") && !why.contains(&names[0]),
+            "{why}"
+        );
+    }
 }
