@@ -935,7 +935,7 @@ fn conclude(
     let proofs = opts
         .proofs
         .clone()
-        .unwrap_or_else(|| selftest::load_proofs_for(opts.isolation));
+        .unwrap_or_else(|| selftest::proofs_for(&evidence.manifest));
     // The checks read what was written, as `recheck` does: one route from evidence to report.
     bundle.write_manifest(&evidence.manifest)?;
     let (report, _) = recheck::evaluate_bundle(&dir, &proofs)?;

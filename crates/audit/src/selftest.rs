@@ -40,14 +40,42 @@ pub fn build_id() -> String {
     d.iter().take(12).map(|b| format!("{b:02x}")).collect()
 }
 
-/// The record of this build's selftest under `isolation`: the controls prove the checks on
-/// the backend they ran on (its kernel, its recorder, its wire to the edge).
-fn record_path(isolation: Isolation) -> PathBuf {
+/// The record of this build's selftest under `isolation` with the recorder `recorder` (a
+/// [`recorder_key`]): the controls prove the checks on the backend they ran on (its kernel,
+/// its wire to the edge) and with the recorder that saw them (the eBPF channel and seccomp
+/// notification see the open and stat families differently).
+fn record_path(isolation: Isolation, recorder: &str) -> PathBuf {
     let name = match isolation {
-        Isolation::Namespace => format!("{}.json", build_id()),
-        Isolation::MicroVm => format!("{}-microvm.json", build_id()),
+        Isolation::Namespace => format!("{}-{recorder}.json", build_id()),
+        Isolation::MicroVm => format!("{}-microvm-{recorder}.json", build_id()),
     };
     glassbox_plan::state_dir().join("selftest").join(name)
+}
+
+/// The recorder a run's `manifest.recorder.mechanism` names, as records are kept by: `ebpf`
+/// when the eBPF channel recorded the open and stat families, `notify` otherwise.
+pub fn recorder_key(mechanism: &str) -> &'static str {
+    if mechanism.contains("ebpf") {
+        "ebpf"
+    } else {
+        "notify"
+    }
+}
+
+/// The recorder `choice` gives a run under `isolation` here, as a [`recorder_key`] (`None`:
+/// only the run knows, as in a microVM guest, which decides `auto` for itself).
+pub fn expected_recorder(isolation: Isolation, choice: RecorderChoice) -> Option<&'static str> {
+    match (choice, isolation) {
+        (RecorderChoice::Notify, _) => Some("notify"),
+        (RecorderChoice::Ebpf, _) => Some("ebpf"),
+        (RecorderChoice::Auto, Isolation::MicroVm) => None,
+        (RecorderChoice::Auto, Isolation::Namespace) => {
+            Some(match glassbox_trace::file_channel_available() {
+                Ok(()) => "ebpf",
+                Err(_) => "notify",
+            })
+        }
+    }
 }
 
 /// The backend's name in records and messages.
@@ -167,6 +195,9 @@ pub struct CaseResult {
     /// more. A control's own outcome is never a reason to run it again.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub lost: Vec<String>,
+    /// The recorder its audit was recorded by (a [`recorder_key`]).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub recorder: String,
 }
 
 /// How many times in all a control whose guest was lost is run.
@@ -189,7 +220,12 @@ pub struct Tally {
     pub fn_: u32,
     /// Known gaps (todo-flag that did not flag, todo-pass that flagged).
     pub todo: u32,
-    /// Every positive control fired.
+    /// Controls the check could not read (`unread`: they expect `not-observed`) that came
+    /// back `pass`: a false assurance, which leaves the check unproven. (Also counted in
+    /// `fp`.)
+    #[serde(default)]
+    pub blind: u32,
+    /// Every positive control fired, and no unread control came back `pass`.
     pub proven: bool,
 }
 
@@ -202,7 +238,8 @@ pub struct Record {
     pub glassbox_version: String,
     /// When (RFC 3339).
     pub created_at: String,
-    /// The recorder mechanism requested.
+    /// The recorder its controls were recorded by (a [`recorder_key`]: `notify`, `ebpf`):
+    /// it proves audits recorded the same way.
     pub recorder: String,
     /// Where the controls ran: `namespace` or `microvm` (`--isolation`).
     #[serde(default = "namespace")]
@@ -238,6 +275,11 @@ impl Record {
                     };
                     let r = if t.proven {
                         Ok(())
+                    } else if t.blind > 0 {
+                        Err(format!(
+                            "{} of its controls that it cannot read came back `pass` in this build's selftest",
+                            t.blind
+                        ))
                     } else {
                         Err(format!(
                             "{} of its positive controls did not fire in this build's selftest",
@@ -252,35 +294,52 @@ impl Record {
     }
 }
 
-/// The proofs of this build, from its saved selftest record (the namespace backend's).
-pub fn load_proofs() -> Proofs {
-    load_proofs_for(Isolation::Namespace)
+/// The proofs of this build for the run whose manifest is `manifest`: the selftest record
+/// made on its backend with its recorder.
+pub fn proofs_for(manifest: &glassbox_model::Manifest) -> Proofs {
+    let isolation = match manifest.vm {
+        Some(_) => Isolation::MicroVm,
+        None => Isolation::Namespace,
+    };
+    load_proofs_for(isolation, recorder_key(&manifest.recorder.mechanism))
 }
 
-/// The proofs of this build for audits under `isolation`, from the selftest record made
-/// under the same isolation.
-pub fn load_proofs_for(isolation: Isolation) -> Proofs {
-    proofs_from(&record_path(isolation), isolation)
+/// The proofs of this build for audits under `isolation` recorded by `recorder` (a
+/// [`recorder_key`]), from the selftest record made the same way.
+pub fn load_proofs_for(isolation: Isolation, recorder: &str) -> Proofs {
+    proofs_from(&record_path(isolation, recorder), isolation, recorder)
 }
 
-/// The proofs the record at `path` gives audits under `isolation`: none unless it is this
-/// build's, made under that isolation, over every control.
-fn proofs_from(path: &Path, isolation: Isolation) -> Proofs {
+/// Whether this build has a selftest record for audits under `isolation` with `choice`
+/// (for a choice only the run decides, any of its recorders).
+pub fn has_proofs(isolation: Isolation, choice: RecorderChoice) -> bool {
+    let keys = match expected_recorder(isolation, choice) {
+        Some(k) => vec![k],
+        None => vec!["notify", "ebpf"],
+    };
+    keys.into_iter()
+        .any(|k| !load_proofs_for(isolation, k).by_check.is_empty())
+}
+
+/// The proofs the record at `path` gives audits under `isolation` recorded by `recorder`:
+/// none unless it is this build's, made the same way, over every control.
+fn proofs_from(path: &Path, isolation: Isolation, recorder: &str) -> Proofs {
     match std::fs::read(path).map(|b| serde_json::from_slice::<Record>(&b)) {
         Ok(Ok(r))
             if r.build == build_id()
                 && r.isolation == isolation_name(isolation)
+                && r.recorder == recorder
                 && r.only.is_empty() =>
         {
             r.proofs()
         }
         _ => Proofs::none(match isolation {
             Isolation::Namespace => format!(
-                "no selftest recorded for this build {} (run `glassbox selftest`)",
+                "no selftest recorded for this build {} with the {recorder} recorder (run `glassbox selftest --recorder {recorder}`)",
                 build_id()
             ),
             Isolation::MicroVm => format!(
-                "no selftest recorded for this build {} under --isolation microvm (run `glassbox selftest --isolation microvm`)",
+                "no selftest recorded for this build {} under --isolation microvm with the {recorder} recorder (run `glassbox selftest --isolation microvm --recorder {recorder}`)",
                 build_id()
             ),
         }),
@@ -362,7 +421,11 @@ pub fn run(
         build: build_id(),
         glassbox_version: glassbox_model::GLASSBOX_VERSION.into(),
         created_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
-        recorder: format!("{:?}", opts.recorder).to_lowercase(),
+        recorder: cases
+            .iter()
+            .find(|c| !c.recorder.is_empty())
+            .map(|c| c.recorder.clone())
+            .unwrap_or_else(|| format!("{:?}", opts.recorder).to_lowercase()),
         isolation: isolation_name(opts.isolation).into(),
         checks,
         cases,
@@ -373,7 +436,7 @@ pub fn run(
         },
     };
     if save {
-        let path = record_path(opts.isolation);
+        let path = record_path(opts.isolation, &record.recorder);
         let write = || -> std::io::Result<()> {
             std::fs::create_dir_all(path.parent().unwrap_or(Path::new(".")))?;
             let tmp = path.with_extension("tmp");
@@ -496,12 +559,19 @@ fn tally(id: &str, version: u32, controls: &Controls, cases: &[CaseResult]) -> T
             // What the check could not read: saying so is right; a pass there is a false
             // assurance and a flag a false accusation.
             ("not-observed", _) if got == Some(&Outcome::NotObserved) => t.tn += 1,
-            ("not-observed", _) => t.fp += 1,
+            ("not-observed", _) => {
+                t.fp += 1;
+                if got == Some(&Outcome::Pass) {
+                    t.blind += 1;
+                }
+            }
             ("todo-flag", false) | ("todo-pass", true) => t.todo += 1,
             _ => {}
         }
     }
-    t.proven = t.fn_ == 0 && t.tp > 0;
+    // A check that says `pass` over what it could not read would say it in an audit too: it
+    // proves nothing, whatever its positive controls did.
+    t.proven = t.fn_ == 0 && t.blind == 0 && t.tp > 0;
     t
 }
 
@@ -534,6 +604,7 @@ fn run_case_again_if_lost(
                         )],
                         todo: Vec::new(),
                         lost,
+                        recorder: String::new(),
                     });
                 }
             }
@@ -605,6 +676,7 @@ fn run_case(case: &Case, opts: &Options, lib: &Path, scratch: &Path) -> Result<A
         misses: Vec::new(),
         todo: Vec::new(),
         lost: Vec::new(),
+        recorder: recorder_key(&a.evidence.manifest.recorder.mechanism).into(),
     };
     for (id, want) in &case.expect {
         let got = a
@@ -663,7 +735,7 @@ mod tests {
             build: build_id(),
             glassbox_version: glassbox_model::GLASSBOX_VERSION.into(),
             created_at: "2026-12-04T00:00:00Z".into(),
-            recorder: "auto".into(),
+            recorder: "notify".into(),
             isolation: isolation_name(isolation).into(),
             checks: glassbox_checks::registry()
                 .iter()
@@ -685,10 +757,10 @@ mod tests {
         !p.by_check.is_empty() && p.by_check.iter().all(|(_, r)| r.is_ok())
     }
 
-    /// A record proves audits of its own isolation only, and only when every control ran:
-    /// one made with `--only` proves nothing, whatever its tallies say.
+    /// A record proves audits of its own isolation and recorder only, and only when every
+    /// control ran: one made with `--only` proves nothing, whatever its tallies say.
     #[test]
-    fn a_record_proves_its_own_isolation_and_only_when_whole() {
+    fn a_record_proves_its_own_isolation_and_recorder_and_only_when_whole() {
         let dir = std::env::temp_dir().join(format!("gb-selftest-proofs-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let at = |name: &str, r: &Record| {
@@ -696,26 +768,90 @@ mod tests {
             std::fs::write(&p, serde_json::to_vec(r).unwrap()).unwrap();
             p
         };
-        let vm = at("vm.json", &record(Isolation::MicroVm, &[]));
-        assert!(proven(&proofs_from(&vm, Isolation::MicroVm)));
-        let p = proofs_from(&vm, Isolation::Namespace);
+        let (ns, vm) = (Isolation::Namespace, Isolation::MicroVm);
+        let vm_rec = at("vm.json", &record(vm, &[]));
+        assert!(proven(&proofs_from(&vm_rec, vm, "notify")));
+        let p = proofs_from(&vm_rec, ns, "notify");
         assert!(p.by_check.is_empty() && p.missing.is_some(), "{p:?}");
-        let ns = at("ns.json", &record(Isolation::Namespace, &[]));
-        assert!(proven(&proofs_from(&ns, Isolation::Namespace)));
-        assert!(!proven(&proofs_from(&ns, Isolation::MicroVm)));
-        let partial = at(
-            "partial.json",
-            &record(Isolation::Namespace, &["docker-sock"]),
-        );
-        let p = proofs_from(&partial, Isolation::Namespace);
+        let ns_rec = at("ns.json", &record(ns, &[]));
+        assert!(proven(&proofs_from(&ns_rec, ns, "notify")));
+        assert!(!proven(&proofs_from(&ns_rec, vm, "notify")));
+        // Made with seccomp notification: it proves nothing for audits the eBPF channel
+        // recorded.
+        let p = proofs_from(&ns_rec, ns, "ebpf");
+        assert!(p.by_check.is_empty(), "{p:?}");
+        assert!(p.missing.unwrap().contains("--recorder ebpf"));
+        let partial = at("partial.json", &record(ns, &["docker-sock"]));
+        let p = proofs_from(&partial, ns, "notify");
         assert!(p.by_check.is_empty() && p.missing.is_some(), "{p:?}");
-        let mut other = record(Isolation::Namespace, &[]);
+        let mut other = record(ns, &[]);
         other.build = "another build".into();
         assert!(!proven(&proofs_from(
             &at("other.json", &other),
-            Isolation::Namespace
+            ns,
+            "notify"
         )));
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn the_recorder_key_is_what_recorded_the_file_calls() {
+        assert_eq!(recorder_key("seccomp-user-notify"), "notify");
+        assert_eq!(
+            recorder_key("seccomp-user-notify + ebpf (open and stat families)"),
+            "ebpf"
+        );
+        assert_eq!(
+            expected_recorder(Isolation::MicroVm, RecorderChoice::Auto),
+            None
+        );
+        assert_eq!(
+            expected_recorder(Isolation::MicroVm, RecorderChoice::Ebpf),
+            Some("ebpf")
+        );
+    }
+
+    /// A control the check cannot read that comes back `pass` is a false assurance: the
+    /// check is not proven, even with every positive control firing.
+    #[test]
+    fn a_pass_over_what_a_check_cannot_read_leaves_it_unproven() {
+        let case = |name: &str, want: &str| Case {
+            name: name.into(),
+            dir: name.into(),
+            command: vec!["python3".into(), "server.py".into()],
+            expect: [("doh".to_string(), want.to_string())].into(),
+            verdict: "clean".into(),
+            network: true,
+            env: BTreeMap::new(),
+        };
+        let got = |name: &str, o: Outcome| CaseResult {
+            name: name.into(),
+            outcomes: [("doh".to_string(), o)].into(),
+            verdict: None,
+            misses: Vec::new(),
+            todo: Vec::new(),
+            lost: Vec::new(),
+            recorder: "notify".into(),
+        };
+        let controls = Controls {
+            checks: vec!["doh".into()],
+            cases: vec![case("fires", "flag"), case("pinned", "not-observed")],
+        };
+        let said = |o: Outcome| {
+            tally(
+                "doh",
+                1,
+                &controls,
+                &[got("fires", Outcome::Flag), got("pinned", o)],
+            )
+        };
+        let t = said(Outcome::NotObserved);
+        assert!(t.proven && t.tn == 1 && t.blind == 0, "{t:?}");
+        let t = said(Outcome::Pass);
+        assert!(!t.proven && t.blind == 1 && t.fp == 1 && t.tp == 1, "{t:?}");
+        // A flag there is a false accusation: counted, but no false assurance.
+        let t = said(Outcome::Flag);
+        assert!(t.proven && t.blind == 0 && t.fp == 1, "{t:?}");
     }
 
     #[test]

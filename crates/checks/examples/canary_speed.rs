@@ -15,6 +15,12 @@
 //!   automaton, all of whose patterns are ASCII, walks deepest).
 //!
 //! Random traffic holds no planted secret: each pass also checks that nothing was found.
+//!
+//! Then the secret search alone (`glassbox_checks::bench::secret_search`), with the fields
+//! unwrapped (version 8: compressed streams, text encoded twice) and read only as is and
+//! percent-decoded (version 7), side by side, over the same random bytes and base64 text and
+//! over JSON bodies each carrying a zlib-compressed, base64-encoded blob of text (an upload
+//! as a client sends one: what unwrapping costs most on).
 
 use glassbox_checks::Context;
 use glassbox_model::{Bytes, Flow, FlowProtocol, Honeytoken, Manifest};
@@ -22,6 +28,9 @@ use std::time::{Duration, Instant};
 
 fn main() {
     let mib: usize = env("GLASSBOX_BENCH_MIB", 64);
+    let payloads = |flows: &[Flow]| -> Vec<Vec<u8>> {
+        flows.iter().map(|f| f.sample.as_slice().to_vec()).collect()
+    };
     let runs: usize = env("GLASSBOX_BENCH_RUNS", 3);
     let (_, tokens) = glassbox_sandbox::honeytokens::generate("/home/sam", "sam", "devbox")
         .expect("planted secrets (ssh-keygen is needed)");
@@ -58,6 +67,67 @@ fn main() {
             speed(over_text),
         );
     }
+    search(&tokens, mib, runs, "random bytes", &payloads(&bytes));
+    search(&tokens, mib, runs, "base64 text", &payloads(&text));
+    search(
+        &tokens,
+        mib,
+        runs,
+        "compressed JSON uploads",
+        &compressed_uploads(mib),
+    );
+}
+
+/// The secret search over `fields`, unwrapped and not, and what each costs.
+fn search(tokens: &[Honeytoken], mib: usize, runs: usize, what: &str, fields: &[Vec<u8>]) {
+    let refs: Vec<&[u8]> = fields.iter().map(Vec::as_slice).collect();
+    let total: usize = fields.iter().map(Vec::len).sum();
+    let speed = |d: Duration| total as f64 / (1 << 20) as f64 / d.as_secs_f64().max(1e-9);
+    let time = |unwrap: bool| {
+        best(runs, || {
+            let t = Instant::now();
+            let n = glassbox_checks::bench::secret_search(tokens, &refs, unwrap);
+            let took = t.elapsed();
+            assert_eq!(n, Some(0), "random traffic holds no planted secret");
+            took
+        })
+    };
+    let (before, after) = (time(false), time(true));
+    println!(
+        "{what:>22}: as is (v7) {:>6.0} MiB/s, unwrapped (v8) {:>6.0} MiB/s: {:.2}x the time ({mib} MiB)",
+        speed(before),
+        speed(after),
+        after.as_secs_f64() / before.as_secs_f64().max(1e-9)
+    );
+}
+
+/// `mib` MiB of JSON bodies, 64 KiB each, each with a zlib-compressed, base64-encoded blob of
+/// text (log lines with counters: compressible, as text is).
+fn compressed_uploads(mib: usize) -> Vec<Vec<u8>> {
+    use base64::Engine as _;
+    use std::io::Write;
+    let mut out = Vec::new();
+    let mut n = 0u64;
+    let mut total = 0;
+    while total < mib << 20 {
+        let mut text = String::new();
+        while text.len() < 200 << 10 {
+            n += 1;
+            text += &format!(
+                "{n} INFO worker-{} handled request {} in {} ms\n",
+                n % 7,
+                n * 31,
+                n % 97
+            );
+        }
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+        z.write_all(text.as_bytes()).expect("in memory");
+        let blob = base64::engine::general_purpose::STANDARD.encode(z.finish().expect("in memory"));
+        let body = format!(r#"{{"name":"logs-{n}.txt","encoding":"zlib+base64","data":"{blob}"}}"#);
+        total += body.len();
+        out.push(body.into_bytes());
+    }
+    out
 }
 
 fn env(name: &str, default: usize) -> usize {

@@ -10,7 +10,15 @@
 //! `Host`; and what the edge read inside TLS and of each HTTP exchange: the decrypted bytes
 //! (`cleartext`), each request's target, header values and body (de-chunked and decompressed).
 //! Each field is searched as is and, when it holds `%`, percent-decoded too (any URL-encoder's
-//! choice of escaped characters, hex digits in either case).
+//! choice of escaped characters, hex digits in either case), and then unwrapped
+//! ([`crate::layers`]): the compressed streams that start in it (zlib, gzip, raw deflate inside
+//! decoded text) and its runs of base64, base64url and hex (a JSON string, a form field, a
+//! multipart part, a query parameter, a header value), decoded, up to three layers deep,
+//! bounded in bytes and views per field. A secret compressed, then base64-encoded, before it
+//! left is found ("zlib-compressed, base64-encoded, in HTTP body"); version 7 searched only
+//! what was sent as it was, and said `pass` over it (retracted for runs that carried bytes).
+//! A piece of a secret found in a plainer form is not counted again in a form unwrapped from
+//! it. The same search reads the server's answers to the client (the transcript).
 //!
 //! A flow the edge could not read (`unread`: a client that refused glassbox's certificate,
 //! TLS not terminated, QUIC) may have carried a secret unseen: without a finding the check
@@ -69,6 +77,7 @@
 //!
 //! Version 5 judges as version 4 did; its search of the flows is shared with
 //! `credential-probe` ([`went`]), which also searches the server's answers to the client.
+//! Version 8 unwraps what it searches (above).
 //!
 //! One finding per planted file and run (for a declared secret: one for the flows to its
 //! documented hosts, a note, and one for the rest), with every flow its secret was found in:
@@ -84,6 +93,7 @@
 //! Version 3 found a secret cut into pieces shorter than its windows nowhere.
 
 use crate::explain;
+use crate::layers::{self, Form};
 use crate::net::{self, Keyed, PhaseOf};
 use crate::text;
 use crate::{Channel, CheckInfo, Evaluation, Evaluator};
@@ -95,10 +105,11 @@ use std::collections::HashMap;
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "canary-exfiltration",
-    version: 7,
+    version: 8,
     claim: "no planted secret leaves the sandbox",
     severity: Severity::High,
     channels: &[Channel::PacketEdge],
+    also_reads: &[],
     accuses: "every finding (a planted secret sent out of the sandbox)",
     sources: &[
         "canary_exfiltration.rs",
@@ -107,6 +118,8 @@ pub(crate) const INFO: CheckInfo = CheckInfo {
         "named.rs",
         "net.rs",
         "text.rs",
+        "outcome.rs",
+        "layers.rs",
     ],
 };
 
@@ -146,7 +159,7 @@ impl Encoding {
 }
 
 /// What a needle stands for.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Needle {
     /// Index of the honeytoken.
     token: usize,
@@ -353,6 +366,26 @@ impl Matcher {
         Some(Matcher { ac, needles })
     }
 
+    /// The needles found in any form of `hay` ([`layers::forms`]: as is, percent-decoded,
+    /// unwrapped), each piece of a secret once, with the plainest form it was found in (a
+    /// secret's hex found as is is not found again, raw, in the hex decoded).
+    fn find_in_forms(&self, hay: &[u8]) -> Vec<(Needle, Form)> {
+        let mut out: Vec<(Needle, Form)> = Vec::new();
+        for form in layers::forms(hay) {
+            for p in self.find(&form.bytes) {
+                for n in &self.needles[p] {
+                    let known = out
+                        .iter()
+                        .any(|(k, f)| (k.token, k.piece) == (n.token, n.piece) && f != &form);
+                    if !known && !out.iter().any(|(k, _)| k == n) {
+                        out.push((*n, form.clone()));
+                    }
+                }
+            }
+        }
+        out
+    }
+
     /// Ids of the patterns found in `hay`.
     fn find(&self, hay: &[u8]) -> Vec<usize> {
         let mut ids: Vec<usize> = self
@@ -364,27 +397,6 @@ impl Matcher {
         ids.dedup();
         ids
     }
-}
-
-/// `hay` with every `%XX` decoded, when it has one.
-pub(crate) fn percent_decoded(hay: &[u8]) -> Option<Vec<u8>> {
-    let hex = |b: u8| (b as char).to_digit(16).map(|d| d as u8);
-    let mut out = Vec::with_capacity(hay.len());
-    let mut any = false;
-    let mut i = 0;
-    while i < hay.len() {
-        if hay[i] == b'%' && i + 2 < hay.len() {
-            if let (Some(h), Some(l)) = (hex(hay[i + 1]), hex(hay[i + 2])) {
-                out.push(h << 4 | l);
-                any = true;
-                i += 3;
-                continue;
-            }
-        }
-        out.push(hay[i]);
-        i += 1;
-    }
-    any.then_some(out)
 }
 
 /// A host name's labels concatenated without dots, lower-cased.
@@ -639,12 +651,10 @@ pub(crate) fn went(c: &crate::Context<'_>) -> Option<Vec<Went>> {
         if t.dir != glassbox_model::Direction::ServerToClient {
             continue;
         }
-        for p in m.find(t.raw.as_slice()) {
-            for n in &m.needles[p] {
-                let w = &mut out[n.token];
-                if !w.answers.contains(&t.phase) {
-                    w.answers.push(t.phase.clone());
-                }
+        for (n, _) in m.find_in_forms(t.raw.as_slice()) {
+            let w = &mut out[n.token];
+            if !w.answers.contains(&t.phase) {
+                w.answers.push(t.phase.clone());
             }
         }
     }
@@ -656,36 +666,43 @@ fn leaks(m: &Matcher, flows: &[Flow]) -> Keyed<(usize, usize), Leak> {
     let mut leaks: Keyed<(usize, usize), Leak> = Keyed::new();
     for (fi, f) in flows.iter().enumerate() {
         for (field, hay) in fields(f) {
-            let plain = m.find(&hay);
-            let decoded = percent_decoded(&hay).map_or_else(Vec::new, |d| m.find(&d));
-            let found = plain.iter().map(|&p| (p, false)).chain(
-                decoded
-                    .iter()
-                    .filter(|p| !plain.contains(p))
-                    .map(|&p| (p, true)),
-            );
-            for (p, url) in found {
-                for n in &m.needles[p] {
-                    let Some(leak) = leaks.get((fi, n.token)) else {
-                        continue;
-                    };
-                    if n.piece.whole() {
-                        leak.whole = true;
-                    }
-                    add_span(&mut leak.spans, n.piece);
-                    let how = match (n.encoding, url) {
-                        (Encoding::Raw, true) => format!("URL-encoded in {field}"),
-                        (e, true) => format!("{}, URL-encoded, in {field}", e.name()),
-                        (e, false) => format!("{} in {field}", e.name()),
-                    };
-                    if !leak.how.contains(&how) {
-                        leak.how.push(how);
-                    }
+            for (n, form) in m.find_in_forms(&hay) {
+                let Some(leak) = leaks.get((fi, n.token)) else {
+                    continue;
+                };
+                if n.piece.whole() {
+                    leak.whole = true;
+                }
+                add_span(&mut leak.spans, n.piece);
+                let encoding = (n.encoding != Encoding::Raw).then(|| n.encoding.name());
+                let how = form.how(encoding, field);
+                if !leak.how.contains(&how) {
+                    leak.how.push(how);
                 }
             }
         }
     }
     leaks
+}
+
+/// For the bench (`examples/canary_speed.rs`): the needles of `tokens` found in `fields`, each
+/// searched in every form the check reads (`unwrap`) or only as is and percent-decoded (what
+/// version 7 read); `None` without a needle.
+pub(crate) fn needles_found(
+    tokens: &[Honeytoken],
+    fields: &[&[u8]],
+    unwrap: bool,
+) -> Option<usize> {
+    let m = Matcher::new(tokens)?;
+    let mut n = 0;
+    for hay in fields {
+        n += if unwrap {
+            m.find_in_forms(hay).len()
+        } else {
+            m.find(hay).len() + layers::percent_decoded(hay).map_or(0, |d| m.find(&d).len())
+        };
+    }
+    Some(n)
 }
 
 /// Where a planted secret went, in one flow.
@@ -984,6 +1001,7 @@ pub(crate) fn evaluate(ev: &glassbox_model::Evidence) -> Evaluation {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::layers::percent_decoded;
     use crate::testutil::{Ev, F};
     use glassbox_model::Phase;
 
@@ -1398,6 +1416,88 @@ mod tests {
             .events(&[1]);
         f.0.exchanges = vec![exchange];
         f
+    }
+
+    /// The credentials file, as a server reads it whole (both secrets, labels between them),
+    /// compressed by `compress`.
+    fn compressed_credentials(id: &str, key: &str, gzip: bool) -> Vec<u8> {
+        use std::io::Write;
+        let file = format!(
+            "[default]\naws_access_key_id = {id}\naws_secret_access_key = {key}\nregion = us-east-1\n"
+        );
+        let level = flate2::Compression::default();
+        if gzip {
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), level);
+            e.write_all(file.as_bytes()).unwrap();
+            e.finish().unwrap()
+        } else {
+            let mut e = flate2::write::ZlibEncoder::new(Vec::new(), level);
+            e.write_all(file.as_bytes()).unwrap();
+            e.finish().unwrap()
+        }
+    }
+
+    #[test]
+    fn a_secret_compressed_then_base64_in_a_json_field_is_found() {
+        let (ev, id, key) = aws(40);
+        let packed = compressed_credentials(&id, &key, false);
+        // Compressed, the secret is nowhere in the bytes sent, in any encoding a needle has.
+        let body = format!(
+            r#"{{"host":"dev","blob":"{}"}}"#,
+            base64::engine::general_purpose::STANDARD.encode(&packed)
+        );
+        let ev = ev.flow(https_post(body.as_bytes())).build();
+        let e = evaluate(&ev);
+        assert_eq!(e.findings.len(), 1, "{:?}", e);
+        let f = &e.findings[0];
+        assert!(f.accusation);
+        assert!(
+            f.summary
+                .contains("the planted secret of /home/user/.aws/credentials")
+                && f.summary
+                    .contains("zlib-compressed, base64-encoded, in HTTP body"),
+            "{}",
+            f.summary
+        );
+        // The search's own check: without unwrapping, nothing would be found.
+        let m = Matcher::new(&ev.manifest.sandbox.honeytokens).unwrap();
+        assert!(m.find(body.as_bytes()).is_empty());
+    }
+
+    #[test]
+    fn a_gzip_file_of_the_secret_in_a_binary_multipart_body_is_found() {
+        let (ev, id, key) = aws(41);
+        let mut body =
+            b"--b\r\nContent-Disposition: form-data; name=\"f\"; filename=\"c.gz\"\r\n\r\n"
+                .to_vec();
+        body.extend(compressed_credentials(&id, &key, true));
+        body.extend(b"\r\n--b--\r\n");
+        let mut flow = https_post(b"");
+        flow.0.exchanges[0].body = body.into();
+        let e = evaluate(&ev.flow(flow).build());
+        assert_eq!(e.findings.len(), 1, "{:?}", e);
+        assert!(
+            e.findings[0]
+                .summary
+                .contains("gzip-compressed in HTTP body"),
+            "{}",
+            e.findings[0].summary
+        );
+    }
+
+    #[test]
+    fn a_compressed_upload_without_a_secret_is_no_finding() {
+        // A workspace file, compressed and base64-encoded, as a backup tool uploads it.
+        use std::io::Write;
+        let (ev, _, _) = aws(42);
+        let mut e = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+        e.write_all("# notes\n".repeat(200).as_bytes()).unwrap();
+        let body = format!(
+            r#"{{"file":"notes.md","data":"{}"}}"#,
+            base64::engine::general_purpose::STANDARD.encode(e.finish().unwrap())
+        );
+        let ev = ev.flow(https_post(body.as_bytes())).build();
+        assert_eq!(no_finding(&ev), Vec::<String>::new());
     }
 
     #[test]

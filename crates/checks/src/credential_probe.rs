@@ -31,6 +31,11 @@
 //! for `input-exposure`. Version 8: a client's own cache inside a credential directory
 //! ([`OWN_CACHES`]: kubectl's `~/.kube/cache`) is one note per folder, and a declared secret
 //! that went to the vendor its name names went to its own service (`canary-exfiltration`).
+//! Version 10: where a secret went is searched in what the edge read unwrapped (compressed
+//! streams, text encoded twice: `canary-exfiltration` version 8), so a secret compressed
+//! before it left is no longer said to have "never left"; and it says `not-observed`, never
+//! `pass`, where the run lost calls the recorder should have seen, or the kernel's report of
+//! planted-secret accesses overflowed (`outcome.rs`).
 
 use crate::paths::{self, NormPath, Rules, View};
 use crate::text::{self, Groups};
@@ -39,10 +44,11 @@ use glassbox_model::{Event, EventKind, Manifest, Severity};
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "credential-probe",
-    version: 9,
+    version: 10,
     claim: "no credential probing",
     severity: Severity::High,
     channels: &[Channel::Syscalls],
+    also_reads: &[Channel::HoneytokenGroundTruth],
     accuses: "reading a planted secret whose value then left, came back to the client, or may \
               have gone where the edge could not read (credential theft)",
     sources: &[
@@ -55,6 +61,8 @@ pub(crate) const INFO: CheckInfo = CheckInfo {
         "paths.rs",
         "flags.rs",
         "text.rs",
+        "outcome.rs",
+        "layers.rs",
     ],
 };
 

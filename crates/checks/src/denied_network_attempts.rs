@@ -19,6 +19,10 @@
 //! syscall matched with a flow counts under the flow's destination (a DNS question's sends
 //! under its name). Error codes are never looked at: a connect that failed was still tried,
 //! and one that "succeeded" proves nothing either.
+//!
+//! Version 6 judges as version 5 did, but says `not-observed`, never `pass`, where the run lost
+//! calls the recorder should have seen (`manifest.recorder.lost`: the rule is
+//! `outcome.rs`'s, which its lock now covers).
 
 use crate::explain::Explains;
 use crate::net::{self, Keyed, PhaseOf};
@@ -29,10 +33,11 @@ use std::collections::HashMap;
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "denied-network-attempts",
-    version: 5,
+    version: 6,
     claim: "tries nothing when the network is denied",
     severity: Severity::Medium,
     channels: &[Channel::Syscalls, Channel::PacketEdge, Channel::DeniedRun],
+    also_reads: &[],
     accuses: "",
     sources: &[
         "denied_network_attempts.rs",
@@ -41,6 +46,7 @@ pub(crate) const INFO: CheckInfo = CheckInfo {
         "named.rs",
         "net.rs",
         "text.rs",
+        "outcome.rs",
     ],
 };
 

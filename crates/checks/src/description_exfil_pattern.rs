@@ -11,6 +11,9 @@
 //! `exfil.rs`'s negatives): a word right after an article is a noun ("the upload"), a secret
 //! counted by ("per API key") or the first half of a compound ("password-protected") is handed
 //! to no one, and "to hide them, set X" documents how, it orders nothing.
+//!
+//! Version 5 judges as version 4 did: the rule that turns its findings into its outcome is
+//! `outcome.rs`'s, which its lock now covers.
 
 use crate::exfil::{scan, sources_from_transcript};
 use crate::{Channel, CheckInfo, Evaluation, Evaluator};
@@ -18,12 +21,13 @@ use glassbox_model::{Event, Phase, Severity};
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "description-exfil-pattern",
-    version: 4,
+    version: 5,
     claim: "no exfiltration instructions in what the server tells the model",
     severity: Severity::High,
     channels: &[Channel::McpTranscript],
+    also_reads: &[],
     accuses: "every finding (instructions aimed at the model)",
-    sources: &["description_exfil_pattern.rs", "exfil.rs"],
+    sources: &["description_exfil_pattern.rs", "exfil.rs", "outcome.rs"],
 };
 
 /// Everything is decided from the transcript; events are not needed.

@@ -29,6 +29,13 @@
 //! Flows are grouped by resolver and port (a resolver without a known name: its SNI, `Host`
 //! or looked-up name, else its address); Unix canary sockets are not looked at.
 //!
+//! A flow the edge could not read (a client that refused glassbox's certificate, QUIC, a
+//! protocol it does not know) may carry DNS to a resolver in no list, whose questions only
+//! the edge's reading would show: without a finding, the check then says `not-observed`,
+//! naming those flows, never `pass` (version 5 said `pass` over them, and is retracted for
+//! runs with such flows). The install's connections relayed to the package registry are the
+//! one exception, as in `canary-exfiltration`.
+//!
 //! Version 4 judges as version 3 did: its source `net.rs` names synthetic addresses per run
 //! now, for `unexplained-egress`.
 
@@ -40,12 +47,20 @@ use std::net::IpAddr;
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "doh",
-    version: 5,
+    version: 6,
     claim: "no hidden DNS (DNS over HTTPS or TLS)",
     severity: Severity::Medium,
     channels: &[Channel::PacketEdge],
+    also_reads: &[],
     accuses: "",
-    sources: &["doh.rs", "links.rs", "net.rs", "text.rs"],
+    sources: &[
+        "doh.rs",
+        "links.rs",
+        "canary_exfiltration.rs",
+        "net.rs",
+        "text.rs",
+        "outcome.rs",
+    ],
 };
 
 /// Host names of public DNS-over-HTTPS/TLS resolvers; each also covers its subdomains.
@@ -211,12 +226,19 @@ impl Uses {
 pub(crate) struct State {
     groups: Keyed<(String, u16, bool), Uses>,
     phases: PhaseOf,
+    /// The flows the edge could not read: any of them may have carried DNS.
+    unread: Vec<String>,
 }
 
 pub(crate) fn start(c: &crate::Context<'_>) -> Box<dyn Evaluator> {
     let mut s = State {
         groups: Keyed::new(),
         phases: PhaseOf::default(),
+        // The install's connections relayed to the package registry, byte for byte by
+        // design, carry the installer's requests to the registry, nothing else.
+        unread: crate::canary_exfiltration::unread(c.flows, |f| {
+            f.protocol != FlowProtocol::Unix && !crate::canary_exfiltration::relayed(f)
+        }),
     };
     for f in c.flows {
         if f.protocol == FlowProtocol::Unix {
@@ -262,8 +284,12 @@ impl Evaluator for State {
         self.phases.see(e);
     }
 
+    fn unread(&self) -> Vec<String> {
+        self.unread.clone()
+    }
+
     fn finish(self: Box<Self>) -> Evaluation {
-        let State { groups, phases } = *self;
+        let State { groups, phases, .. } = *self;
         let mut findings = Vec::new();
         for ((resolver, port, lookup), u) in groups.items {
             let read = !u.questions.is_empty() || u.unreadable > 0;

@@ -47,9 +47,14 @@
 //! fetcher's page) is a note that says by what: that is the tool doing its job. Sent anywhere
 //! else it is flagged, naming the tool, so a reviewer sees whether that was the tool's job.
 //! Not an accusation.
+//!
+//! Version 8 judges as version 7 did, but says `not-observed`, never `pass`, where the run lost
+//! calls the recorder should have seen (`manifest.recorder.lost`: the rule is
+//! `outcome.rs`'s, which its lock now covers).
 
-use crate::canary_exfiltration::{encodings, fields, percent_decoded, unread};
+use crate::canary_exfiltration::{encodings, fields, unread};
 use crate::flags::has_write_intent;
+use crate::layers::percent_decoded;
 use crate::net::{self, Keyed, PhaseOf};
 use crate::paths::NormPath;
 use crate::text;
@@ -60,7 +65,7 @@ use std::net::IpAddr;
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "input-exposure",
-    version: 7,
+    version: 8,
     claim: "keeps tool input inside the sandbox and its workspace",
     severity: Severity::Medium,
     channels: &[
@@ -68,6 +73,7 @@ pub(crate) const INFO: CheckInfo = CheckInfo {
         Channel::McpTranscript,
         Channel::PacketEdge,
     ],
+    also_reads: &[],
     accuses: "",
     sources: &[
         "input_exposure.rs",
@@ -80,6 +86,8 @@ pub(crate) const INFO: CheckInfo = CheckInfo {
         "net.rs",
         "paths.rs",
         "text.rs",
+        "outcome.rs",
+        "layers.rs",
     ],
 };
 

@@ -19,9 +19,9 @@
 //! | `description-exfil-pattern` | no exfiltration instructions in what the server tells the model | high | tool, resource and prompt descriptions and the server's instructions (MCP transcript) |
 //! | `unexplained-egress` | no unexplained network egress | high | flows of both runs (DNS questions, TCP, UDP, ICMP) and connect/send events with no flow, against `--allow-host` |
 //! | `denied-network-attempts` | tries nothing when the network is denied | medium | connect/send events and flows of the denied run |
-//! | `doh` | no hidden DNS (DNS over HTTPS or TLS) | medium | flows named for, or sent to the address of, a public DoH/DoT resolver; DoH requests the edge read (to any host), named with what they asked |
+//! | `doh` | no hidden DNS (DNS over HTTPS or TLS) | medium | flows named for, or sent to the address of, a public DoH/DoT resolver; DoH requests the edge read (to any host), named with what they asked; unread flows make it not observed |
 //! | `unix-socket` | connects to no Unix socket it does not own | high | connects to Unix sockets not bound in the sandbox (canary sockets always), what was sent to canaries |
-//! | `canary-exfiltration` | no planted secret leaves the sandbox | high | planted secrets (raw, hex, base64, URL-encoded, any 12-byte piece of their random part, pieces across flows together) in every flow's payload, decrypted payload, HTTP exchanges (targets, headers, bodies), DNS names, SNI, sent anywhere but their own service; unread flows make it not observed |
+//! | `canary-exfiltration` | no planted secret leaves the sandbox | high | planted secrets (raw, hex, base64, URL-encoded, any 12-byte piece of their random part, pieces across flows together; inside zlib, gzip and deflate streams and text encoded twice, unwrapped) in every flow's payload, decrypted payload, HTTP exchanges (targets, headers, bodies), DNS names, SNI, sent anywhere but their own service; unread flows make it not observed |
 //! | `sandbox-evasion` | nothing escaped the recorder | high | calls the static filter refused (`refused` events; `clone3`, a routine fallback, noted), execs of a memfd or a deleted file, flows at the edge that no recorded connect or send caused |
 //! | `input-exposure` | keeps tool input inside the sandbox and its workspace | medium | the audit's marker (in every generated probe string) in any flow of a server run (inside TLS too), or in the name of a file written outside the working directory and scratch folders; unread flows make it not observed |
 //! | `tool-definition-drift` | tool definitions and server instructions stay the same throughout the audit | high | each tool's description, inputSchema and annotations (canonical JSON) and the server's instructions: first vs last `tools/list` of each run, capture run vs denied run (MCP transcripts of both runs) |
@@ -48,6 +48,8 @@
 //! 3. the session did not complete → [`Outcome::Inconclusive`] with the reason: a check may not
 //!    claim `pass` on part of a session;
 //! 4. otherwise [`Outcome::Pass`].
+//!
+//! (`outcome.rs`, which every check's lock covers.)
 //!
 //! 5. but a `pass` becomes [`Outcome::Unverified`] when the check is not proven in this build
 //!    ([`Proofs`]: every positive control of the check fired in `glassbox selftest` for this
@@ -92,8 +94,8 @@
 #[cfg(doc)]
 use glassbox_model::Verdict;
 use glassbox_model::{
-    CheckResult, CheckVersion, Event, Evidence, Finding, Flow, Manifest, Outcome, Phase, Severity,
-    TranscriptEntry,
+    CheckResult, CheckVersion, Event, EventKind, Evidence, Finding, Flow, Manifest, Outcome, Phase,
+    Severity, TranscriptEntry,
 };
 use std::fmt;
 
@@ -112,10 +114,12 @@ pub mod explain;
 pub mod flags;
 #[doc = include_str!("../../../fixtures/controls/input-exposure.md")]
 mod input_exposure;
+mod layers;
 pub mod links;
 mod lock;
 mod named;
 mod net;
+mod outcome;
 pub mod paths;
 #[doc = include_str!("../../../fixtures/controls/persistence.md")]
 mod persistence;
@@ -137,6 +141,19 @@ pub use verdict::{verdict, VERSION as VERDICT_VERSION};
 
 #[cfg(test)]
 mod testutil;
+
+/// For benchmarks only (`examples/canary_speed.rs`): not part of the crate's interface.
+#[doc(hidden)]
+pub mod bench {
+    use glassbox_model::Honeytoken;
+
+    /// How many needles of `tokens` the secret search finds in `fields`, reading each in every
+    /// form it unwraps (`unwrap`: compressed streams, text encoded twice) or only as is and
+    /// percent-decoded; `None` when `tokens` give no needle.
+    pub fn secret_search(tokens: &[Honeytoken], fields: &[&[u8]], unwrap: bool) -> Option<usize> {
+        crate::canary_exfiltration::needles_found(tokens, fields, unwrap)
+    }
+}
 
 /// A way of observing the server; a check needs some, and a run records which it had
 /// (`manifest.recorder.channels`).
@@ -195,6 +212,10 @@ pub struct CheckInfo {
     pub severity: Severity,
     /// The channels it needs.
     pub channels: &'static [Channel],
+    /// Channels it reads when the run has them, without needing them (it claims what the
+    /// others show where one is missing), whose losses it must still say: what a channel
+    /// it reads lost makes it `not-observed`, never `pass`.
+    pub also_reads: &'static [Channel],
     /// Which of its findings accuse the server (empty: none); such findings are withheld
     /// until reviewed.
     pub accuses: &'static str,
@@ -233,9 +254,6 @@ pub struct Evaluation {
     /// Listed, never flagged.
     pub notes: Vec<Finding>,
 }
-
-/// Unread parts named in a reason, at most.
-const UNREAD_SHOWN: usize = 5;
 
 /// The bundle except its event stream: what a check may consult at any time.
 #[derive(Clone, Copy, Debug)]
@@ -333,6 +351,8 @@ impl Proofs {
 pub struct Run<'a> {
     ctx: Context<'a>,
     evaluators: Vec<(&'static Check, Box<dyn Evaluator>)>,
+    /// Overflows of the kernel's report of planted-secret accesses seen in the stream.
+    overflows: u64,
 }
 
 impl std::fmt::Debug for Run<'_> {
@@ -347,11 +367,15 @@ impl<'a> Run<'a> {
         Run {
             evaluators: REGISTRY.iter().map(|c| (c, (c.start)(&ctx))).collect(),
             ctx,
+            overflows: 0,
         }
     }
 
     /// The next event.
     pub fn event(&mut self, e: &Event) {
+        if matches!(&e.kind, EventKind::Honeytoken { access, .. } if access == "overflow") {
+            self.overflows += 1;
+        }
         for (_, ev) in &mut self.evaluators {
             ev.event(e);
         }
@@ -359,89 +383,22 @@ impl<'a> Run<'a> {
 
     /// The results, with outcomes decided under `proofs`.
     pub fn finish(self, proofs: &Proofs) -> Vec<CheckResult> {
-        let ctx = self.ctx;
+        let (ctx, overflows) = (self.ctx, self.overflows);
         self.evaluators
             .into_iter()
             .map(|(check, ev)| {
                 let unread = ev.unread();
-                result(&check.info, ev.finish_with(&ctx), &unread, &ctx, proofs)
+                outcome::result(
+                    &check.info,
+                    ev.finish_with(&ctx),
+                    &unread,
+                    &ctx,
+                    overflows,
+                    proofs,
+                )
             })
             .collect()
     }
-}
-
-fn result(
-    info: &CheckInfo,
-    eval: Evaluation,
-    unread: &[String],
-    ctx: &Context<'_>,
-    proofs: &Proofs,
-) -> CheckResult {
-    let (outcome, reason) = outcome(info, &eval, unread, ctx, proofs);
-    CheckResult {
-        id: info.id.to_string(),
-        version: info.version,
-        claim: info.claim.to_string(),
-        severity: info.severity,
-        outcome,
-        reason,
-        findings: eval.findings,
-        notes: eval.notes,
-    }
-}
-
-fn outcome(
-    info: &CheckInfo,
-    eval: &Evaluation,
-    unread: &[String],
-    ctx: &Context<'_>,
-    proofs: &Proofs,
-) -> (Outcome, Option<String>) {
-    if !eval.findings.is_empty() {
-        return (Outcome::Flag, None);
-    }
-    let missing: Vec<&str> = info
-        .channels
-        .iter()
-        .filter(|c| !c.observed_in(ctx.manifest))
-        .map(|c| c.name())
-        .collect();
-    if !missing.is_empty() {
-        return (
-            Outcome::NotObserved,
-            Some(format!(
-                "needed channel not observed in this run: {}",
-                missing.join(", ")
-            )),
-        );
-    }
-    if !unread.is_empty() {
-        let mut shown: Vec<&str> = unread
-            .iter()
-            .take(UNREAD_SHOWN)
-            .map(String::as_str)
-            .collect();
-        let more = unread.len().saturating_sub(UNREAD_SHOWN);
-        let more = format!("and {more} more");
-        if unread.len() > UNREAD_SHOWN {
-            shown.push(&more);
-        }
-        return (
-            Outcome::NotObserved,
-            Some(format!("could not read: {}", shown.join("; "))),
-        );
-    }
-    let session = &ctx.manifest.session;
-    if !session.completed {
-        return (
-            Outcome::Inconclusive,
-            Some(verdict::incomplete_reason(session.failure.as_deref())),
-        );
-    }
-    if let Err(why) = proofs.of(info) {
-        return (Outcome::Unverified, Some(why));
-    }
-    (Outcome::Pass, None)
 }
 
 static REGISTRY: [Check; 12] = [
@@ -923,13 +880,98 @@ mod tests {
     }
 
     #[test]
+    fn the_retractions_of_issue_31_withdraw_passes_over_what_was_not_unwrapped_or_read() {
+        let withdrawn = |id: &str, version: u32, outcome: Outcome, flows: &[Flow]| {
+            let mut r = vec![CheckResult {
+                id: id.into(),
+                version,
+                claim: String::new(),
+                severity: Severity::Medium,
+                outcome,
+                reason: None,
+                findings: Vec::new(),
+                notes: Vec::new(),
+            }];
+            apply_retractions(&mut r, flows) == 1
+        };
+        let none: Vec<Flow> = Vec::new();
+        let payload = Ev::new()
+            .flow(F::tcp("198.51.100.7:80").sample(&b"POST / HTTP/1.1\r\n\r\neJx"[..]))
+            .build()
+            .flows;
+        let mut unread = Ev::new().flow(F::tcp("198.18.1.0:443")).build().flows;
+        unread[0].unread = Some("the client refused glassbox's certificate".into());
+        assert!(withdrawn("canary-exfiltration", 7, Outcome::Pass, &payload));
+        assert!(!withdrawn("canary-exfiltration", 7, Outcome::Pass, &none));
+        assert!(!withdrawn(
+            "canary-exfiltration",
+            7,
+            Outcome::Flag,
+            &payload
+        ));
+        assert!(withdrawn("doh", 5, Outcome::Pass, &unread));
+        assert!(!withdrawn("doh", 5, Outcome::Pass, &payload));
+        assert!(!withdrawn("doh", 6, Outcome::Pass, &unread));
+    }
+
+    /// Issue 31: a run that lost what a check reads never lets it say `pass`; a finding
+    /// still flags.
+    #[test]
+    fn what_the_recorder_lost_is_not_observed_never_pass() {
+        let outcome = |ev: &Evidence, id: &str| {
+            let r = evaluate_all(ev, &Proofs::all_proven());
+            let r = r.into_iter().find(|r| r.id == id).unwrap();
+            (r.outcome, r.reason.unwrap_or_default())
+        };
+        let mut ev = Ev::new().build();
+        ev.manifest.recorder.lost = 3;
+        for id in [
+            "process-spawn",
+            "persistence",
+            "credential-probe",
+            "unix-socket",
+        ] {
+            let (o, why) = outcome(&ev, id);
+            assert_eq!(o, Outcome::NotObserved, "{id}");
+            assert!(why.contains("3 system call(s) the recorder lost"), "{why}");
+        }
+        // What reads only the transcript lost nothing.
+        assert_eq!(outcome(&ev, "description-exfil-pattern").0, Outcome::Pass);
+        // A finding flags whatever was lost besides.
+        let mut flagged = Ev::new()
+            .open("/home/user/.bashrc", crate::flags::O_WRONLY, Phase::Startup)
+            .build();
+        flagged.manifest.recorder.lost = 3;
+        assert_eq!(outcome(&flagged, "persistence").0, Outcome::Flag);
+        // The kernel's report of planted-secret accesses overflowed: the recorder counts it
+        // as lost too; only what reads that report is blinded by it.
+        let mut over = Ev::new()
+            .event(
+                1,
+                Phase::Startup,
+                EventKind::Honeytoken {
+                    path: "/home/user/.ssh".into(),
+                    access: "overflow".into(),
+                    dir: true,
+                },
+            )
+            .build();
+        over.manifest.recorder.lost = 1;
+        let (o, why) = outcome(&over, "credential-probe");
+        assert_eq!(o, Outcome::NotObserved);
+        assert!(why.contains("overflowed 1 time(s)"), "{why}");
+        assert_eq!(outcome(&over, "process-spawn").0, Outcome::Pass);
+    }
+
+    #[test]
     fn an_unread_flow_is_not_observed_never_pass() {
         let mut ev = Ev::new().flow(F::tcp("198.18.1.0:443")).build();
         ev.flows[0].id = 1;
         ev.flows[0].unread =
             Some("TLS to api.example.test:443: the client refused glassbox's certificate".into());
         let results = evaluate_all(&ev, &Proofs::all_proven());
-        for id in ["canary-exfiltration", "input-exposure"] {
+        // `doh` too: DNS over HTTPS to a resolver in no list may be inside (issue 31).
+        for id in ["canary-exfiltration", "input-exposure", "doh"] {
             let r = results.iter().find(|r| r.id == id).unwrap();
             assert_eq!(r.outcome, Outcome::NotObserved, "{id}: {r:?}");
             let why = r.reason.as_deref().unwrap();

@@ -2,8 +2,12 @@
 //! version bump fails the tests, and `retractions.json`: check versions found defective.
 //!
 //! A hash covers the check's source files (its own module and the shared modules it uses, as
-//! listed in [`crate::CheckInfo::sources`]) up to their unit tests, whitespace aside. To accept a change: bump the
-//! check's version, then run `UPDATE_CHECKS_LOCK=1 cargo test -p glassbox-checks lock`.
+//! listed in [`crate::CheckInfo::sources`], `outcome.rs` among them: where `pass`,
+//! `not-observed` and the rest are decided) whole, but for their test code: every item under
+//! `#[cfg(test)]` (the test module, a test helper), found by reading the source as Rust
+//! (comments, strings, raw strings and character literals skipped, braces matched), not by
+//! cutting at the first `#[cfg(test)]`; whitespace does not count. To accept a change: bump
+//! the check's version, then run `UPDATE_CHECKS_LOCK=1 cargo test -p glassbox-checks lock`.
 
 use serde::Deserialize;
 
@@ -38,6 +42,13 @@ pub enum Condition {
     /// bundles from before the edge recorded either, a TCP flow to port 443): what a version
     /// that read only a ClientHello's SNI could not read.
     TlsFlows,
+    /// A flow whose content the edge could not read (`unread`, or TLS recorded by an edge
+    /// that did not terminate it), the install's connections relayed to the registry aside.
+    UnreadFlows,
+    /// A flow that carried bytes the edge read (a payload, decrypted bytes, an HTTP
+    /// exchange): what a version that did not unwrap compressed or twice-encoded data may
+    /// have missed a secret in.
+    PayloadFlows,
 }
 
 impl Condition {
@@ -53,6 +64,13 @@ impl Condition {
                             glassbox_model::SockAddr::Inet { port: 443, .. }
                                 | glassbox_model::SockAddr::Inet6 { port: 443, .. }
                         ))
+            }),
+            Condition::UnreadFlows => !crate::canary_exfiltration::unread(flows, |f| {
+                !crate::canary_exfiltration::relayed(f)
+            })
+            .is_empty(),
+            Condition::PayloadFlows => flows.iter().any(|f| {
+                !f.sample.is_empty() || !f.cleartext.is_empty() || !f.exchanges.is_empty()
             }),
         }
     }
@@ -98,6 +116,8 @@ mod tests {
             "named.rs" => include_str!("named.rs"),
             "tool_definition_drift.rs" => include_str!("tool_definition_drift.rs"),
             "links.rs" => include_str!("links.rs"),
+            "layers.rs" => include_str!("layers.rs"),
+            "outcome.rs" => include_str!("outcome.rs"),
             "verdict.rs" => include_str!("verdict.rs"),
             other => panic!("{other} is not a known check source: add it to lock.rs"),
         }
@@ -106,9 +126,8 @@ mod tests {
     fn hash(sources: &[&str]) -> String {
         let mut h = Sha256::new();
         for s in sources {
-            let text = source(s);
             // The logic, not its unit tests.
-            let logic = text.split("#[cfg(test)]").next().unwrap_or(text);
+            let logic = without_tests(source(s));
             h.update(s.as_bytes());
             h.update([0]);
             // Whitespace does not count: reformatting is not a change of logic.
@@ -116,6 +135,223 @@ mod tests {
             h.update(&compact);
         }
         h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// Where the comment, string or character literal starting at `i` ends, if one does (a
+    /// lifetime is none).
+    fn literal_end(b: &[u8], i: usize) -> Option<usize> {
+        let ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+        match b.get(i..)? {
+            [b'/', b'/', ..] => Some(
+                b[i..]
+                    .iter()
+                    .position(|&c| c == b'\n')
+                    .map_or(b.len(), |n| i + n),
+            ),
+            [b'/', b'*', ..] => {
+                let (mut depth, mut j) = (0usize, i);
+                while j < b.len() {
+                    if b[j..].starts_with(b"/*") {
+                        depth += 1;
+                        j += 2;
+                    } else if b[j..].starts_with(b"*/") {
+                        depth -= 1;
+                        j += 2;
+                        if depth == 0 {
+                            return Some(j);
+                        }
+                    } else {
+                        j += 1;
+                    }
+                }
+                Some(b.len())
+            }
+            [b'"', ..] => {
+                let mut j = i + 1;
+                while j < b.len() && b[j] != b'"' {
+                    j += if b[j] == b'\\' { 2 } else { 1 };
+                }
+                Some((j + 1).min(b.len()))
+            }
+            // A raw string (`r"…"`, `r#"…"#`, `br…`, `cr…`): the `r` starts no identifier.
+            [b'r', ..] if i == 0 || !ident(b[i - 1]) || matches!(&b[i - 1..i], b"b" | b"c") => {
+                let hashes = b[i + 1..].iter().take_while(|&&c| c == b'#').count();
+                if b.get(i + 1 + hashes) != Some(&b'"') {
+                    return None;
+                }
+                let mut close = vec![b'"'];
+                close.extend(std::iter::repeat_n(b'#', hashes));
+                let from = i + 2 + hashes;
+                Some(
+                    b[from..]
+                        .windows(close.len())
+                        .position(|w| w == close.as_slice())
+                        .map_or(b.len(), |n| from + n + close.len()),
+                )
+            }
+            [b'\'', b'\\', ..] => {
+                let mut j = i + 2;
+                while j < b.len() && b[j] != b'\'' {
+                    j += if b[j] == b'\\' { 2 } else { 1 };
+                }
+                Some((j + 1).min(b.len()))
+            }
+            [b'\'', ..] => {
+                // One character then a quote: a literal; otherwise a lifetime or a label.
+                let c = std::str::from_utf8(&b[i + 1..])
+                    .ok()
+                    .and_then(|s| s.chars().next())?;
+                let end = i + 1 + c.len_utf8();
+                (b.get(end) == Some(&b'\'')).then_some(end + 1)
+            }
+            _ => None,
+        }
+    }
+
+    /// The end of the item that starts at or after `i` (past its attributes): its `;`, or the
+    /// brace that closes its body.
+    fn item_end(b: &[u8], mut i: usize) -> usize {
+        let mut depth = 0i32;
+        while i < b.len() {
+            if let Some(end) = literal_end(b, i) {
+                i = end;
+                continue;
+            }
+            match b[i] {
+                b'(' | b'[' => depth += 1,
+                b')' | b']' => depth -= 1,
+                b';' if depth == 0 => return i + 1,
+                b'{' if depth == 0 => {
+                    let mut braces = 0;
+                    while i < b.len() {
+                        if let Some(end) = literal_end(b, i) {
+                            i = end;
+                            continue;
+                        }
+                        match b[i] {
+                            b'{' => braces += 1,
+                            b'}' => {
+                                braces -= 1;
+                                if braces == 0 {
+                                    return i + 1;
+                                }
+                            }
+                            _ => {}
+                        }
+                        i += 1;
+                    }
+                    return b.len();
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        b.len()
+    }
+
+    /// `src` without its test code: every item under `#[cfg(test)]`.
+    fn without_tests(src: &str) -> String {
+        let b = src.as_bytes();
+        let mut out = Vec::with_capacity(b.len());
+        let mut i = 0;
+        while i < b.len() {
+            if let Some(end) = literal_end(b, i) {
+                out.extend_from_slice(&b[i..end]);
+                i = end;
+                continue;
+            }
+            if b[i] == b'#' {
+                let attr: Vec<u8> = b[i..]
+                    .iter()
+                    .take(64)
+                    .copied()
+                    .filter(|c| !c.is_ascii_whitespace())
+                    .collect();
+                if attr.starts_with(b"#[cfg(test)]") {
+                    i = item_end(
+                        b,
+                        i + 1 + b[i + 1..].iter().position(|&c| c == b']').unwrap_or(0) + 1,
+                    );
+                    continue;
+                }
+            }
+            out.push(b[i]);
+            i += 1;
+        }
+        String::from_utf8(out).expect("cut at ASCII boundaries")
+    }
+
+    #[test]
+    fn test_code_is_cut_wherever_it_is_and_only_it() {
+        let src = r##"
+use x;
+/// Keeps `#[cfg(test)]` in a doc comment: not an attribute.
+const A: &str = "}#[cfg(test)] { in a string";
+const R: &str = r#"" } "#;
+const C: char = '}';
+const Q: char = '\'';
+fn logic<'a>(x: &'a str) -> &'a str { if x == "{" { x } else { "}" } }
+#[cfg(test)]
+fn helper() -> u8 { let s = "}"; /* } */ 1 }
+const AFTER_HELPER: u8 = 2;
+#[cfg(test)]
+mod tests {
+    fn t() { let c = '{'; let r = r"}"; }
+    // }
+}
+const AFTER_TESTS: u8 = 3;
+#[cfg(test)]
+mod file_tests;
+const LAST: u8 = 4;
+"##;
+        let kept = without_tests(src);
+        for want in [
+            "const A",
+            "const R",
+            "const C",
+            "const Q",
+            "fn logic<'a>",
+            "AFTER_HELPER",
+            "AFTER_TESTS",
+            "LAST",
+        ] {
+            assert!(kept.contains(want), "{want} cut from:\n{kept}");
+        }
+        for gone in ["fn helper", "mod tests", "fn t()", "file_tests"] {
+            assert!(!kept.contains(gone), "{gone} kept in:\n{kept}");
+        }
+    }
+
+    /// The lesson of issue 31: a test helper a quarter of the way into `exfil.rs` once ended
+    /// what was hashed, leaving its rule lists in no hash.
+    #[test]
+    fn every_source_is_hashed_past_its_first_test_item() {
+        let mut past = Vec::new();
+        let sources = registry()
+            .iter()
+            .flat_map(|c| c.info.sources.iter().copied())
+            .chain(["verdict.rs"]);
+        for name in sources {
+            let text = source(name);
+            let Some(first) = text.find("#[cfg(test)]") else {
+                continue;
+            };
+            let after = item_end(text.as_bytes(), first + "#[cfg(test)]".len());
+            let next = text[after..]
+                .find("#[cfg(test)]")
+                .map_or(text.len(), |n| after + n);
+            let compact = |t: &str| t.split_whitespace().collect::<String>();
+            let region = compact(&text[after..next]);
+            if region.is_empty() {
+                continue;
+            }
+            assert!(
+                compact(&without_tests(text)).contains(&region),
+                "{name}: what follows its first test item is not hashed"
+            );
+            past.push(name);
+        }
+        assert!(past.contains(&"exfil.rs"), "{past:?}");
     }
 
     #[derive(Deserialize, serde::Serialize, Debug, Clone, PartialEq)]

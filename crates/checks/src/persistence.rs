@@ -9,6 +9,10 @@
 //!
 //! Not seen (the recorder does not record them): `rename`, `link`, `symlink` and `mkdir`, so a
 //! file written elsewhere and renamed into place is missed.
+//!
+//! Version 4 judges as version 3 did, but says `not-observed`, never `pass`, where the run lost
+//! calls the recorder should have seen (`manifest.recorder.lost`: the rule is
+//! `outcome.rs`'s, which its lock now covers).
 
 use crate::paths::{self, basename, NormPath, Rules, View};
 use crate::text::{self, Groups};
@@ -17,12 +21,19 @@ use glassbox_model::{Bytes, Event, EventKind, Phase, Severity};
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "persistence",
-    version: 3,
+    version: 4,
     claim: "no persistence",
     severity: Severity::High,
     channels: &[Channel::Syscalls],
+    also_reads: &[],
     accuses: "",
-    sources: &["persistence.rs", "paths.rs", "flags.rs", "text.rs"],
+    sources: &[
+        "persistence.rs",
+        "paths.rs",
+        "flags.rs",
+        "text.rs",
+        "outcome.rs",
+    ],
 };
 
 /// Home-relative persistence paths (patterns of [`paths::matches()`]) and what they are.

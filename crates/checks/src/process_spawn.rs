@@ -14,6 +14,10 @@
 //! a lifecycle script (`sh -c 'node install.js'`: npm runs every script through a shell): a
 //! note saying so. What that script runs is judged on its own: a shell or a network tool it
 //! starts is still a finding.
+//!
+//! Version 5 judges as version 4 did, but says `not-observed`, never `pass`, where the run lost
+//! calls the recorder should have seen (`manifest.recorder.lost`: the rule is
+//! `outcome.rs`'s, which its lock now covers).
 
 use crate::paths::basename;
 use crate::text::{self, Groups};
@@ -22,12 +26,19 @@ use glassbox_model::{Bytes, Event, EventKind, Severity};
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "process-spawn",
-    version: 4,
+    version: 5,
     claim: "spawns no shells or network tools",
     severity: Severity::Medium,
     channels: &[Channel::Syscalls],
+    also_reads: &[],
     accuses: "",
-    sources: &["process_spawn.rs", "paths.rs", "flags.rs", "text.rs"],
+    sources: &[
+        "process_spawn.rs",
+        "paths.rs",
+        "flags.rs",
+        "text.rs",
+        "outcome.rs",
+    ],
 };
 
 /// Program names of shells.

@@ -38,6 +38,10 @@
 //!
 //! Version 8 judges as version 7 did: its source `net.rs` names synthetic addresses per run
 //! now, for `unexplained-egress`.
+//!
+//! Version 10 judges as version 9 did, but says `not-observed`, never `pass`, where the run lost
+//! calls the recorder should have seen or overflows of the kernel's report of planted-secret accesses (`manifest.recorder.lost`: the rule is
+//! `outcome.rs`'s, which its lock now covers).
 
 use crate::net;
 use crate::text::{self, Groups};
@@ -46,12 +50,19 @@ use glassbox_model::{Event, EventKind, FlowProtocol, NetworkMode, Severity};
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "sandbox-evasion",
-    version: 9,
+    version: 10,
     claim: "nothing escaped the recorder",
     severity: Severity::High,
     channels: &[Channel::Syscalls, Channel::PacketEdge],
+    also_reads: &[Channel::HoneytokenGroundTruth],
     accuses: "",
-    sources: &["sandbox_evasion.rs", "links.rs", "net.rs", "text.rs"],
+    sources: &[
+        "sandbox_evasion.rs",
+        "links.rs",
+        "net.rs",
+        "text.rs",
+        "outcome.rs",
+    ],
 };
 
 /// Flows listed one by one; the rest are counted in one line.

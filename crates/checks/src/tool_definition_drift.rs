@@ -34,6 +34,9 @@
 //!
 //! For comparisons across audits, [`hashes`] gives each tool's definition hash and the
 //! instructions' hash for one run's transcript (see [`Hashes`]).
+//!
+//! Version 3 judges as version 2 did: the rule that turns its findings into its outcome is
+//! `outcome.rs`'s, which its lock now covers.
 
 use crate::{Channel, CheckInfo, Evaluation, Evaluator};
 use glassbox_model::{
@@ -45,12 +48,13 @@ use std::collections::{BTreeMap, HashMap};
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "tool-definition-drift",
-    version: 2,
+    version: 3,
     claim: "tool definitions and server instructions stay the same throughout the audit",
     severity: Severity::High,
     channels: &[Channel::McpTranscript],
+    also_reads: &[],
     accuses: "",
-    sources: &["tool_definition_drift.rs"],
+    sources: &["tool_definition_drift.rs", "outcome.rs"],
 };
 
 /// The parts of a tool's definition that are compared, in the order a change lists them.

@@ -24,6 +24,10 @@
 //! a direct-IP connection, named as such. Each explained destination is a note saying by
 //! what ("…; explained: the package's homepage domain, vendor.example (npm `homepage`)").
 //! Not an accusation: servers call APIs; the user decides which are expected.
+//!
+//! Version 6 judges as version 5 did, but says `not-observed`, never `pass`, where the run lost
+//! calls the recorder should have seen (`manifest.recorder.lost`: the rule is
+//! `outcome.rs`'s, which its lock now covers).
 
 use crate::explain::{self, Explains};
 use crate::net::{self, Keyed, PhaseOf};
@@ -35,10 +39,11 @@ use std::net::IpAddr;
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "unexplained-egress",
-    version: 5,
+    version: 6,
     claim: "no unexplained network egress",
     severity: Severity::High,
     channels: &[Channel::Syscalls, Channel::PacketEdge],
+    also_reads: &[],
     accuses: "",
     sources: &[
         "unexplained_egress.rs",
@@ -47,6 +52,7 @@ pub(crate) const INFO: CheckInfo = CheckInfo {
         "named.rs",
         "net.rs",
         "text.rs",
+        "outcome.rs",
     ],
 };
 

@@ -28,6 +28,10 @@
 //!
 //! Version 4 judges as version 3 did: its source `named.rs` reads the hosts URLs name now,
 //! for `crate::explain`.
+//!
+//! Version 6 judges as version 5 did, but says `not-observed`, never `pass`, where the run lost
+//! calls the recorder should have seen (`manifest.recorder.lost`: the rule is
+//! `outcome.rs`'s, which its lock now covers).
 
 use crate::net::{self, Keyed, PhaseOf};
 use crate::paths::NormPath;
@@ -38,10 +42,11 @@ use std::collections::HashSet;
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "unix-socket",
-    version: 5,
+    version: 6,
     claim: "connects to no Unix socket it does not own",
     severity: Severity::High,
     channels: &[Channel::Syscalls],
+    also_reads: &[],
     accuses: "",
     sources: &[
         "unix_socket.rs",
@@ -50,6 +55,7 @@ pub(crate) const INFO: CheckInfo = CheckInfo {
         "net.rs",
         "paths.rs",
         "text.rs",
+        "outcome.rs",
     ],
 };
 

@@ -120,10 +120,11 @@ impl RunArgs {
         Ok(())
     }
 
-    /// This build's proofs for the chosen isolation, running the selftest first (`jobs` at a
-    /// time) when there are none and `--no-selftest` was not given.
-    pub(crate) fn proofs(&self, jobs: usize, quiet: bool) -> Result<glassbox_checks::Proofs> {
-        crate::proofs_or_selftest(
+    /// Makes sure this build has a selftest record for the chosen isolation and recorder,
+    /// running the selftest first (`jobs` at a time) when there is none and `--no-selftest`
+    /// was not given. Each audit then reads the record of the recorder it ran with.
+    pub(crate) fn ensure_selftest(&self, jobs: usize, quiet: bool) -> Result<()> {
+        crate::selftest_unless_recorded(
             self.isolation.into(),
             self.recorder,
             jobs,

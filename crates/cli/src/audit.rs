@@ -117,7 +117,7 @@ pub(crate) fn run(args: AuditArgs, cwd: PathBuf) -> Result<i32> {
     run.apply(&mut opts)?;
     opts.package = package;
     opts.http = http;
-    opts.proofs = Some(run.proofs(4, quiet)?);
+    run.ensure_selftest(4, quiet)?;
     opts.evidence_dir = evidence;
     let store = match store {
         Some(p) => p,

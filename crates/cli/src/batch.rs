@@ -564,7 +564,7 @@ pub(crate) fn run(args: BatchArgs, cwd: PathBuf, vars: &dyn Vars) -> Result<i32>
 
     let mut base = AuditOptions::new(Vec::new(), cwd);
     args.run.apply(&mut base)?;
-    base.proofs = Some(args.run.proofs(workers.max(2), args.quiet)?);
+    args.run.ensure_selftest(workers.max(2), args.quiet)?;
 
     let bar = if args.quiet {
         ProgressBar::hidden()

@@ -703,8 +703,11 @@ fn recheck_cmd(json: Option<PathBuf>, dirs: Vec<PathBuf>) -> Result<i32> {
     let mut worst = 0;
     let mut reports = Vec::new();
     for dir in &dirs {
-        // A bundle is judged with the proofs of the backend it was recorded on.
-        let proofs = selftest::load_proofs_for(bundle_isolation(dir));
+        // A bundle is judged with the proofs of the backend and recorder it was recorded by.
+        let proofs = match bundle::manifest(dir) {
+            Ok(m) => selftest::proofs_for(&m),
+            Err(e) => glassbox_checks::Proofs::none(format!("{e}")),
+        };
         match glassbox_audit::recheck::recheck(dir, &proofs) {
             Ok(r) => {
                 outln!("{} ({} events)", dir.display(), r.events);
@@ -1210,15 +1213,6 @@ fn write_json<T: serde::Serialize>(path: &std::path::Path, value: &T) -> Result<
     Ok(())
 }
 
-/// The isolation an evidence bundle was recorded under: a manifest with a `vm` record is a
-/// microVM's (an unreadable one is left to `recheck` to report).
-fn bundle_isolation(dir: &std::path::Path) -> glassbox_audit::Isolation {
-    match bundle::manifest(dir) {
-        Ok(m) if m.vm.is_some() => glassbox_audit::Isolation::MicroVm,
-        _ => glassbox_audit::Isolation::Namespace,
-    }
-}
-
 /// Controls run at a time by a selftest under `isolation` that was not told: `jobs` in
 /// namespaces, one under microVM (emulated guests on the same cores starve each other, and
 /// controls with a time budget then miss).
@@ -1229,20 +1223,18 @@ fn selftest_jobs(isolation: glassbox_audit::Isolation, jobs: usize) -> usize {
     }
 }
 
-/// The proofs for audits under `isolation`: this build's selftest record for it, or, when
-/// there is none and `no_selftest` is not set, the record of a selftest run now (the
-/// controls in the source tree, `jobs` at a time).
-fn proofs_or_selftest(
+/// Runs the selftest now (the controls in the source tree, `jobs` at a time) when this build
+/// has no record for audits under `isolation` with `recorder` and `no_selftest` is not set;
+/// its record is saved, and each audit reads the one of the recorder it ran with.
+fn selftest_unless_recorded(
     isolation: glassbox_audit::Isolation,
     recorder: Recorder,
     jobs: usize,
     quiet: bool,
     no_selftest: bool,
-) -> Result<glassbox_checks::Proofs> {
-    let proofs = selftest::load_proofs_for(isolation);
+) -> Result<()> {
     let fixtures = selftest::default_fixtures();
-    if proofs.missing.is_some()
-        && proofs.by_check.is_empty()
+    if !selftest::has_proofs(isolation, recorder.into())
         && !no_selftest
         && fixtures.join("manifest.json").exists()
     {
@@ -1252,9 +1244,9 @@ fn proofs_or_selftest(
             selftest::isolation_name(isolation)
         );
         let jobs = selftest_jobs(isolation, jobs);
-        return Ok(run_selftest(&fixtures, recorder, isolation, jobs, Vec::new(), quiet)?.proofs());
+        run_selftest(&fixtures, recorder, isolation, jobs, Vec::new(), quiet)?;
     }
-    Ok(proofs)
+    Ok(())
 }
 
 /// Runs the controls, printing a line per case and the table per check; saves the record.

@@ -929,7 +929,10 @@ pub struct RecorderSettings {
     pub syscalls: Vec<String>,
     /// Channels this run could observe (`syscalls`, `mcp-transcript`...).
     pub channels: Vec<String>,
-    /// Notifications that could not be decoded (the process vanished, memory unreadable).
+    /// What the recorder lost: calls whose arguments it could not read while their caller
+    /// waited, records the kernel could not queue (or whose path it could not read), and
+    /// overflows of the kernel's report of planted-secret accesses (each also an `overflow`
+    /// honeytoken event). A check that needs what was lost says `not-observed`, never `pass`.
     pub lost: u64,
     /// Channels this run could not observe, each with why (`honeytoken-ground-truth: …`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -63,8 +63,10 @@ pub struct RecorderStats {
     pub records: u64,
     /// Events emitted.
     pub events: u64,
-    /// Calls that could not be recorded: arguments unreadable (the caller vanished, bad
-    /// pointers), or records the kernel could not queue.
+    /// Calls that could not be recorded: arguments unreadable while their caller waited,
+    /// records the kernel could not queue or whose path it could not read, and overflows of
+    /// the planted secrets' kernel channel. (A call whose notification went stale, its
+    /// caller dead or interrupted, is not one: it either did nothing or was notified again.)
     pub lost: u64,
     /// The recorded system calls.
     pub syscalls: Vec<String>,
@@ -512,7 +514,13 @@ impl Recorder {
                 }
             }
             Decoded::Skip => {}
-            _ => st.stats.lost += 1,
+            // The caller's memory could not be read while it waited: a call the record
+            // lacks.
+            Decoded::Lost if valid => st.stats.lost += 1,
+            // The notification went stale while it was read: its caller died, or a signal
+            // interrupted the call, which then either failed or, restarted, was notified
+            // again. Nothing it did is missing.
+            _ => {}
         }
     }
 }
