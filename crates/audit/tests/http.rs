@@ -24,7 +24,9 @@ fn run_with(
     name: &str,
     tune: impl FnOnce(&mut AuditOptions),
 ) -> glassbox_audit::Audit {
-    let tmp = std::env::temp_dir().join(format!("gb-http-{name}-{}", std::process::id()));
+    // In the build's own scratch folder: each run starts it anew, and nothing is left in the
+    // machine's /tmp (the evidence is read after the audit returns).
+    let tmp = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("gb-http-{name}"));
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&tmp).unwrap();
     let mut command = vec!["python3".into(), server().into_os_string()];

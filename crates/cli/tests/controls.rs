@@ -88,9 +88,19 @@ fn selftest_proves_every_check_with_both_recorders_and_leaves_nothing_behind() {
             assert_eq!(t["proven"], true, "{t}");
         }
     }
-    // The record of this build is saved where audits look for it.
-    let saved: Vec<_> = std::fs::read_dir(state.join("selftest")).unwrap().collect();
-    assert_eq!(saved.len(), 1);
+    // Each recorder's record of this build is saved where audits look for it: an audit is
+    // proven by the record of the recorder it ran with.
+    let mut saved: Vec<String> = std::fs::read_dir(state.join("selftest"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    saved.sort();
+    let mut want: Vec<String> = recorders.iter().map(|r| format!("-{r}.json")).collect();
+    want.sort();
+    assert_eq!(saved.len(), want.len(), "{saved:?}");
+    for (name, end) in saved.iter().zip(&want) {
+        assert!(name.ends_with(end.as_str()), "{saved:?}");
+    }
 
     // The last sandboxes' processes are reaped within moments: waited for, boundedly.
     let leaked = || -> Vec<_> { namespaces().difference(&ns_before).cloned().collect() };
