@@ -812,7 +812,8 @@ impl<'a> Pipeline<'a> {
                 None => manifest.vm = Some(vm),
             }
         }
-        manifest.recorder.lost += run.recording.stats.lost;
+        let st = &run.recording.stats;
+        manifest.recorder.add_lost(st.lost, &st.lost_why);
         if let Some(f) = &run.recording.stats.failure {
             let what = format!("{} run: {f}", mode.name());
             manifest.recorder.failure = Some(match manifest.recorder.failure.take() {
@@ -1146,7 +1147,9 @@ fn install_phase(
         start_ns,
         end_ns,
     });
-    cx.manifest.recorder.lost += recording.stats.lost;
+    cx.manifest
+        .recorder
+        .add_lost(recording.stats.lost, &recording.stats.lost_why);
     if let Some(f) = &recording.stats.failure {
         cx.manifest.recorder.failure = Some(format!("install run: {f}"));
     }
@@ -1348,6 +1351,7 @@ fn new_manifest(
             syscalls: Vec::new(),
             channels,
             lost: 0,
+            lost_why: Vec::new(),
             unobserved: Vec::new(),
             failure: None,
         },

@@ -835,6 +835,7 @@ impl VmRun {
                 records: stats.records,
                 events: stats.events,
                 lost: stats.lost,
+                lost_why: stats.lost_why,
                 syscalls: stats.syscalls,
                 failure: stats.failure.or_else(|| {
                     write_error.map(|w| format!("the guest could not send its events: {w}"))
@@ -848,7 +849,10 @@ impl VmRun {
         }
         // Lines that were not events: lost, and the channel is not trusted whole.
         if let (n, Some(why)) = broken {
-            recording.stats.lost += n;
+            recording.stats.lose(
+                "lines of the guest's events channel that were not events",
+                n,
+            );
             recording
                 .stats
                 .failure
@@ -1115,6 +1119,7 @@ fn guest_run(sink: &run::SharedSink) -> Result<Record, Error> {
             records: st.records,
             events: st.events,
             lost: st.lost,
+            lost_why: st.lost_why,
             syscalls: st.syscalls,
             failure: st.failure,
         },

@@ -705,7 +705,17 @@ fn run_case(case: &Case, opts: &Options, lib: &Path, scratch: &Path) -> Result<A
             }
         };
         if !ok {
-            r.misses.push(format!("{id}: expected {want}, got {got:?}"));
+            // Why it said what it said, where it says (a `not-observed` names what it lost).
+            let why = a
+                .report
+                .checks
+                .iter()
+                .find(|c| &c.id == id)
+                .and_then(|c| c.reason.as_deref())
+                .map(|w| format!(" ({w})"))
+                .unwrap_or_default();
+            r.misses
+                .push(format!("{id}: expected {want}, got {got:?}{why}"));
         }
     }
     let want_verdict = case.verdict.as_str();

@@ -925,6 +925,8 @@ mod tests {
         };
         let mut ev = Ev::new().build();
         ev.manifest.recorder.lost = 3;
+        ev.manifest.recorder.lost_why =
+            vec!["records the kernel could not queue (its ring buffer was full): 3".into()];
         for id in [
             "process-spawn",
             "persistence",
@@ -933,7 +935,12 @@ mod tests {
         ] {
             let (o, why) = outcome(&ev, id);
             assert_eq!(o, Outcome::NotObserved, "{id}");
-            assert!(why.contains("3 system call(s) the recorder lost"), "{why}");
+            assert!(
+                why.contains(
+                    "3 system call(s) the recorder lost (records the kernel could not queue (its ring buffer was full): 3)"
+                ),
+                "{why}"
+            );
         }
         // What reads only the transcript lost nothing.
         assert_eq!(outcome(&ev, "description-exfil-pattern").0, Outcome::Pass);

@@ -40,9 +40,22 @@ fn lost(info: &CheckInfo, ctx: &Context<'_>, overflows: u64) -> Vec<String> {
     let reads = |c: Channel| info.channels.contains(&c) || info.also_reads.contains(&c);
     let calls = ctx.manifest.recorder.lost.saturating_sub(overflows);
     if calls > 0 && reads(Channel::Syscalls) {
-        out.push(format!(
-            "{calls} system call(s) the recorder lost (their arguments unreadable, or its queue full)"
-        ));
+        // By why, where the run says (the overflows are the next line's).
+        let why: Vec<&str> = ctx
+            .manifest
+            .recorder
+            .lost_why
+            .iter()
+            .map(String::as_str)
+            .filter(|w| !w.starts_with("overflows of"))
+            .collect();
+        out.push(match why.is_empty() {
+            true => format!("{calls} system call(s) the recorder lost"),
+            false => format!(
+                "{calls} system call(s) the recorder lost ({})",
+                why.join("; ")
+            ),
+        });
     }
     if overflows > 0 && reads(Channel::HoneytokenGroundTruth) {
         out.push(format!(

@@ -934,6 +934,10 @@ pub struct RecorderSettings {
     /// overflows of the kernel's report of planted-secret accesses (each also an `overflow`
     /// honeytoken event). A check that needs what was lost says `not-observed`, never `pass`.
     pub lost: u64,
+    /// `lost` by why, in words, each with its count, all runs together
+    /// (`"records the kernel could not queue (its ring buffer was full): 3"`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lost_why: Vec<String>,
     /// Channels this run could not observe, each with why (`honeytoken-ground-truth: …`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unobserved: Vec<String>,
@@ -941,6 +945,23 @@ pub struct RecorderSettings {
     /// killed, and the audit claims nothing (verdict `inconclusive`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<String>,
+}
+
+impl RecorderSettings {
+    /// Counts what a run's recorder lost: `n` in all, by why.
+    pub fn add_lost(&mut self, n: u64, why: &[(String, u64)]) {
+        self.lost += n;
+        for (w, c) in why {
+            let prefix = format!("{w}: ");
+            match self.lost_why.iter_mut().find(|x| x.starts_with(&prefix)) {
+                Some(x) => {
+                    let before: u64 = x[prefix.len()..].parse().unwrap_or(0);
+                    *x = format!("{prefix}{}", before + c);
+                }
+                None => self.lost_why.push(format!("{prefix}{c}")),
+            }
+        }
+    }
 }
 
 /// Start and end of one phase.
@@ -1349,6 +1370,16 @@ impl Evidence {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn what_the_runs_lost_adds_up_by_why() {
+        let mut r = RecorderSettings::default();
+        r.add_lost(3, &[("ring full".into(), 2), ("no path".into(), 1)]);
+        r.add_lost(2, &[("ring full".into(), 2)]);
+        assert_eq!(r.lost, 5);
+        assert_eq!(r.lost_why, ["ring full: 4", "no path: 1"]);
+    }
+
     use super::*;
     use serde_json::Value;
 

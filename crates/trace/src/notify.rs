@@ -68,10 +68,36 @@ pub struct RecorderStats {
     /// the planted secrets' kernel channel. (A call whose notification went stale, its
     /// caller dead or interrupted, is not one: it either did nothing or was notified again.)
     pub lost: u64,
+    /// `lost` by why, each with its count (see [`RecorderStats::lose`]).
+    pub lost_why: Vec<(String, u64)>,
     /// The recorded system calls.
     pub syscalls: Vec<String>,
     /// Why the recorder stopped before every process under the filter was gone, if it did.
     pub failure: Option<String>,
+}
+
+impl RecorderStats {
+    /// Counts `n` lost for `why`.
+    pub fn lose(&mut self, why: &str, n: u64) {
+        if n == 0 {
+            return;
+        }
+        self.lost += n;
+        match self.lost_why.iter_mut().find(|(w, _)| w == why) {
+            Some((_, c)) => *c += n,
+            None => self.lost_why.push((why.to_string(), n)),
+        }
+    }
+}
+
+/// Why calls were lost, in the words of the report.
+pub(crate) mod why {
+    pub const OVERFLOW: &str = "overflows of the kernel's report of planted-secret accesses";
+    pub const NO_PATH: &str = "open and stat calls whose path the kernel channel could not read";
+    pub const UNDECODED: &str = "records of the kernel channel that could not be decoded";
+    pub const RING_FULL: &str = "records the kernel could not queue (its ring buffer was full)";
+    pub const UNREADABLE: &str =
+        "calls whose arguments could not be read while their caller waited";
 }
 
 /// The asynchronous eBPF channel for the open and stat families (see [`crate::ebpf`]).
@@ -182,7 +208,7 @@ impl State<'_> {
         for a in got {
             let pid = ns.pid_of(a.host_pid).unwrap_or(0);
             if a.what == AccessKind::Overflow {
-                self.stats.lost += 1;
+                self.stats.lose(why::OVERFLOW, 1);
             }
             self.emit(
                 sink,
@@ -227,7 +253,12 @@ impl State<'_> {
     fn record(&mut self, sink: &mut dyn Sink, rec: Rec) {
         self.stats.records += 1;
         let Some(path) = rec.path else {
-            self.stats.lost += 1;
+            // A path the program could not read from a call that failed with EFAULT: the
+            // kernel could not read it either, and the call did nothing. Any other is a call
+            // the record lacks.
+            if rec.result != -i64::from(libc::EFAULT) {
+                self.stats.lose(why::NO_PATH, 1);
+            }
             return;
         };
         let is_stat = !matches!(
@@ -377,7 +408,7 @@ impl Recorder {
             if let Some(f) = files.as_mut() {
                 let drained = f.0.ring.drain(RING_BATCH, &mut |b| match ebpf::decode(b) {
                     Some(rec) => st.record(sink, rec),
-                    None => st.stats.lost += 1,
+                    None => st.stats.lose(why::UNDECODED, 1),
                 });
                 if n == 0 && drained == 0 {
                     continue;
@@ -403,7 +434,8 @@ impl Recorder {
                 }
             }) > 0
             {}
-            st.stats.lost += f.0.drops();
+            let drops = f.0.drops();
+            st.stats.lose(why::RING_FULL, drops);
         }
         if let Some(h) = honey.as_mut() {
             st.ground_truth(sink, h);
@@ -516,7 +548,7 @@ impl Recorder {
             Decoded::Skip => {}
             // The caller's memory could not be read while it waited: a call the record
             // lacks.
-            Decoded::Lost if valid => st.stats.lost += 1,
+            Decoded::Lost if valid => st.stats.lose(why::UNREADABLE, 1),
             // The notification went stale while it was read: its caller died, or a signal
             // interrupted the call, which then either failed or, restarted, was notified
             // again. Nothing it did is missing.

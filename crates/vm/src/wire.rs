@@ -120,6 +120,9 @@ pub struct WireStats {
     pub events: u64,
     /// Events lost.
     pub lost: u64,
+    /// `lost` by why, each with its count.
+    #[serde(default)]
+    pub lost_why: Vec<(String, u64)>,
     /// The system calls recorded.
     pub syscalls: Vec<String>,
     /// Why the recorder stopped, if it did.
