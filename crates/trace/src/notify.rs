@@ -250,16 +250,20 @@ impl State<'_> {
     }
 
     /// A completed call reported by the eBPF channel.
-    fn record(&mut self, sink: &mut dyn Sink, rec: Rec) {
+    fn record(&mut self, sink: &mut dyn Sink, mut rec: Rec) {
         self.stats.records += 1;
-        let Some(path) = rec.path else {
+        let path = match rec.path.take() {
+            Some(path) => path,
             // A path the program could not read from a call that failed with EFAULT: the
-            // kernel could not read it either, and the call did nothing. Any other is a call
-            // the record lacks.
-            if rec.result != -i64::from(libc::EFAULT) {
-                self.stats.lose(why::NO_PATH, 1);
-            }
-            return;
+            // kernel could not read it either, and the call did nothing.
+            None if rec.result == -i64::from(libc::EFAULT) => return,
+            None => match reread_path(&rec) {
+                Some(path) => path,
+                None => {
+                    self.stats.lose(why::NO_PATH, 1);
+                    return;
+                }
+            },
         };
         let is_stat = !matches!(
             rec.nr,
@@ -286,6 +290,28 @@ impl State<'_> {
             self.emit(sink, t, false, ids, kind);
         }
     }
+}
+
+/// The path of a completed call whose page the eBPF program could not read at the call's
+/// return: its program cannot fault a page in, and a page the kernel read during the call can
+/// be out of the caller's page tables again by then (measured in the microVM's guest, about
+/// once in three runs of its suite: a successful `openat` of a Python server, whose page was
+/// reclaimed or moved under memory pressure). Read again from the caller's memory, which
+/// faults it in, while the caller lives. What the caller wrote there after the call is what
+/// this reads: the same race as the program's own read at the return (the path is read after
+/// the kernel's copy either way), only longer (a drain period). A caller gone, a page it made
+/// unreadable or an empty string leave the call lost.
+fn reread_path(rec: &Rec) -> Option<Vec<u8>> {
+    let arg = if ebpf::PATH_ARG0.contains(&rec.nr) {
+        0
+    } else if ebpf::PATH_ARG1.contains(&rec.nr) {
+        1
+    } else {
+        return None;
+    };
+    crate::procinfo::read_cstr(rec.host_tid, rec.args[arg], libc::PATH_MAX as usize)
+        .ok()
+        .filter(|p| !p.is_empty())
 }
 
 impl Recorder {
@@ -554,5 +580,44 @@ impl Recorder {
             // again. Nothing it did is missing.
             _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(nr: i64, args: [u64; 6]) -> Rec {
+        Rec {
+            nr,
+            ns_tgid: 1,
+            ktime: 0,
+            // SAFETY: gettid has no arguments and no memory effects.
+            host_tid: unsafe { libc::gettid() } as u32,
+            args,
+            result: 3,
+            openat2_flags: 0,
+            path: None,
+        }
+    }
+
+    #[test]
+    fn a_path_the_program_could_not_read_is_read_again_from_the_callers_memory() {
+        let path = c"/home/user/.aws/credentials";
+        let at = path.as_ptr() as u64;
+        // The path's argument by call: first for open, second (after dirfd) for openat.
+        let open = reread_path(&rec(libc::SYS_open, [at, 0, 0, 0, 0, 0]));
+        assert_eq!(open.as_deref(), Some(path.to_bytes()));
+        let openat = rec(libc::SYS_openat, [libc::AT_FDCWD as u64, at, 0, 0, 0, 0]);
+        assert_eq!(reread_path(&openat).as_deref(), Some(path.to_bytes()));
+        // An address that holds nothing, an empty string, a call with no path: still lost.
+        assert_eq!(reread_path(&rec(libc::SYS_open, [8, 0, 0, 0, 0, 0])), None);
+        let empty = c"";
+        let at = empty.as_ptr() as u64;
+        assert_eq!(reread_path(&rec(libc::SYS_open, [at, 0, 0, 0, 0, 0])), None);
+        assert_eq!(
+            reread_path(&rec(libc::SYS_connect, [at, 0, 0, 0, 0, 0])),
+            None
+        );
     }
 }

@@ -9,6 +9,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 fn record(program: &str, argv: &[&str], ebpf: bool) -> (Vec<Event>, String) {
+    let (events, out, _) = record_stats(program, argv, ebpf);
+    (events, out)
+}
+
+fn record_stats(
+    program: &str,
+    argv: &[&str],
+    ebpf: bool,
+) -> (Vec<Event>, String, glassbox_trace::RecorderStats) {
     let cfg = Config {
         program: program.into(),
         argv: argv.iter().map(Into::into).collect(),
@@ -53,15 +62,16 @@ fn record(program: &str, argv: &[&str], ebpf: bool) -> (Vec<Event>, String) {
     }
     let t = std::thread::spawn(move || {
         let mut events = Keep(Vec::new());
-        rec.run(1, &stop, &mut events);
-        events.0
+        let stats = rec.run(1, &stop, &mut events);
+        (events.0, stats)
     });
     drop(sb.stdin.take());
     let mut out = String::new();
     sb.stdout.take().unwrap().read_to_string(&mut out).unwrap();
     sb.wait_timeout(Duration::from_secs(20)).expect("exit");
     sb.finish();
-    (t.join().unwrap(), out)
+    let (events, stats) = t.join().unwrap();
+    (events, out, stats)
 }
 
 fn paths(events: &[Event], kind: &str) -> Vec<String> {
@@ -171,4 +181,58 @@ fn with_the_ebpf_file_channel() {
     }
     file_channel_available().expect("root can load the programs");
     execs_opens_stats_and_connects_are_recorded(true);
+}
+
+/// A path whose page leaves the caller's page tables while the call runs (another thread drops
+/// it, as reclaim or page migration does under memory pressure) is still recorded: the eBPF
+/// program cannot read it at the return, and the recorder reads it again. Every open is
+/// recorded and nothing is lost.
+#[test]
+fn a_path_whose_page_was_dropped_during_the_call_is_still_recorded() {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: the eBPF channel needs root");
+        return;
+    }
+    file_channel_available().expect("root can load the programs");
+    const OPENS: usize = 20000;
+    let script = format!(
+        r#"
+import ctypes, os, threading
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+libc.open.argtypes = [ctypes.c_void_p, ctypes.c_int]
+page = os.path.expanduser("~/page")
+with open(page, "wb") as f:
+    f.write(os.path.expanduser("~/.aws/credentials").encode() + b"\0" * 4096)
+fd = os.open(page, os.O_RDONLY)
+# A private mapping of a file, never written: a dropped page comes back with the same bytes.
+at = libc.mmap(None, 4096, 1, 2, fd, 0)
+done = False
+def drop():
+    while not done:
+        libc.madvise(at, 4096, 4)
+t = threading.Thread(target=drop)
+t.start()
+ok = 0
+for _ in range({OPENS}):
+    f = libc.open(at, 0)
+    if f >= 0:
+        ok += 1
+        libc.close(f)
+done = True
+t.join()
+print("opened", ok)
+"#
+    );
+    let (events, out, stats) =
+        record_stats("/usr/bin/env", &["env", "python3", "-c", &script], true);
+    assert!(out.contains(&format!("opened {OPENS}")), "{out}");
+    let n = paths(&events, "open")
+        .iter()
+        .filter(|p| p.as_str() == "/home/sam/.aws/credentials")
+        .count();
+    assert_eq!((n, stats.lost, &stats.lost_why), (OPENS, 0, &vec![]));
 }
