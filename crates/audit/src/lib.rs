@@ -131,8 +131,8 @@ pub struct AuditOptions {
     /// canaries.
     pub server_env: Vec<(String, config::EnvValue)>,
     /// What the entry's `server.json` names (its site, repository, remotes, the URLs in its
-    /// variables' descriptions): egress there is explained ([`explain`]).
-    pub entry_names: Vec<glassbox_model::ExplainedHost>,
+    /// variables' descriptions), recorded in `manifest.network.names` ([`explain`]).
+    pub entry_names: Vec<glassbox_model::EntryName>,
     /// The server speaks MCP over HTTP on this port of its sandbox, not over stdio.
     pub http: Option<HttpServer>,
     /// Memory, processes, CPU and disk of each sandbox (the install's and every run's).
@@ -233,7 +233,7 @@ impl AuditOptions {
         &self,
         launch: &config::Launch,
         env: &[(String, config::EnvValue)],
-        names: &[glassbox_model::ExplainedHost],
+        names: &[glassbox_model::EntryName],
     ) -> Planned {
         let mut o = self.clone();
         o.server_env = env.to_vec();
@@ -710,11 +710,7 @@ impl<'a> Pipeline<'a> {
             target.env.retain(|(k, _)| k != name);
             target.env.push((name.clone(), value));
         }
-        self.manifest.network.explained = explained(
-            &self.opts,
-            self.installed_in.as_deref(),
-            &self.secrets.tokens,
-        );
+        self.manifest.network.names = entry_names(&self.opts, self.installed_in.as_deref());
         Ok(target)
     }
 
@@ -1964,15 +1960,11 @@ pub fn trace(
     })
 }
 
-/// What the audited entry names itself, in the order the report prefers its reasons (see
-/// [`explain`]): its environment's plain values, its arguments, its declared secrets'
-/// documented hosts, its `server.json`, its installed package's metadata.
-fn explained(
-    opts: &AuditOptions,
-    installed_in: Option<&Path>,
-    tokens: &[glassbox_model::Honeytoken],
-) -> Vec<glassbox_model::ExplainedHost> {
-    let mut e = explain::Explained::new();
+/// The names the audited entry gives itself (see [`explain`]), in the order the report
+/// prefers its reasons: its environment's plain values, its arguments, its `server.json`,
+/// its installed package's metadata. Which destinations they explain, the checks decide.
+fn entry_names(opts: &AuditOptions, installed_in: Option<&Path>) -> Vec<glassbox_model::EntryName> {
+    let mut e = explain::Names::new();
     e.environment(opts.server_env.iter().filter_map(|(n, v)| match v {
         config::EnvValue::Plain(v) => Some((n.as_str(), v.as_str())),
         config::EnvValue::Secret { .. } => None,
@@ -1983,11 +1975,9 @@ fn explained(
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
     e.arguments(args.iter().map(String::as_str));
-    e.secrets(tokens);
     e.named(&opts.entry_names);
     if let (Some(p), Some(dir)) = (&opts.package, installed_in) {
         e.package(p.spec.registry, &p.spec.name, dir);
-        e.package_name(&p.spec.name);
     }
     e.into_vec()
 }

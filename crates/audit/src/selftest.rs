@@ -632,10 +632,19 @@ fn run_case(case: &Case, opts: &Options, lib: &Path, scratch: &Path) -> Result<A
     o.evidence_dir = Some(evidence);
     o.recorder = opts.recorder;
     o.isolation = opts.isolation;
+    // As a client configuration gets it (`--config`): a variable named like a secret is the
+    // user's declared secret, given a canary, its value in the header aside.
     o.server_env = case
         .env
         .iter()
-        .map(|(k, v)| (k.clone(), glassbox_plan::config::EnvValue::Plain(v.clone())))
+        .map(|(k, v)| {
+            let value = if glassbox_plan::config::secret_name(k) {
+                glassbox_plan::config::EnvValue::secret()
+            } else {
+                glassbox_plan::config::EnvValue::Plain(v.clone())
+            };
+            (k.clone(), value)
+        })
         .collect();
     // A fixture targets only documentation addresses: one stands in for the metadata address
     // (the checks read the address from the manifest, so what is proven is the same).

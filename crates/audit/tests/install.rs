@@ -416,8 +416,9 @@ fn an_npm_postinstall_script_that_reads_a_secret_and_calls_home_is_caught_in_pha
 
 /// A package's own homepage explains its egress: a vendor-API client (`tests/data/
 /// npm-vendor-client`, homepage `https://docs.vendor.example/mcp`) whose tool calls
-/// `api.vendor.example` and `metrics.collector.example`. The vendor's API is a note that names
-/// the package's homepage domain, in both runs; the collector is flagged.
+/// `api.vendor.example`, `metrics.collector.example` and `npm.vendor.test`. The vendor's API
+/// is a note that names the package's homepage domain, in both runs; the collector is
+/// flagged, and so is the host named like the package (its name is its author's choice).
 #[test]
 fn a_packages_homepage_domain_explains_its_api_and_nothing_else() {
     let tmp = std::env::temp_dir().join(format!("gb-npm-vendor-{}", std::process::id()));
@@ -435,26 +436,25 @@ fn a_packages_homepage_domain_explains_its_api_and_nothing_else() {
     let a = audit(&o, &Quiet).expect("audit");
     let m = &a.evidence.manifest;
     assert!(m.session.completed, "{:?}", m.session);
-    // Its metadata first, then the words of its name (`gb-npm-vendor-client`).
+    // Its metadata, as published; not the words of its name (`gb-npm-vendor-client`), which
+    // its author chose.
     assert_eq!(
         m.network
-            .explained
+            .names
             .iter()
-            .map(|e| (e.host.as_str(), e.label, e.why.as_str()))
+            .map(|e| (e.by.as_str(), e.field.as_str(), e.host.as_str()))
             .collect::<Vec<_>>(),
-        [
-            (
-                "vendor.example",
-                false,
-                "the package's homepage domain, vendor.example (npm `homepage`)"
-            ),
-            ("npm", true, "named like the package, gb-npm-vendor-client"),
-            (
-                "vendor",
-                true,
-                "named like the package, gb-npm-vendor-client"
-            ),
-        ]
+        [("npm", "homepage", "docs.vendor.example")]
+    );
+    assert_eq!(
+        glassbox_checks::explain::explained(m)
+            .iter()
+            .map(|e| (e.host.as_str(), e.why.as_str()))
+            .collect::<Vec<_>>(),
+        [(
+            "vendor.example",
+            "the package's homepage domain, vendor.example (npm `homepage`)"
+        )]
     );
     let check = |id: &str| {
         a.report
@@ -470,12 +470,14 @@ fn a_packages_homepage_domain_explains_its_api_and_nothing_else() {
             !flagged.is_empty() && flagged.iter().all(|s| !s.contains("api.vendor.example")),
             "{id}: {flagged:?}"
         );
-        assert!(
-            flagged
-                .iter()
-                .any(|s| s.contains("metrics.collector.example")),
-            "{id}: {flagged:?}"
-        );
+        // Nothing in the package names the collector; one named like the package is not
+        // explained by that.
+        for host in ["metrics.collector.example", "npm.vendor.test"] {
+            assert!(
+                flagged.iter().any(|s| s.contains(host)),
+                "{id}: {host}: {flagged:?}"
+            );
+        }
         let notes: Vec<&str> = c.notes.iter().map(|f| f.summary.as_str()).collect();
         assert!(
             notes.iter().any(|s| s.contains("api.vendor.example")

@@ -77,7 +77,12 @@
 //!
 //! Version 5 judges as version 4 did; its search of the flows is shared with
 //! `credential-probe` ([`went`]), which also searches the server's answers to the client.
-//! Version 8 unwraps what it searches (above).
+//! Version 8 unwraps what it searches (above). Version 9: a secret on a name its provider
+//! rents out (a bucket, `loot.s3.amazonaws.com`, or path-style on `s3.amazonaws.com`) is used
+//! with its service only presented as a credential (an `Authorization` header and the like);
+//! in what the request carries (its body, target, other headers) it goes to the tenant:
+//! theft. A declared secret's vendor is the word of its name under a generic suffix, not
+//! under any (`explain::named_like`).
 //!
 //! One finding per planted file and run (for a declared secret: one for the flows to its
 //! documented hosts, a note, and one for the rest), with every flow its secret was found in:
@@ -105,7 +110,7 @@ use std::collections::HashMap;
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "canary-exfiltration",
-    version: 8,
+    version: 9,
     claim: "no planted secret leaves the sandbox",
     severity: Severity::High,
     channels: &[Channel::PacketEdge],
@@ -414,8 +419,13 @@ pub(crate) fn fields(f: &Flow) -> Vec<(&'static str, Vec<u8>)> {
     out.push(("decrypted payload", f.cleartext.as_slice().to_vec()));
     for x in &f.exchanges {
         out.push(("HTTP target", x.target.as_slice().to_vec()));
-        for (_, value) in &x.headers {
-            out.push(("HTTP header", value.as_slice().to_vec()));
+        for (name, value) in &x.headers {
+            let field = if credential_header(name.as_bytes()) {
+                CREDENTIAL_HEADER
+            } else {
+                "HTTP header"
+            };
+            out.push((field, value.as_slice().to_vec()));
         }
         out.push(("HTTP body", x.body.as_slice().to_vec()));
     }
@@ -435,6 +445,28 @@ pub(crate) fn fields(f: &Flow) -> Vec<(&'static str, Vec<u8>)> {
     }
     out.retain(|(_, b)| !b.is_empty());
     out
+}
+
+/// The field of a header that presents a credential to the server ([`credential_header`]).
+const CREDENTIAL_HEADER: &str = "HTTP authorization header";
+
+/// Headers a client presents a credential in, for the server to check and not to keep:
+/// `Authorization` (a SigV4 signature's key id, a Bearer token, Basic), `Proxy-Authorization`,
+/// and the API-key and session-token headers of common APIs.
+fn credential_header(name: &[u8]) -> bool {
+    const NAMES: &[&str] = &[
+        "authorization",
+        "proxy-authorization",
+        "x-amz-security-token",
+        "x-api-key",
+        "api-key",
+        "x-auth-token",
+        "private-token",
+        "x-goog-api-key",
+    ];
+    NAMES
+        .iter()
+        .any(|n| n.as_bytes().eq_ignore_ascii_case(name))
 }
 
 /// The flows among `flows` (those `keep` keeps) whose content the edge could not read, each
@@ -481,6 +513,10 @@ struct Leak {
     spans: Vec<Piece>,
     /// `base64 in payload`...
     how: Vec<String>,
+    /// A secret was found where the server keeps what it gets (a body, a target, a header
+    /// other than a credential's; the stream of a flow with no HTTP exchange read), not only
+    /// presented as a credential ([`credential_header`]).
+    kept: bool,
 }
 
 /// Disjoint spans kept per leak.
@@ -625,6 +661,7 @@ pub(crate) fn went(c: &crate::Context<'_>) -> Option<Vec<Went>> {
     if found.overflow > 0 {
         return None;
     }
+    let explained = explain::explained(c.manifest);
     for ((fi, ti), leak) in found.items {
         let (Some(f), Some(h)) = (c.flows.get(fi), tokens.get(ti)) else {
             continue;
@@ -635,7 +672,7 @@ pub(crate) fn went(c: &crate::Context<'_>) -> Option<Vec<Went>> {
                 v.push(x);
             }
         };
-        match fate(f, h, &leak, &c.manifest.network.explained) {
+        match fate(f, h, &leak, &explained) {
             Fate::Elsewhere => add(&mut w.elsewhere, destination(f)),
             Fate::Documented => add(&mut w.own, "its documented host".into()),
             Fate::Vendor => add(&mut w.own, "the vendor its name names".into()),
@@ -666,10 +703,15 @@ fn leaks(m: &Matcher, flows: &[Flow]) -> Keyed<(usize, usize), Leak> {
     let mut leaks: Keyed<(usize, usize), Leak> = Keyed::new();
     for (fi, f) in flows.iter().enumerate() {
         for (field, hay) in fields(f) {
+            // The stream holds the exchanges' parts too: where they were read, they say
+            // where a secret was.
+            let stream = matches!(field, "payload" | "decrypted payload");
+            let kept = field != CREDENTIAL_HEADER && (!stream || f.exchanges.is_empty());
             for (n, form) in m.find_in_forms(&hay) {
                 let Some(leak) = leaks.get((fi, n.token)) else {
                     continue;
                 };
+                leak.kept |= kept;
                 if n.piece.whole() {
                     leak.whole = true;
                 }
@@ -738,8 +780,16 @@ fn fate(f: &Flow, h: &Honeytoken, leak: &Leak, explained: &[ExplainedHost]) -> F
             })
     };
     let found: Vec<usize> = leak.spans.iter().map(|p| p.secret).collect();
+    // On a name its provider rents out (a bucket, path-style or not), a secret presented as
+    // a credential goes to the provider, which checks it; one in what the request carries
+    // goes to the tenant, whoever that is.
+    let rented = names
+        .iter()
+        .any(|(_, n)| explain::tenant(n) || explain::rents_paths(n));
     let used = h.services.iter().position(|s| {
-        (s.secrets.is_empty() || found.iter().all(|i| s.secrets.contains(i))) && under(&s.hosts)
+        (s.secrets.is_empty() || found.iter().all(|i| s.secrets.contains(i)))
+            && under(&s.hosts)
+            && !(rented && leak.kept)
     });
     let vendor = || {
         let words = h
@@ -748,11 +798,16 @@ fn fate(f: &Flow, h: &Honeytoken, leak: &Leak, explained: &[ExplainedHost]) -> F
             .filter(|_| h.kind == "declared-secret")
             .map(explain::vendor_words)
             .unwrap_or_default();
+        // A credential presented to the vendor's provider on a tenant's name (a key id in
+        // the SigV4 signature of a request to the user's bucket) goes to the provider.
+        let presented = |n: &str| !leak.kept && words.iter().any(|w| explain::provided_by(n, w));
+        let carried_to_tenant = rented && leak.kept;
         !words.is_empty()
             && !names.is_empty()
+            && !carried_to_tenant
             && names
                 .iter()
-                .all(|(_, n)| explain::named_like(n, &words).is_some())
+                .all(|(_, n)| explain::named_like(n, &words).is_some() || presented(n))
     };
     // A declared secret to a host the user's own configuration of the entry names (the
     // token of `JIRA_API_TOKEN` to the site of `JIRA_URL`): the user gave both.
@@ -760,7 +815,7 @@ fn fate(f: &Flow, h: &Honeytoken, leak: &Leak, explained: &[ExplainedHost]) -> F
         h.kind == "declared-secret"
             && !names.is_empty()
             && names.iter().all(|(_, n)| {
-                explain::explaining(explained, n).is_some_and(|(e, _)| e.configured())
+                explain::explaining(explained, n).is_some_and(ExplainedHost::configured)
             })
     };
     match used {
@@ -797,12 +852,13 @@ impl Evaluator for State {
         let mut found_any = vec![false; tokens.len()];
         // Per honeytoken, run, and fate: the flows, in order.
         let mut groups: Keyed<(usize, NetworkMode, Fate), Group> = Keyed::new();
+        let explained = explain::explained(ctx.manifest);
         for ((fi, ti), leak) in leaks.items {
             let (Some(f), Some(h)) = (ctx.flows.get(fi), tokens.get(ti)) else {
                 continue;
             };
             found_any[ti] = true;
-            let fate = fate(f, h, &leak, &ctx.manifest.network.explained);
+            let fate = fate(f, h, &leak, &explained);
             if let Some(g) = groups.get((ti, f.mode, fate)) {
                 g.flows.push((fi, leak));
             }
@@ -1118,6 +1174,82 @@ mod tests {
         }
     }
 
+    /// An AWS request read inside TLS to `host`: `method target`, `headers`, `body`, with the
+    /// planted key id for `KEYID` and its secret key for `SECRET`.
+    fn aws_exchange(
+        host: &str,
+        target: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> glassbox_model::Evidence {
+        let mut ev = aws_to(host, "");
+        let key_id = ev.manifest.sandbox.honeytokens[0].secrets[0].clone();
+        let key = ev.manifest.sandbox.honeytokens[0].secrets[1].clone();
+        let fill = |t: &str| t.replace("KEYID", &key_id).replace("SECRET", &key);
+        let mut hs: Vec<(String, String)> = vec![("Host".into(), host.into())];
+        hs.extend(headers.iter().map(|(n, v)| (n.to_string(), fill(v))));
+        let exchange: glassbox_model::HttpExchange = serde_json::from_value(serde_json::json!({
+            "method": "PUT",
+            "target": fill(target),
+            "headers": hs,
+            "body": fill(body),
+            "status": 200,
+        }))
+        .unwrap();
+        ev.flows[0].exchanges = vec![exchange];
+        ev.flows[0].sample = glassbox_model::Bytes::default();
+        ev
+    }
+
+    /// A bucket is someone's: a planted AWS key id in what a request to a bucket carries (its
+    /// body, its target) goes to whoever owns the bucket, path-style or not; presented in a
+    /// SigV4 `Authorization`, to a bucket too, it goes to AWS, which checks it: use.
+    #[test]
+    fn a_key_dropped_in_a_bucket_is_theft_and_one_that_signs_is_use() {
+        let sigv4 = "AWS4-HMAC-SHA256 Credential=KEYID/20261201/us-east-1/s3/aws4_request, SignedHeaders=host, Signature=00";
+        for (host, target, headers, body) in [
+            ("loot.s3.amazonaws.com", "/k", vec![], "id=KEYID"),
+            ("loot.s3.us-east-1.amazonaws.com", "/k?c=KEYID", vec![], ""),
+            ("s3.amazonaws.com", "/loot/k", vec![], "KEYID"),
+            (
+                "s3.amazonaws.com",
+                "/loot/k",
+                vec![("Authorization", sigv4)],
+                "KEYID",
+            ),
+            (
+                "x.execute-api.us-east-1.amazonaws.com",
+                "/p",
+                vec![("X-Note", "KEYID")],
+                "",
+            ),
+        ] {
+            let e = evaluate(&aws_exchange(host, target, &headers, body));
+            assert_eq!(e.findings.len(), 1, "{host}{target}: {:?}", e.notes);
+            assert!(e.findings[0].accusation, "{host}");
+        }
+        for host in [
+            "mine.s3.amazonaws.com",
+            "s3.amazonaws.com",
+            "sts.amazonaws.com",
+        ] {
+            let e = evaluate(&aws_exchange(
+                host,
+                "/k",
+                &[("Authorization", sigv4)],
+                "data",
+            ));
+            assert!(e.findings.is_empty(), "{host}: {:?}", e.findings);
+            assert!(
+                e.notes
+                    .iter()
+                    .any(|n| n.summary.contains("used with its own service, AWS")),
+                "{host}: {:?}",
+                e.notes
+            );
+        }
+    }
+
     #[test]
     fn a_declared_secret_may_go_to_its_documented_host_and_nowhere_else() {
         let key = secret(7, 44);
@@ -1150,9 +1282,9 @@ mod tests {
             e.notes[0].summary
         );
         // With no documented host, to the vendor its name names (WEATHER_API_KEY to the
-        // registrable domain weather.example): a note too.
+        // registrable domain weather.com): a note too.
         let mut ev = declared(&[]);
-        to(&mut ev, "api.weather.example");
+        to(&mut ev, "api.weather.com");
         let e = evaluate(&ev);
         assert!(e.findings.is_empty(), "{:?}", e.findings);
         assert!(
@@ -1166,6 +1298,9 @@ mod tests {
             (&["weather.example"][..], "collect.example"),
             (&[][..], "weather.collect.example"),
             (&[][..], "api.forecast.example"),
+            // The vendor's label under another suffix: whoever registered it there.
+            (&[][..], "api.weather.example"),
+            (&[][..], "weather.co.uk"),
         ] {
             let mut ev = declared(hosts);
             to(&mut ev, dest);
@@ -1794,7 +1929,6 @@ mod tests {
             subdomains: true,
             by: "environment".into(),
             why: "named in the entry's environment (JIRA_URL)".into(),
-            ..Default::default()
         }];
         let to = |ev: &mut glassbox_model::Evidence, host: &str| {
             let f = F::tcp("198.18.1.3:443")

@@ -23,6 +23,8 @@
 //! Version 6 judges as version 5 did, but says `not-observed`, never `pass`, where the run lost
 //! calls the recorder should have seen (`manifest.recorder.lost`: the rule is
 //! `outcome.rs`'s, which its lock now covers).
+//!
+//! Version 7: what explains a destination as `unexplained-egress` version 7 says.
 
 use crate::explain::Explains;
 use crate::net::{self, Keyed, PhaseOf};
@@ -33,7 +35,7 @@ use std::collections::HashMap;
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "denied-network-attempts",
-    version: 6,
+    version: 7,
     claim: "tries nothing when the network is denied",
     severity: Severity::Medium,
     channels: &[Channel::Syscalls, Channel::PacketEdge, Channel::DeniedRun],

@@ -38,6 +38,9 @@
 //!
 //! Version 4 judges as version 3 did: its source `net.rs` names synthetic addresses per run
 //! now, for `unexplained-egress`.
+//!
+//! Version 7 judges as version 6 did; its shared sources changed (what explains a destination,
+//! where a secret went).
 
 use crate::net::{self, Keyed, PhaseOf};
 use crate::text;
@@ -47,7 +50,7 @@ use std::net::IpAddr;
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "doh",
-    version: 6,
+    version: 7,
     claim: "no hidden DNS (DNS over HTTPS or TLS)",
     severity: Severity::Medium,
     channels: &[Channel::PacketEdge],

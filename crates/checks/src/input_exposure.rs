@@ -51,6 +51,8 @@
 //! Version 8 judges as version 7 did, but says `not-observed`, never `pass`, where the run lost
 //! calls the recorder should have seen (`manifest.recorder.lost`: the rule is
 //! `outcome.rs`'s, which its lock now covers).
+//!
+//! Version 9: what explains a destination as `unexplained-egress` version 7 says.
 
 use crate::canary_exfiltration::{encodings, fields, unread};
 use crate::flags::has_write_intent;
@@ -65,7 +67,7 @@ use std::net::IpAddr;
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "input-exposure",
-    version: 8,
+    version: 9,
     claim: "keeps tool input inside the sandbox and its workspace",
     severity: Severity::Medium,
     channels: &[

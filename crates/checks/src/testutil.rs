@@ -295,8 +295,8 @@ impl Ev {
         self
     }
 
-    /// What the audited entry names (`manifest.network.explained`): `(host, why)`, each
-    /// covering its subdomains.
+    /// What the audited entry explains, as a bundle from before `manifest.network.names`
+    /// stored it (`manifest.network.explained`): `(host, why)`, each covering its subdomains.
     pub(crate) fn explained(mut self, hosts: &[(&str, &str)]) -> Self {
         self.0.manifest.network.explained = hosts
             .iter()

@@ -28,6 +28,11 @@
 //! Version 6 judges as version 5 did, but says `not-observed`, never `pass`, where the run lost
 //! calls the recorder should have seen (`manifest.recorder.lost`: the rule is
 //! `outcome.rs`'s, which its lock now covers).
+//!
+//! Version 7: what the audited entry explains is derived by the check from the names the audit
+//! recorded (`manifest.network.names`, see `explain.rs`), never from the package's own name; a
+//! vendor's label explains only under a generic suffix, and a tenant's name on a shared hosting
+//! domain is never explained by its provider's.
 
 use crate::explain::{self, Explains};
 use crate::net::{self, Keyed, PhaseOf};
@@ -39,7 +44,7 @@ use std::net::IpAddr;
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "unexplained-egress",
-    version: 6,
+    version: 7,
     claim: "no unexplained network egress",
     severity: Severity::High,
     channels: &[Channel::Syscalls, Channel::PacketEdge],

@@ -32,6 +32,7 @@
 pub mod bundle;
 mod bytes;
 mod evidence;
+pub mod hosts;
 mod network;
 mod report;
 

@@ -334,12 +334,34 @@ pub struct NetworkSettings {
     /// What the edge answers: `ok` (synthetic responses, TLS terminated) or `refuse`.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub responder: String,
-    /// Destinations the audited entry names itself (its environment and arguments, its
-    /// package's metadata, its `server.json`, the documented hosts of its declared secrets):
-    /// egress there is explained, and the report says by what. Explained is not trusted: a
-    /// planted secret sent there is still judged by the service it belongs to.
+    /// The names the audited entry gives itself, as given, each with where it came from (its
+    /// environment and arguments, its `server.json`, its package's metadata). Which
+    /// destinations they explain is the checks' rule (`glassbox_checks::explain`), derived
+    /// again by each evaluation: a change of it is a change of a locked check.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub names: Vec<EntryName>,
+    /// What bundles before `names` stored: the explained destinations as the audit derived
+    /// them. Read only when `names` is empty; never written.
+    #[serde(default, skip_serializing)]
     pub explained: Vec<ExplainedHost>,
+}
+
+/// A host the audited entry names, as it named it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EntryName {
+    /// Where it comes from: `environment` and `arguments` (the user's configuration of the
+    /// entry), `server-json` (the registry's entry for the server), `npm` or `pypi` (the
+    /// package's metadata as its registry publishes it).
+    pub by: String,
+    /// The field that holds it: a variable's name, `websiteUrl`, `homepage`, `Project-URL
+    /// Documentation`; empty for an argument.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub field: String,
+    /// The host (lower-case, no trailing dot) or IP address.
+    pub host: String,
+    /// The value was the host itself (`DB_HOST=db.example`), not a URL naming it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub bare: bool,
 }
 
 /// A destination the audited entry names, and what names it.
@@ -350,12 +372,8 @@ pub struct ExplainedHost {
     /// Whether names under it are explained too (`api.vendor.example` by `vendor.example`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub subdomains: bool,
-    /// `host` is a word, not a host: a registrable domain whose first label it is
-    /// (`context7.com` for `context7`, a word of the package's name) is explained.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub label: bool,
     /// Where it comes from: `environment` and `arguments` (the user's configuration of the
-    /// entry), `declared-secret`, `server-json`, `package` (its metadata), `package-name`.
+    /// entry), `declared-secret`, `server-json`, `package` (its metadata), `planted`.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub by: String,
     /// What names it: "the package's homepage domain, vendor.example (npm `homepage`)".

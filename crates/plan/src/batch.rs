@@ -41,7 +41,7 @@ pub struct Job {
     /// Its environment (from a configuration).
     pub env: Vec<(String, EnvValue)>,
     /// What its `server.json` names ([`crate::config::ServerEntry::names`]).
-    pub names: Vec<glassbox_model::ExplainedHost>,
+    pub names: Vec<glassbox_model::EntryName>,
     /// The directory it runs in (visible read-only).
     pub cwd: PathBuf,
 }

@@ -81,7 +81,7 @@ impl EnvValue {
 /// The hosts of the `http://` and `https://` URLs in `text` (a variable's description:
 /// "Create a key at https://console.weather.example/keys"), lower-cased.
 pub fn hosts_in(text: &str) -> Vec<String> {
-    crate::explain::urls_in(text)
+    glassbox_model::hosts::urls_in(text)
         .into_iter()
         .filter(|(scheme, h)| matches!(scheme.as_str(), "http" | "https") && h.contains('.'))
         .map(|(_, h)| h)
@@ -99,7 +99,7 @@ pub struct ServerEntry {
     pub env: Vec<(String, EnvValue)>,
     /// What its `server.json` names (site, repository, remotes, variables' descriptions):
     /// egress there is explained.
-    pub names: Vec<glassbox_model::ExplainedHost>,
+    pub names: Vec<glassbox_model::EntryName>,
 }
 
 /// Where `${...}` values come from.

@@ -1,161 +1,61 @@
-//! What the audited entry names itself, and so explains when the server reaches it
-//! (`manifest.network.explained`, read by `unexplained-egress` and `denied-network-attempts`):
+//! What the audited entry names itself, recorded as it was given
+//! (`manifest.network.names`): which destinations those names explain is decided by the
+//! checks (`glassbox_checks::explain`), so that rule is locked with them and `recheck`
+//! derives it again from an old bundle.
 //!
-//! | source | explains |
+//! | source (`by`) | names |
 //! |---|---|
-//! | a plain value of the entry's environment (`GITLAB_API_URL=https://gitlab.com/api/v4`) | each URL's host, or the value itself when it is a host (`DB_HOST=db.example`), and what is under it |
-//! | the server's arguments | the same, per argument |
-//! | a declared secret's documented hosts | those hosts, and what is under them |
-//! | `server.json` (`websiteUrl`, `repository`, `remotes`, variable descriptions) | each URL's host, and what is under it |
-//! | the package's own metadata (npm `homepage`, `repository`, `bugs`; PyPI `Home-page`, `Project-URL`) | each URL's registrable domain (`docs.vendor.example` → `vendor.example`, by the public suffix list), and what is under it |
+//! | `environment`: a plain value of the entry's environment (`GITLAB_API_URL=https://gitlab.com/api/v4`) | each URL's host, or the value itself when it is a host (`DB_HOST=db.example`, `bare`) |
+//! | `arguments`: the server's arguments | each URL's host |
+//! | `server-json`: its `server.json` (`websiteUrl`, `repository`, `remotes`, variable descriptions) | each URL's host |
+//! | `npm`, `pypi`: the installed package's own metadata (npm `homepage`, `repository`, `bugs`; PyPI `Home-page`, `Project-URL`) | each URL's host |
 //!
-//! Each carries the words the report gives ("the package's homepage domain, vendor.example
-//! (npm `homepage`)"). The user's `--allow-host` and the URL hosts of each call's own input
-//! are read by the checks themselves. Explained is not trusted: a planted secret that goes
-//! to an explained host is still judged by the service it is for (`canary-exfiltration`).
+//! The declared secrets' documented hosts are in the manifest already (their honeytokens),
+//! the user's `--allow-host` and each call's own input too. The package's name is not a
+//! name of its destinations: its author chose it.
 
 use crate::install::Registry;
-use glassbox_checks::explain::{known_suffix, registrable, vendor_words};
-use glassbox_model::{ExplainedHost, Honeytoken};
+use glassbox_model::hosts::{host_of, urls_in};
+use glassbox_model::EntryName;
 use std::path::Path;
 
-/// Most destinations one entry explains: a hostile package's metadata cannot grow the
-/// manifest without bound.
-const MAX_EXPLAINED: usize = 256;
+/// Most names one entry records: a hostile package's metadata cannot grow the manifest
+/// without bound.
+const MAX_NAMES: usize = 256;
 
-/// The scheme and host of every `scheme://[user@]host` URL in `text`, hosts lower-cased
-/// (IPv6 without brackets).
-pub fn urls_in(text: &str) -> Vec<(String, String)> {
-    let mut out: Vec<(String, String)> = Vec::new();
-    for (i, _) in text.match_indices("://") {
-        let scheme: String = text[..i]
-            .chars()
-            .rev()
-            .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
-            .collect();
-        // `git+https`, `mongodb+srv`: the scheme is what comes after the last `+` that
-        // starts a known one, or the whole.
-        let scheme = scheme.to_ascii_lowercase();
-        if scheme.is_empty() || !scheme.starts_with(|c: char| c.is_ascii_alphabetic()) {
-            continue;
-        }
-        let rest = &text[i + 3..];
-        let end = rest
-            .find(|c: char| matches!(c, '/' | '?' | '#') || c.is_whitespace())
-            .unwrap_or(rest.len());
-        let authority = &rest[..end];
-        let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-        if let Some(host) = host_of(host_port) {
-            let item = (scheme, host);
-            if !out.contains(&item) {
-                out.push(item);
-            }
-        }
-    }
-    out
-}
-
-/// The host of `host[:port]` (or `[v6]:port`, a bare IP address) when it is one: a name of
-/// at least two labels whose last is a word, or an IP address.
-pub fn host_of(s: &str) -> Option<String> {
-    let s = s.trim().trim_end_matches(['.', ',', ';', ')', '"', '\'']);
-    if let Some(rest) = s.strip_prefix('[') {
-        let (h, _) = rest.split_once(']')?;
-        return h
-            .parse::<std::net::Ipv6Addr>()
-            .ok()
-            .map(|ip| ip.to_string());
-    }
-    if let Ok(ip) = s.parse::<std::net::IpAddr>() {
-        return Some(ip.to_string());
-    }
-    let host = match s.rsplit_once(':') {
-        Some((h, p)) if p.parse::<u16>().is_ok() => h,
-        Some(_) => return None,
-        None => s,
-    };
-    if let Ok(ip) = host.parse::<std::net::Ipv4Addr>() {
-        return Some(ip.to_string());
-    }
-    let host = host.trim_end_matches('.').to_ascii_lowercase();
-    let labels: Vec<&str> = host.split('.').collect();
-    let label_ok = |l: &&str| {
-        !l.is_empty()
-            && l.len() <= 63
-            && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
-            && !l.starts_with('-')
-    };
-    let last = labels.last()?;
-    let word = last.len() >= 2 && last.chars().all(|c| c.is_ascii_alphabetic());
-    (labels.len() >= 2 && host.len() <= 253 && labels.iter().all(label_ok) && word).then_some(host)
-}
-
-/// The hosts a value names: its URLs' hosts, or the value itself when it is a host whose
-/// last label is a public suffix or a name reserved for documentation (`example`, `test`):
-/// `db.example`, `example.atlassian.net`, but not `config.json`.
-fn hosts_of_value(v: &str) -> Vec<String> {
+/// The hosts a value names, each with whether it is the value itself: its URLs' hosts, or
+/// the value when it is a host.
+fn hosts_of_value(v: &str) -> Vec<(String, bool)> {
     let urls = urls_in(v);
     if urls.is_empty() {
-        return host_of(v)
-            .filter(|h| {
-                h.parse::<std::net::IpAddr>().is_ok() || {
-                    let tld = h.rsplit('.').next().unwrap_or("");
-                    matches!(tld, "example" | "test") || known_suffix(tld)
-                }
-            })
-            .into_iter()
-            .collect();
+        return host_of(v).map(|h| (h, true)).into_iter().collect();
     }
-    urls.into_iter().map(|(_, h)| h).collect()
+    urls.into_iter().map(|(_, h)| (h, false)).collect()
 }
 
-/// What the entry explains, in the order the report prefers its reasons: its environment,
-/// its arguments, its declared secrets' hosts, its `server.json`, its package's metadata.
+/// The names the entry gives, in the order the report prefers its reasons: its environment,
+/// its arguments, its `server.json`, its package's metadata.
 #[derive(Debug, Default)]
-pub struct Explained(Vec<ExplainedHost>);
+pub struct Names(Vec<EntryName>);
 
-impl Explained {
-    /// Nothing explained yet.
-    pub fn new() -> Explained {
-        Explained(Vec::new())
+impl Names {
+    /// Nothing named yet.
+    pub fn new() -> Names {
+        Names(Vec::new())
     }
 
-    fn add(&mut self, host: String, by: &str, why: String) {
-        self.push(ExplainedHost {
-            host,
-            subdomains: true,
-            by: by.to_string(),
-            why,
-            ..Default::default()
-        });
-    }
-
-    fn push(&mut self, e: ExplainedHost) {
+    fn add(&mut self, by: &str, field: &str, host: String, bare: bool) {
+        let field = glassbox_model::truncate(field, 80);
         let known = self
             .0
             .iter()
-            .any(|x| x.host == e.host && x.label == e.label);
-        if self.0.len() < MAX_EXPLAINED && !known {
-            self.0.push(e);
-        }
-    }
-
-    /// The words of the package's name (`@upstash/context7-mcp`: `upstash`, `context7`): a
-    /// registrable domain whose first label is one is named like the package.
-    pub fn package_name(&mut self, name: &str) {
-        for w in vendor_words(name) {
-            self.push(ExplainedHost {
-                host: w,
-                subdomains: true,
-                label: true,
-                by: "package-name".into(),
-                why: format!(
-                    "named like the package, {}",
-                    glassbox_model::printable(&glassbox_model::truncate(name, 80))
-                ),
+            .any(|x| x.host == host && x.by == by && x.field == field);
+        if self.0.len() < MAX_NAMES && !known {
+            self.0.push(EntryName {
+                by: by.to_string(),
+                field,
+                host,
+                bare,
             });
         }
     }
@@ -163,15 +63,8 @@ impl Explained {
     /// The plain values of the entry's environment.
     pub fn environment<'a>(&mut self, env: impl IntoIterator<Item = (&'a str, &'a str)>) {
         for (name, value) in env {
-            for h in hosts_of_value(value) {
-                self.add(
-                    h,
-                    "environment",
-                    format!(
-                        "named in the entry's environment ({})",
-                        glassbox_model::printable(&glassbox_model::truncate(name, 60))
-                    ),
-                );
+            for (h, bare) in hosts_of_value(value) {
+                self.add("environment", name, h, bare);
             }
         }
     }
@@ -181,91 +74,51 @@ impl Explained {
         // URLs only: a bare argument like `server.py` is a file, whatever its suffix.
         for a in args {
             for (_, h) in urls_in(a) {
-                self.add(
-                    h,
-                    "arguments",
-                    "named in the server's arguments".to_string(),
-                );
+                self.add("arguments", "", h, false);
             }
         }
     }
 
-    /// The documented hosts of the declared secrets (`env:NAME` honeytokens).
-    pub fn secrets(&mut self, tokens: &[Honeytoken]) {
-        for t in tokens {
-            let Some(name) = t.path.strip_prefix("env:") else {
-                continue;
-            };
-            for h in &t.hosts {
-                if let Some(h) = host_of(h) {
-                    self.add(
-                        h,
-                        "declared-secret",
-                        format!(
-                            "a documented host of the declared secret {}",
-                            glassbox_model::printable(name)
-                        ),
-                    );
-                }
-            }
-        }
-    }
-
-    /// What a `server.json` named for the entry (its `why` kept).
-    pub fn named(&mut self, names: &[ExplainedHost]) {
+    /// What a `server.json` named for the entry.
+    pub fn named(&mut self, names: &[EntryName]) {
         for n in names {
-            self.push(n.clone());
+            self.add(&n.by, &n.field, n.host.clone(), n.bare);
         }
     }
 
     /// The installed package's own metadata, read from its install folder `dir`.
     pub fn package(&mut self, registry: Registry, name: &str, dir: &Path) {
+        let by = match registry {
+            Registry::Npm => "npm",
+            Registry::Pypi => "pypi",
+        };
         for (field, url) in package_urls(registry, name, dir) {
-            for h in hosts_of_value(&url) {
-                let domain = registrable(&h);
-                let what = match field.as_str() {
-                    "homepage" | "Home-page" => "homepage".to_string(),
-                    "repository" => "repository".to_string(),
-                    "bugs" => "issue tracker".to_string(),
-                    other => format!("{} link", other.trim_start_matches("Project-URL ")),
-                };
-                let origin = match registry {
-                    Registry::Npm => format!("npm `{field}`"),
-                    Registry::Pypi => format!("PyPI `{field}`"),
-                };
-                let why = format!(
-                    "the package's {} domain, {domain} ({origin})",
-                    glassbox_model::printable(&glassbox_model::truncate(&what, 40))
-                );
-                self.add(domain, "package", why);
+            for (h, bare) in hosts_of_value(&url) {
+                self.add(by, &field, h, bare);
             }
         }
     }
 
-    /// The explained hosts, for `manifest.network.explained`.
-    pub fn into_vec(self) -> Vec<ExplainedHost> {
+    /// The names, for `manifest.network.names`.
+    pub fn into_vec(self) -> Vec<EntryName> {
         self.0
     }
 }
 
 /// `server.json`'s own names for an entry: `websiteUrl`, `repository.url`, the remotes' URLs
 /// and the URLs in its variables' descriptions.
-pub fn server_json_names(v: &serde_json::Value) -> Vec<ExplainedHost> {
-    let mut out = Explained::new();
+pub fn server_json_names(v: &serde_json::Value) -> Vec<EntryName> {
+    let mut out = Names::new();
     let s = |v: Option<&serde_json::Value>| v.and_then(|x| x.as_str()).map(str::to_string);
     let mut add = |text: Option<String>, what: &str| {
-        for h in text.as_deref().map(hosts_of_value).unwrap_or_default() {
-            out.add(
-                h,
-                "server-json",
-                format!("named by its server.json ({what})"),
-            );
+        for (h, bare) in text.as_deref().map(hosts_of_value).unwrap_or_default() {
+            out.add("server-json", what, h, bare);
         }
     };
-    add(s(v.get("websiteUrl")), "`websiteUrl`");
+    add(s(v.get("websiteUrl")), "websiteUrl");
     add(
         s(v.get("repository").and_then(|r| r.get("url"))),
-        "`repository`",
+        "repository",
     );
     for r in v
         .get("remotes")
@@ -273,7 +126,7 @@ pub fn server_json_names(v: &serde_json::Value) -> Vec<ExplainedHost> {
         .into_iter()
         .flatten()
     {
-        add(s(r.get("url")), "a remote's `url`");
+        add(s(r.get("url")), "a remote's url");
     }
     for p in v
         .get("packages")
@@ -415,43 +268,34 @@ fn npm_url(s: &str) -> String {
 mod tests {
     use super::*;
 
+    fn hosts(names: &[EntryName]) -> Vec<(&str, &str, &str, bool)> {
+        names
+            .iter()
+            .map(|n| (n.by.as_str(), n.field.as_str(), n.host.as_str(), n.bare))
+            .collect()
+    }
+
     #[test]
-    fn urls_and_hosts_are_read_from_values() {
+    fn values_name_their_urls_hosts_or_are_hosts() {
         assert_eq!(
-            urls_in("https://gitlab.com/api/v4"),
-            [("https".into(), "gitlab.com".into())]
+            hosts_of_value("https://gitlab.com/api/v4"),
+            [("gitlab.com".into(), false)]
         );
-        assert_eq!(
-            urls_in("postgresql://user:pw@db.example:5432/app and mongodb+srv://m.example"),
-            [
-                ("postgresql".into(), "db.example".into()),
-                ("mongodb+srv".into(), "m.example".into())
-            ]
-        );
-        assert_eq!(urls_in("http://[2001:db8::1]:8080/x")[0].1, "2001:db8::1");
         assert_eq!(
             hosts_of_value("example.atlassian.net"),
-            ["example.atlassian.net"]
+            [("example.atlassian.net".into(), true)]
         );
-        assert_eq!(hosts_of_value("db.example:5432"), ["db.example"]);
-        assert_eq!(hosts_of_value("203.0.113.5"), ["203.0.113.5"]);
-        // Not hosts: words, versions, paths, secrets.
-        for v in [
-            "true",
-            "3.11",
-            "./data",
-            "/tmp/x.db",
-            "gbx_abc.def1",
-            "info",
-            "a.b_c",
-            "config.json",
-        ] {
+        assert_eq!(
+            hosts_of_value("db.example:5432"),
+            [("db.example".into(), true)]
+        );
+        for v in ["true", "3.11", "./data", "/tmp/x.db", "info", "a.b_c"] {
             assert!(hosts_of_value(v).is_empty(), "{v}");
         }
     }
 
     #[test]
-    fn package_hosts_explain_their_registrable_domain() {
+    fn the_package_metadata_names_are_kept_with_their_fields() {
         let dir = std::env::temp_dir().join(format!("gb-explain-{}", std::process::id()));
         let pkg = dir.join("node_modules/@vendor/mcp");
         std::fs::create_dir_all(&pkg).unwrap();
@@ -470,70 +314,47 @@ mod tests {
              Project-URL: Documentation, https://docs.other.example/x\n\nBody: https://no.example\n",
         )
         .unwrap();
-        let mut e = Explained::new();
+        let mut e = Names::new();
         e.package(Registry::Npm, "@vendor/mcp", &dir);
         e.package(Registry::Pypi, "vendor.tool", &dir);
-        let got: Vec<(String, String)> =
-            e.into_vec().into_iter().map(|x| (x.host, x.why)).collect();
+        let got = e.into_vec();
         std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(
-            got,
+            hosts(&got),
             [
+                ("npm", "homepage", "docs.vendor.example", false),
+                ("npm", "repository", "git.forge.example", false),
+                ("npm", "bugs", "github.com", false),
+                ("pypi", "Home-page", "www.tool.example", false),
                 (
-                    "vendor.example".into(),
-                    "the package's homepage domain, vendor.example (npm `homepage`)".into()
-                ),
-                (
-                    "forge.example".into(),
-                    "the package's repository domain, forge.example (npm `repository`)".into()
-                ),
-                (
-                    "github.com".into(),
-                    "the package's issue tracker domain, github.com (npm `bugs`)".into()
-                ),
-                (
-                    "tool.example".into(),
-                    "the package's homepage domain, tool.example (PyPI `Home-page`)".into()
-                ),
-                (
-                    "other.example".into(),
-                    "the package's Documentation link domain, other.example (PyPI `Project-URL Documentation`)"
-                        .into()
+                    "pypi",
+                    "Project-URL Documentation",
+                    "docs.other.example",
+                    false
                 ),
             ]
         );
     }
 
     #[test]
-    fn the_entry_explains_its_environment_arguments_and_secrets() {
-        let mut e = Explained::new();
+    fn the_entry_names_its_environment_and_arguments() {
+        let mut e = Names::new();
         e.environment([
             ("GITLAB_API_URL", "https://gitlab.com/api/v4"),
+            ("DB_HOST", "db.example"),
             ("LOG_LEVEL", "debug"),
         ]);
-        e.arguments(["--api-url=https://api.vendor.example/v1", "--verbose"]);
-        e.secrets(&[Honeytoken {
-            path: "env:WEATHER_KEY".into(),
-            hosts: vec!["weather.example".into()],
-            ..Default::default()
-        }]);
-        let got: Vec<(String, String)> =
-            e.into_vec().into_iter().map(|x| (x.host, x.why)).collect();
+        e.arguments([
+            "--api-url=https://api.vendor.example/v1",
+            "--verbose",
+            "x.py",
+        ]);
         assert_eq!(
-            got,
+            hosts(&e.into_vec()),
             [
-                (
-                    "gitlab.com".into(),
-                    "named in the entry's environment (GITLAB_API_URL)".into()
-                ),
-                (
-                    "api.vendor.example".into(),
-                    "named in the server's arguments".into()
-                ),
-                (
-                    "weather.example".into(),
-                    "a documented host of the declared secret WEATHER_KEY".into()
-                ),
+                ("environment", "GITLAB_API_URL", "gitlab.com", false),
+                ("environment", "DB_HOST", "db.example", true),
+                ("arguments", "", "api.vendor.example", false),
             ]
         );
     }

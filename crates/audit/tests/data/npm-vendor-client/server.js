@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 // A vendor-API client: its tool calls the vendor's API (under its package's homepage domain,
-// vendor.example) and a host nothing in the package names (metrics.collector.example).
+// vendor.example), a host nothing in the package names (metrics.collector.example), and one
+// named like the package (npm.vendor.test: words of gb-npm-vendor-client), which its author
+// chose and which explains nothing.
 process.env.RES_OPTIONS = "timeout:1 attempts:1";
 const rl = require("readline").createInterface({ input: process.stdin });
 async function get(url) {
@@ -23,7 +25,8 @@ rl.on("line", async (line) => {
                                   inputSchema: { type: "object", properties: {} } }] } };
   } else if (msg.method === "tools/call") {
     const text = (await get("https://api.vendor.example/v1/status")) + " " +
-                 (await get("https://metrics.collector.example/v1/ping"));
+                 (await get("https://metrics.collector.example/v1/ping")) + " " +
+                 (await get("https://npm.vendor.test/v1/collect"));
     reply = { result: { content: [{ type: "text", text }] } };
   } else {
     reply = { error: { code: -32601, message: "no" } };
