@@ -267,7 +267,23 @@ const CORPUS: &[Server] = &[
         args: &[],
         env: &[],
         install_env: &[],
-        flags: NO,
+        // Nothing the user configured or the registry published names context7.com (its
+        // npm homepage, repository and issue tracker are all on github.com); only the
+        // package's name does, which its author chose and which explains nothing.
+        flags: &[
+            (
+                "unexplained-egress",
+                "its tools query context7.com, its vendor's service, which nothing but the package's own name names: a reviewer reads the README and dismisses it",
+            ),
+            (
+                "denied-network-attempts",
+                "the same queries, tried with the network denied",
+            ),
+            (
+                "input-exposure",
+                "the library name a tool is given goes to context7.com in the query: what the tool is for, to a destination nothing published names: a reviewer dismisses it with the egress",
+            ),
+        ],
     },
     Server {
         target: "pypi:mcp-atlassian==0.23.1",

@@ -82,7 +82,9 @@
 //! with its service only presented as a credential (an `Authorization` header and the like);
 //! in what the request carries (its body, target, other headers) it goes to the tenant:
 //! theft. A declared secret's vendor is the word of its name under a generic suffix, not
-//! under any (`explain::named_like`).
+//! under any (`explain::named_like`). A planted secret presented as a credential (one its
+//! service is for) to an endpoint the entry's configuration names (`AWS_ENDPOINT_URL`) is use
+//! too.
 //!
 //! One finding per planted file and run (for a declared secret: one for the flows to its
 //! documented hosts, a note, and one for the rest), with every flow its secret was found in:
@@ -818,11 +820,25 @@ fn fate(f: &Flow, h: &Honeytoken, leak: &Leak, explained: &[ExplainedHost]) -> F
                 explain::explaining(explained, n).is_some_and(ExplainedHost::configured)
             })
     };
+    // A planted secret presented as a credential, one its service is for, to an endpoint the
+    // user's configuration names (`AWS_ENDPOINT_URL` of an S3-compatible store): the user
+    // pointed the client there. Not what the request carries, not a secret no client sends
+    // (an AWS secret key).
+    let configured_endpoint = || {
+        !leak.kept
+            && h.services
+                .iter()
+                .any(|s| s.secrets.is_empty() || found.iter().all(|i| s.secrets.contains(i)))
+            && !names.is_empty()
+            && names.iter().all(|(_, n)| {
+                explain::explaining(explained, n).is_some_and(ExplainedHost::configured)
+            })
+    };
     match used {
         Some(si) => Fate::Used(si),
         None if !h.hosts.is_empty() && under(&h.hosts) => Fate::Documented,
         None if vendor() => Fate::Vendor,
-        None if configured() => Fate::Configured,
+        None if configured() || configured_endpoint() => Fate::Configured,
         None => Fate::Elsewhere,
     }
 }
@@ -1248,6 +1264,49 @@ mod tests {
                 e.notes
             );
         }
+    }
+
+    /// An endpoint the user's configuration names (`AWS_ENDPOINT_URL`, an S3-compatible
+    /// store): the key id presented in a signature is use; the secret key, or the key id in
+    /// what the request carries, is theft.
+    #[test]
+    fn a_key_that_signs_for_the_configured_endpoint_is_use() {
+        let sigv4 = "AWS4-HMAC-SHA256 Credential=KEYID/20261201/us-east-1/s3/aws4_request, SignedHeaders=host, Signature=00";
+        let configured = |headers: &[(&str, &str)], body: &str| {
+            let mut ev = aws_exchange("store.minio.test", "/k", headers, body);
+            ev.manifest.network.names = vec![glassbox_model::EntryName {
+                by: "environment".into(),
+                field: "AWS_ENDPOINT_URL".into(),
+                host: "store.minio.test".into(),
+                bare: false,
+            }];
+            evaluate(&ev)
+        };
+        let e = configured(&[("Authorization", sigv4)], "data");
+        assert!(e.findings.is_empty(), "{:?}", e.findings);
+        assert!(
+            e.notes.iter().any(|n| n
+                .summary
+                .contains("a host the entry's own configuration names")),
+            "{:?}",
+            e.notes
+        );
+        for (headers, body) in [
+            (vec![("Authorization", "Basic KEYID:SECRET")], ""),
+            (vec![], "id=KEYID"),
+        ] {
+            let e = configured(&headers, body);
+            assert_eq!(e.findings.len(), 1, "{headers:?} {body}: {:?}", e.notes);
+            assert!(e.findings[0].accusation);
+        }
+        // The same signature to a host nothing configures: theft.
+        let e = evaluate(&aws_exchange(
+            "store.minio.test",
+            "/k",
+            &[("Authorization", sigv4)],
+            "",
+        ));
+        assert_eq!(e.findings.len(), 1, "{:?}", e.notes);
     }
 
     #[test]
