@@ -87,7 +87,7 @@ pub fn recheck(dir: &Path, proofs: &Proofs) -> Result<Recheck, Error> {
         events,
     } = evaluate_bundle_counted(dir, proofs)?;
     let (stored, withdrawn) = if let Some(mut r) = bundle::report(dir)? {
-        let n = glassbox_checks::apply_retractions(&mut r.checks, &flows);
+        let n = glassbox_checks::apply_retractions(&mut r.checks, &manifest, &flows);
         if n > 0 {
             let (v, why) = glassbox_checks::verdict(&manifest, &r.checks);
             r.verdict = v;

@@ -569,15 +569,20 @@ pub(crate) fn evaluate_one(
 
 /// Withdraws every result made by a retracted check version (of the outcome it names, in a
 /// run of the kind it names: see [`Retraction`]): outcome `retracted`, findings and notes
-/// dropped, the retraction's reason and date given. `flows` are the run's (what a
-/// retraction's condition looks at). Returns how many were withdrawn.
-pub fn apply_retractions(results: &mut [CheckResult], flows: &[Flow]) -> usize {
-    apply_retractions_from(results, flows, &retractions())
+/// dropped, the retraction's reason and date given. `manifest` and `flows` are the run's
+/// (what a retraction's condition looks at). Returns how many were withdrawn.
+pub fn apply_retractions(
+    results: &mut [CheckResult],
+    manifest: &Manifest,
+    flows: &[Flow],
+) -> usize {
+    apply_retractions_from(results, manifest, flows, &retractions())
 }
 
 /// [`apply_retractions`] with a given list of retractions.
 pub fn apply_retractions_from(
     results: &mut [CheckResult],
+    manifest: &Manifest,
     flows: &[Flow],
     list: &[Retraction],
 ) -> usize {
@@ -587,7 +592,7 @@ pub fn apply_retractions_from(
             x.id == r.id
                 && x.version == r.version
                 && x.outcome.is_none_or(|o| o == r.outcome)
-                && x.only_with.is_none_or(|c| c.holds(flows))
+                && x.only_with.is_none_or(|c| c.holds(manifest, flows))
         };
         if let Some(x) = list.iter().find(applies) {
             r.outcome = Outcome::Retracted;
@@ -818,7 +823,10 @@ mod tests {
             outcome: None,
             only_with: None,
         }];
-        assert_eq!(apply_retractions_from(&mut results, &ev.flows, &list), 1);
+        assert_eq!(
+            apply_retractions_from(&mut results, &ev.manifest, &ev.flows, &list),
+            1
+        );
         let p = results.iter().find(|r| r.id == "persistence").unwrap();
         assert_eq!(p.outcome, Outcome::Retracted);
         assert!(p.findings.is_empty());
@@ -846,7 +854,7 @@ mod tests {
         // A stored report of that version: `results` of `ev`, the run's flows `flows`.
         let retract = |ev: &Evidence, flows: &[Flow]| {
             let mut results = evaluate_all(ev, &Proofs::all_proven());
-            let n = apply_retractions_from(&mut results, flows, &list);
+            let n = apply_retractions_from(&mut results, &ev.manifest, flows, &list);
             let c = results
                 .iter()
                 .find(|r| r.id == "canary-exfiltration")
@@ -881,18 +889,9 @@ mod tests {
 
     #[test]
     fn the_retractions_of_issue_31_withdraw_passes_over_what_was_not_unwrapped_or_read() {
+        let empty = Manifest::default();
         let withdrawn = |id: &str, version: u32, outcome: Outcome, flows: &[Flow]| {
-            let mut r = vec![CheckResult {
-                id: id.into(),
-                version,
-                claim: String::new(),
-                severity: Severity::Medium,
-                outcome,
-                reason: None,
-                findings: Vec::new(),
-                notes: Vec::new(),
-            }];
-            apply_retractions(&mut r, flows) == 1
+            withdrawn_in(id, version, outcome, &empty, flows)
         };
         let none: Vec<Flow> = Vec::new();
         let payload = Ev::new()
@@ -912,6 +911,74 @@ mod tests {
         assert!(withdrawn("doh", 5, Outcome::Pass, &unread));
         assert!(!withdrawn("doh", 5, Outcome::Pass, &payload));
         assert!(!withdrawn("doh", 6, Outcome::Pass, &unread));
+    }
+
+    /// Whether a stored result of `id` at `version` with `outcome` is withdrawn in a run of
+    /// `manifest` and `flows`.
+    fn withdrawn_in(
+        id: &str,
+        version: u32,
+        outcome: Outcome,
+        manifest: &Manifest,
+        flows: &[Flow],
+    ) -> bool {
+        let mut r = vec![CheckResult {
+            id: id.into(),
+            version,
+            claim: String::new(),
+            severity: Severity::Medium,
+            outcome,
+            reason: None,
+            findings: Vec::new(),
+            notes: Vec::new(),
+        }];
+        apply_retractions(&mut r, manifest, flows) == 1
+    }
+
+    /// Issue 31, point 5: a pass of a version that explained destinations by the package's
+    /// name, or by a declared secret's vendor word under any suffix, is withdrawn where the
+    /// run shows either; elsewhere it stands.
+    #[test]
+    fn passes_explained_by_what_explains_nothing_now_are_withdrawn() {
+        let mut named = Manifest::default();
+        named.network.explained = vec![glassbox_model::ExplainedHost {
+            host: "context7".into(),
+            by: "package-name".into(),
+            ..Default::default()
+        }];
+        let mut declared = Manifest::default();
+        declared.sandbox.honeytokens = vec![glassbox_model::Honeytoken {
+            path: "env:BRAVE_API_KEY".into(),
+            kind: "declared-secret".into(),
+            ..Default::default()
+        }];
+        let plain = Manifest::default();
+        for (id, v) in [
+            ("unexplained-egress", 5),
+            ("denied-network-attempts", 4),
+            ("input-exposure", 7),
+        ] {
+            assert!(withdrawn_in(id, v, Outcome::Pass, &named, &[]), "{id} v{v}");
+            assert!(
+                withdrawn_in(id, v, Outcome::Pass, &declared, &[]),
+                "{id} v{v}"
+            );
+            assert!(
+                !withdrawn_in(id, v, Outcome::Pass, &plain, &[]),
+                "{id} v{v}"
+            );
+            assert!(
+                !withdrawn_in(id, v, Outcome::Flag, &named, &[]),
+                "{id} v{v}"
+            );
+        }
+        assert!(!withdrawn_in(
+            "unexplained-egress",
+            7,
+            Outcome::Pass,
+            &named,
+            &[]
+        ));
     }
 
     /// Issue 31: a run that lost what a check reads never lets it say `pass`; a finding

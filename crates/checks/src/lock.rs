@@ -49,12 +49,34 @@ pub enum Condition {
     /// exchange): what a version that did not unwrap compressed or twice-encoded data may
     /// have missed a secret in.
     PayloadFlows,
+    /// The audit stored destinations explained by the words of the package's own name
+    /// (`manifest.network.explained`, `by: package-name`): what no version may explain now.
+    PackageNamed,
+    /// The entry declared a secret whose name names a vendor: a version that explained that
+    /// vendor's word under any suffix, or a tenant's name on its provider's shared domain,
+    /// may have explained what nothing explains.
+    VendorNamedSecrets,
 }
 
 impl Condition {
-    /// Whether `flows` show it.
-    pub fn holds(self, flows: &[glassbox_model::Flow]) -> bool {
+    /// Whether the run's `manifest` and `flows` show it.
+    pub fn holds(
+        self,
+        manifest: &glassbox_model::Manifest,
+        flows: &[glassbox_model::Flow],
+    ) -> bool {
         match self {
+            Condition::PackageNamed => manifest
+                .network
+                .explained
+                .iter()
+                .any(|e| e.by == "package-name"),
+            Condition::VendorNamedSecrets => manifest.sandbox.honeytokens.iter().any(|h| {
+                h.kind == "declared-secret"
+                    && h.path
+                        .strip_prefix("env:")
+                        .is_some_and(|n| !crate::explain::vendor_words(n).is_empty())
+            }),
             Condition::TlsFlows => flows.iter().any(|f| {
                 f.tls.is_some()
                     || f.sni.is_some()

@@ -1067,7 +1067,7 @@ fn published(
     mut stored: glassbox_model::AuditReport,
     ev: &glassbox_model::Evidence,
 ) -> glassbox_model::AuditReport {
-    glassbox_checks::apply_retractions(&mut stored.checks, &ev.flows);
+    glassbox_checks::apply_retractions(&mut stored.checks, &ev.manifest, &ev.flows);
     let status = |check: &str, summary: &str| {
         row.findings
             .iter()
@@ -1095,7 +1095,7 @@ fn report_sarif(
 ) -> String {
     use glassbox_report::Publication;
     use glassbox_store::FindingStatus;
-    glassbox_checks::apply_retractions(&mut stored.checks, &ev.flows);
+    glassbox_checks::apply_retractions(&mut stored.checks, &ev.manifest, &ev.flows);
     let status = |check: &str, summary: &str| {
         row.findings
             .iter()
