@@ -367,7 +367,15 @@ const CORPUS: &[Server] = &[
             ),
             (
                 "unexplained-egress",
-                "node-gyp fetches Node's headers from nodejs.org during the install",
+                "node-gyp fetches Node's headers from nodejs.org during the install; its knowledge tools query knowledge.mongodb.com and its shutdown reports to cloud.mongodb.com, its vendor's services, which nothing but the package's own name names (its npm homepage and repository are on github.com): a reviewer dismisses both",
+            ),
+            (
+                "denied-network-attempts",
+                "the same vendor queries, tried with the network denied",
+            ),
+            (
+                "input-exposure",
+                "a knowledge tool's query goes to knowledge.mongodb.com, what the tool is for, to a destination nothing published names: a reviewer dismisses it with the egress",
             ),
             (
                 "unix-socket",
