@@ -52,11 +52,14 @@
 //! calls the recorder should have seen (`manifest.recorder.lost`: the rule is
 //! `outcome.rs`'s, which its lock now covers).
 //!
-//! Version 9: what explains a destination as `unexplained-egress` version 7 says.
+//! Version 9: what explains a destination as `unexplained-egress` version 7 says, and the
+//! marker is searched in every form the secret search reads (`layers.rs`): inside zlib, gzip
+//! and raw deflate streams and text encoded twice, so input compressed, then base64-encoded,
+//! before it left is found.
 
-use crate::canary_exfiltration::{encodings, fields, unread};
+use crate::canary_exfiltration::{encodings, fields, unread, Encoding};
 use crate::flags::has_write_intent;
-use crate::layers::percent_decoded;
+use crate::layers::forms;
 use crate::net::{self, Keyed, PhaseOf};
 use crate::paths::NormPath;
 use crate::text;
@@ -141,7 +144,7 @@ struct Seen {
 pub(crate) struct State {
     /// The server runs' flows the edge could not read (the input could have left there).
     unread: Vec<String>,
-    marker: Option<(AhoCorasick, Vec<&'static str>)>,
+    marker: Option<(AhoCorasick, Vec<Encoding>)>,
     cwd: Vec<u8>,
     /// Folders the server's own arguments name (absolute, holding no planted secret): the
     /// user gave the server them to work in.
@@ -156,11 +159,9 @@ pub(crate) struct State {
 }
 
 /// An automaton over the marker in every encoding searched, with each pattern's encoding name.
-fn matcher(marker: &str) -> Option<(AhoCorasick, Vec<&'static str>)> {
-    let (patterns, names): (Vec<Vec<u8>>, Vec<&'static str>) = encodings(marker.as_bytes())
-        .into_iter()
-        .map(|(p, e)| (p, e.name()))
-        .unzip();
+fn matcher(marker: &str) -> Option<(AhoCorasick, Vec<Encoding>)> {
+    let (patterns, names): (Vec<Vec<u8>>, Vec<Encoding>) =
+        encodings(marker.as_bytes()).into_iter().unzip();
     let ac = AhoCorasick::builder()
         .ascii_case_insensitive(true)
         .build(&patterns)
@@ -197,10 +198,12 @@ pub(crate) fn start(c: &crate::Context<'_>) -> Box<dyn Evaluator> {
         for f in c.flows.iter().filter(|f| f.mode != NetworkMode::Install) {
             let mut how = Vec::new();
             for (field, bytes) in fields(f) {
-                let decoded = percent_decoded(&bytes);
-                for hay in std::iter::once(&bytes).chain(decoded.as_ref()) {
-                    for m in ac.find_overlapping_iter(hay) {
-                        let h = format!("{} in {field}", names[m.pattern().as_usize()]);
+                // Every form the secret search reads: as is, percent-decoded, and unwrapped
+                // (compressed streams, text encoded twice: `layers.rs`).
+                for form in forms(&bytes) {
+                    for m in ac.find_overlapping_iter(&form.bytes) {
+                        let e = names[m.pattern().as_usize()];
+                        let h = form.how((e != Encoding::Raw).then(|| e.name()), field);
                         if !how.contains(&h) {
                             how.push(h);
                         }
@@ -685,6 +688,35 @@ mod tests {
         assert_eq!(s.len(), 2, "{s:?}");
         assert!(s[0].contains("base64 in payload"), "{}", s[0]);
         assert!(s[1].contains("DNS query"), "{}", s[1]);
+    }
+
+    /// Issue 31: input compressed, then base64-encoded, before it leaves is found (its bytes
+    /// are in no encoding of the marker until unwrapped).
+    #[test]
+    fn compressed_then_encoded_it_is_still_found() {
+        use base64::Engine as _;
+        use std::io::Write;
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+        z.write_all(format!("{{\"query\":\"glassbox-{M}\"}}").as_bytes())
+            .unwrap();
+        let packed = base64::engine::general_purpose::STANDARD.encode(z.finish().unwrap());
+        let body = format!("{{\"d\":\"{packed}\"}}");
+        assert!(!body.contains(M));
+        let ev = Ev::new()
+            .marker(M)
+            .flow(
+                F::tcp("198.18.1.4:80")
+                    .name("c.example")
+                    .sample(body.as_bytes()),
+            )
+            .build();
+        let s = summaries(evaluate(&ev));
+        assert_eq!(s.len(), 1, "{s:?}");
+        assert!(
+            s[0].contains("zlib-compressed, base64-encoded, in payload"),
+            "{}",
+            s[0]
+        );
     }
 
     #[test]
