@@ -30,6 +30,9 @@ enum Kind {
     SendMmsg,
     Bind,
     Socket,
+    /// A process's end, routed only with the eBPF channel: the recorder reads that channel's
+    /// pending records before the process is gone ([`crate::notify`]). Records nothing.
+    Exit,
 }
 
 struct Spec {
@@ -216,6 +219,12 @@ static SPECS: &[Spec] = &[
         Kind::Socket,
         "socket families in use",
     ),
+    spec(
+        libc::SYS_exit_group,
+        "exit_group",
+        Kind::Exit,
+        "a process's end: the eBPF channel's records of it are read before it is gone",
+    ),
 ];
 
 /// The seccomp rules that route the recorded calls to the recorder. With `files_by_ebpf`,
@@ -224,6 +233,7 @@ pub fn rules(files_by_ebpf: bool) -> Vec<Rule> {
     SPECS
         .iter()
         .filter(|s| !(files_by_ebpf && matches!(s.kind, Kind::Open { .. } | Kind::Stat { .. })))
+        .filter(|s| files_by_ebpf || !matches!(s.kind, Kind::Exit))
         .map(|s| Rule {
             nr: s.nr as u32,
             route: s.route,
@@ -234,7 +244,11 @@ pub fn rules(files_by_ebpf: bool) -> Vec<Rule> {
 
 /// Names of the recorded system calls.
 pub(crate) fn syscall_names() -> Vec<String> {
-    SPECS.iter().map(|s| s.name.to_string()).collect()
+    SPECS
+        .iter()
+        .filter(|s| !matches!(s.kind, Kind::Exit))
+        .map(|s| s.name.to_string())
+        .collect()
 }
 
 /// A decoded call, before pids and phase are attached.
@@ -370,6 +384,7 @@ pub(crate) fn decode(tid: u32, nr: i32, args: &[u64; 6], home: &[u8]) -> Decoded
             sock_type: args[1] as i32,
             protocol: args[2] as i32,
         }),
+        Kind::Exit => Decoded::Skip,
     }
 }
 

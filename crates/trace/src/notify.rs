@@ -297,9 +297,11 @@ impl State<'_> {
 /// be out of the caller's page tables again by then (measured in the microVM's guest, about
 /// once in three runs of its suite: a successful `openat` of a Python server, whose page was
 /// reclaimed or moved under memory pressure). Read again from the caller's memory, which
-/// faults it in, while the caller lives. What the caller wrote there after the call is what
-/// this reads: the same race as the program's own read at the return (the path is read after
-/// the kernel's copy either way), only longer (a drain period). A caller gone, a page it made
+/// faults it in, while the caller lives (its thread, or else its process): a process does not
+/// end or replace its image before the channel's records are read (`exit_group` and the execs
+/// wait for it, [`Recorder::notification`]). What the caller wrote there after the call is
+/// what this reads: the same race as the program's own read at the return (the path is read
+/// after the kernel's copy either way), only longer (at most a drain period). A page it made
 /// unreadable or an empty string leave the call lost.
 fn reread_path(rec: &Rec) -> Option<Vec<u8>> {
     let arg = if ebpf::PATH_ARG0.contains(&rec.nr) {
@@ -309,7 +311,9 @@ fn reread_path(rec: &Rec) -> Option<Vec<u8>> {
     } else {
         return None;
     };
-    crate::procinfo::read_cstr(rec.host_tid, rec.args[arg], libc::PATH_MAX as usize)
+    let read = |pid: u32| crate::procinfo::read_cstr(pid, rec.args[arg], libc::PATH_MAX as usize);
+    read(rec.host_tid)
+        .or_else(|_| read(rec.host_tgid))
         .ok()
         .filter(|p| !p.is_empty())
 }
@@ -447,7 +451,7 @@ impl Recorder {
             }
             idle = false;
             if fds[0].revents & libc::POLLIN != 0 {
-                self.notification(&mut st, sink);
+                self.notification(&mut st, sink, files.as_mut());
             } else if fds[0].revents & (libc::POLLHUP | libc::POLLERR) != 0 {
                 // No process is left under the filter.
                 break;
@@ -472,8 +476,16 @@ impl Recorder {
         st.stats
     }
 
-    /// Handles one user notification.
-    fn notification(&self, st: &mut State<'_>, sink: &mut dyn Sink) {
+    /// Handles one user notification. With the eBPF channel (`files`), a process that is
+    /// about to end or to replace its image (`exit_group`, an exec) waits while the channel's
+    /// pending records are read: a path its program could not read is read again from the
+    /// caller's memory ([`reread_path`]), which is only there until then.
+    fn notification(
+        &self,
+        st: &mut State<'_>,
+        sink: &mut dyn Sink,
+        files: Option<&mut FileChannel>,
+    ) {
         let fd = self.listener.as_raw_fd();
         let mut req = SeccompNotif::default();
         // SAFETY: req is a zeroed seccomp_notif, as RECV requires.
@@ -508,6 +520,16 @@ impl Recorder {
                 },
             );
             return;
+        }
+        let ends_image = matches!(
+            i64::from(req.data.nr),
+            libc::SYS_exit_group | libc::SYS_execve | libc::SYS_execveat
+        );
+        if let (true, Some(f)) = (ends_image, files) {
+            f.0.ring.drain(usize::MAX, &mut |b| match ebpf::decode(b) {
+                Some(rec) => st.record(sink, rec),
+                None => st.stats.lose(why::UNDECODED, 1),
+            });
         }
         let decoded = decode(req.pid, req.data.nr, &req.data.args, &self.home);
         let ids = match &decoded {
@@ -594,6 +616,7 @@ mod tests {
             ktime: 0,
             // SAFETY: gettid has no arguments and no memory effects.
             host_tid: unsafe { libc::gettid() } as u32,
+            host_tgid: std::process::id(),
             args,
             result: 3,
             openat2_flags: 0,

@@ -185,7 +185,8 @@ fn with_the_ebpf_file_channel() {
 
 /// A path whose page leaves the caller's page tables while the call runs (another thread drops
 /// it, as reclaim or page migration does under memory pressure) is still recorded: the eBPF
-/// program cannot read it at the return, and the recorder reads it again. Every open is
+/// program cannot read it at the return, and the recorder reads it again, also for processes
+/// that end right after (each waits in `exit_group` until its records are read). Every open is
 /// recorded and nothing is lost.
 #[test]
 fn a_path_whose_page_was_dropped_during_the_call_is_still_recorded() {
@@ -195,8 +196,11 @@ fn a_path_whose_page_was_dropped_during_the_call_is_still_recorded() {
         return;
     }
     file_channel_available().expect("root can load the programs");
-    const OPENS: usize = 20000;
-    let script = format!(
+    // Short-lived processes, each opening a path whose page another of its threads keeps
+    // dropping, then ending at once (os._exit: no cleanup to wait for).
+    const PROCESSES: usize = 10;
+    const OPENS: usize = 3000;
+    let child = format!(
         r#"
 import ctypes, os, threading
 libc = ctypes.CDLL(None, use_errno=True)
@@ -204,35 +208,49 @@ libc.mmap.restype = ctypes.c_void_p
 libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
 libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
 libc.open.argtypes = [ctypes.c_void_p, ctypes.c_int]
-page = os.path.expanduser("~/page")
-with open(page, "wb") as f:
-    f.write(os.path.expanduser("~/.aws/credentials").encode() + b"\0" * 4096)
-fd = os.open(page, os.O_RDONLY)
+fd = os.open(os.path.expanduser("~/page"), os.O_RDONLY)
 # A private mapping of a file, never written: a dropped page comes back with the same bytes.
 at = libc.mmap(None, 4096, 1, 2, fd, 0)
-done = False
+started = threading.Event()
 def drop():
-    while not done:
+    while True:
         libc.madvise(at, 4096, 4)
-t = threading.Thread(target=drop)
-t.start()
+        started.set()
+threading.Thread(target=drop, daemon=True).start()
+started.wait()
 ok = 0
 for _ in range({OPENS}):
     f = libc.open(at, 0)
     if f >= 0:
         ok += 1
         libc.close(f)
-done = True
-t.join()
-print("opened", ok)
+print(ok, flush=True)
+os._exit(0)
+"#
+    );
+    let script = format!(
+        r#"
+import os, subprocess, sys
+with open(os.path.expanduser("~/page"), "wb") as f:
+    f.write(os.path.expanduser("~/.aws/credentials").encode() + b"\0" * 4096)
+total = 0
+for _ in range({PROCESSES}):
+    total += int(subprocess.run([sys.executable, "-c", {child:?}], capture_output=True, text=True).stdout or 0)
+print("opened", total)
 "#
     );
     let (events, out, stats) =
         record_stats("/usr/bin/env", &["env", "python3", "-c", &script], true);
-    assert!(out.contains(&format!("opened {OPENS}")), "{out}");
+    assert!(
+        out.contains(&format!("opened {}", PROCESSES * OPENS)),
+        "{out}"
+    );
     let n = paths(&events, "open")
         .iter()
         .filter(|p| p.as_str() == "/home/sam/.aws/credentials")
         .count();
-    assert_eq!((n, stats.lost, &stats.lost_why), (OPENS, 0, &vec![]));
+    assert_eq!(
+        (n, stats.lost, &stats.lost_why),
+        (PROCESSES * OPENS, 0, &vec![])
+    );
 }

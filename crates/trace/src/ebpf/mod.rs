@@ -307,6 +307,8 @@ pub(crate) struct Rec {
     pub ns_tgid: i32,
     pub ktime: u64,
     pub host_tid: u32,
+    /// Its process (the thread may be gone while the process lives).
+    pub host_tgid: u32,
     pub args: [u64; 6],
     pub result: i64,
     pub openat2_flags: u64,
@@ -345,6 +347,7 @@ pub(crate) fn decode(b: &[u8]) -> Option<Rec> {
         ns_tgid: u32_at(b, 12) as i32,
         ktime: u64_at(b, 16),
         host_tid: u64_at(b, 96) as u32,
+        host_tgid: (u64_at(b, 96) >> 32) as u32,
         args: [reg(7), reg(6), reg(5), reg(0), reg(2), reg(1)],
         result: reg(3) as i64,
         openat2_flags: u64_at(b, 88),
