@@ -788,11 +788,14 @@ fn fate(f: &Flow, h: &Honeytoken, leak: &Leak, explained: &[ExplainedHost]) -> F
     let rented = names
         .iter()
         .any(|(_, n)| explain::tenant(n) || explain::rents_paths(n));
-    let used = h.services.iter().position(|s| {
-        (s.secrets.is_empty() || found.iter().all(|i| s.secrets.contains(i)))
-            && under(&s.hosts)
-            && !(rented && leak.kept)
-    });
+    // A service every secret found is one it is for.
+    let for_service = |s: &glassbox_model::SecretService| {
+        s.secrets.is_empty() || found.iter().all(|i| s.secrets.contains(i))
+    };
+    let used = h
+        .services
+        .iter()
+        .position(|s| for_service(s) && under(&s.hosts) && !(rented && leak.kept));
     let vendor = || {
         let words = h
             .path
@@ -813,27 +816,19 @@ fn fate(f: &Flow, h: &Honeytoken, leak: &Leak, explained: &[ExplainedHost]) -> F
     };
     // A declared secret to a host the user's own configuration of the entry names (the
     // token of `JIRA_API_TOKEN` to the site of `JIRA_URL`): the user gave both.
-    let configured = || {
-        h.kind == "declared-secret"
-            && !names.is_empty()
+    let all_configured = || {
+        !names.is_empty()
             && names.iter().all(|(_, n)| {
                 explain::explaining(explained, n).is_some_and(ExplainedHost::configured)
             })
     };
+    let configured = || h.kind == "declared-secret" && all_configured();
     // A planted secret presented as a credential, one its service is for, to an endpoint the
     // user's configuration names (`AWS_ENDPOINT_URL` of an S3-compatible store): the user
     // pointed the client there. Not what the request carries, not a secret no client sends
     // (an AWS secret key).
-    let configured_endpoint = || {
-        !leak.kept
-            && h.services
-                .iter()
-                .any(|s| s.secrets.is_empty() || found.iter().all(|i| s.secrets.contains(i)))
-            && !names.is_empty()
-            && names.iter().all(|(_, n)| {
-                explain::explaining(explained, n).is_some_and(ExplainedHost::configured)
-            })
-    };
+    let configured_endpoint =
+        || !leak.kept && h.services.iter().any(for_service) && all_configured();
     match used {
         Some(si) => Fate::Used(si),
         None if !h.hosts.is_empty() && under(&h.hosts) => Fate::Documented,

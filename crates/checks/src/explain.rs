@@ -185,18 +185,16 @@ pub(crate) fn rents_paths(host: &str) -> bool {
 /// An AWS region's name: `us-east-1`, `eu-central-2`, `us-gov-west-1`.
 fn is_region(label: &str) -> bool {
     let parts: Vec<&str> = label.split('-').collect();
-    let (head, tail) = match parts.as_slice() {
-        [a, b, n] => ([*a].to_vec(), (*b, *n)),
-        [a, g, b, n] => ([*a, *g].to_vec(), (*b, *n)),
+    let (area, name, number) = match parts.as_slice() {
+        [area, name, number] | [area, "gov", name, number] => (*area, *name, *number),
         _ => return false,
     };
-    head[0].len() == 2
-        && head[0].chars().all(|c| c.is_ascii_lowercase())
-        && head.get(1).is_none_or(|g| *g == "gov")
-        && tail.0.chars().all(|c| c.is_ascii_lowercase())
-        && !tail.0.is_empty()
-        && tail.1.chars().all(|c| c.is_ascii_digit())
-        && !tail.1.is_empty()
+    let letters = |s: &str| !s.is_empty() && s.bytes().all(|c| c.is_ascii_lowercase());
+    area.len() == 2
+        && letters(area)
+        && letters(name)
+        && !number.is_empty()
+        && number.bytes().all(|c| c.is_ascii_digit())
 }
 
 /// The registrable domain of `host` when it is the vendor's own that one of `words` names:
@@ -254,11 +252,13 @@ pub fn explained(m: &Manifest) -> Vec<ExplainedHost> {
             });
         }
     };
-    let configured = |n: &&EntryName| matches!(n.by.as_str(), "environment" | "arguments");
+    // A bare value names a host only when it looks like one ([`bare_host`]).
+    let names: Vec<&EntryName> = names
+        .iter()
+        .filter(|n| !n.bare || bare_host(&n.host))
+        .collect();
+    let configured = |n: &&&EntryName| matches!(n.by.as_str(), "environment" | "arguments");
     for n in names.iter().filter(configured) {
-        if n.bare && !bare_host(&n.host) {
-            continue;
-        }
         let why = match n.by.as_str() {
             "environment" => format!(
                 "named in the entry's environment ({})",
@@ -286,9 +286,6 @@ pub fn explained(m: &Manifest) -> Vec<ExplainedHost> {
         }
     }
     for n in names.iter().filter(|n| !configured(n)) {
-        if n.bare && !bare_host(&n.host) {
-            continue;
-        }
         let field = glassbox_model::printable(&glassbox_model::truncate(&n.field, 40));
         match n.by.as_str() {
             "server-json" => push(

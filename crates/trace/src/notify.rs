@@ -249,6 +249,14 @@ impl State<'_> {
         self.next_id += 1;
     }
 
+    /// Reads up to `max` records of the eBPF channel; a record that does not decode is lost.
+    fn drain(&mut self, sink: &mut dyn Sink, files: &mut FileChannel, max: usize) -> usize {
+        files.0.ring.drain(max, &mut |b| match ebpf::decode(b) {
+            Some(rec) => self.record(sink, rec),
+            None => self.stats.lose(why::UNDECODED, 1),
+        })
+    }
+
     /// A completed call reported by the eBPF channel.
     fn record(&mut self, sink: &mut dyn Sink, mut rec: Rec) {
         self.stats.records += 1;
@@ -436,10 +444,7 @@ impl Recorder {
                 break;
             }
             if let Some(f) = files.as_mut() {
-                let drained = f.0.ring.drain(RING_BATCH, &mut |b| match ebpf::decode(b) {
-                    Some(rec) => st.record(sink, rec),
-                    None => st.stats.lose(why::UNDECODED, 1),
-                });
+                let drained = st.drain(sink, f, RING_BATCH);
                 if n == 0 && drained == 0 {
                     continue;
                 }
@@ -526,10 +531,7 @@ impl Recorder {
             libc::SYS_exit_group | libc::SYS_execve | libc::SYS_execveat
         );
         if let (true, Some(f)) = (ends_image, files) {
-            f.0.ring.drain(usize::MAX, &mut |b| match ebpf::decode(b) {
-                Some(rec) => st.record(sink, rec),
-                None => st.stats.lose(why::UNDECODED, 1),
-            });
+            st.drain(sink, f, usize::MAX);
         }
         let decoded = decode(req.pid, req.data.nr, &req.data.args, &self.home);
         let ids = match &decoded {
