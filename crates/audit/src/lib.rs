@@ -729,6 +729,12 @@ impl<'a> Pipeline<'a> {
             format!("-{}", mode.name())
         };
         let first_event_id = self.all_events.len() as u64 + 1;
+        // The client's one root: the folder the plans give paths in, else the server's own.
+        let root = match &self.opts.session.probes.workspace {
+            Some(w) => w.clone(),
+            None => self.server_cwd.to_string_lossy().into_owned(),
+        };
+        self.opts.session.roots = vec![root];
         let (manifest, bundle) = (&mut self.manifest, &self.bundle);
         let mut run = one_run(
             target,
@@ -770,6 +776,25 @@ impl<'a> Pipeline<'a> {
         let presented = glassbox_checks::tool_definition_drift::hashes(&run.transcript);
         run.session.tool_hashes = presented.tools;
         run.session.instructions_hash = presented.instructions;
+        // The canaries given to elicitations are followed like planted secrets (the manifest
+        // takes its honeytokens from the secrets when the bundle is finished).
+        for given in &run.session.elicited {
+            let tokens = &mut self.secrets.tokens;
+            if tokens
+                .iter()
+                .flat_map(|h| &h.secrets)
+                .any(|s| *s == given.value)
+            {
+                continue;
+            }
+            tokens.push(glassbox_model::Honeytoken {
+                path: format!("elicited:{}:{}", given.phase, given.field),
+                kind: "elicited-secret".into(),
+                secrets: vec![given.value.clone()],
+                random: vec![given.value.clone()],
+                ..Default::default()
+            });
+        }
         if let Some(e) = run.recording.write_error {
             return Err(Error::Evidence {
                 path: self.dir.join(bundle::EVENTS),
@@ -1828,6 +1853,7 @@ pub fn report(
         checks,
         call_outcomes: AuditReport::count_calls(&tools),
         tools,
+        surface: glassbox_model::SurfaceSummary::of(session),
     }
 }
 

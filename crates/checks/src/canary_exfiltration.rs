@@ -98,6 +98,10 @@
 //! not fifty. A piece shorter than [`PIECE`] bytes is not found, even next to pieces that are
 //! (the last 8 bytes of a 40-byte secret in 16-byte chunks): the bytes listed are those seen.
 //! Version 3 found a secret cut into pieces shorter than its windows nowhere.
+//!
+//! Version 10: what the input named includes the values glassbox gave a resource template's
+//! variables and a prompt's arguments, under the read's or get's phase (`named.rs`), as it
+//! includes a call's arguments.
 
 use crate::explain;
 use crate::layers::{self, Form};
@@ -112,7 +116,7 @@ use std::collections::HashMap;
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "canary-exfiltration",
-    version: 9,
+    version: 10,
     claim: "no planted secret leaves the sandbox",
     severity: Severity::High,
     channels: &[Channel::PacketEdge],

@@ -39,6 +39,10 @@
 //!
 //! Version 11: where a secret went as `canary-exfiltration` version 9 says (a key in a bucket is
 //! theft).
+//!
+//! Version 12: what the input named includes the values glassbox gave a resource template's
+//! variables and a prompt's arguments, under the read's or get's phase (`named.rs`), as it
+//! includes a call's arguments.
 
 use crate::paths::{self, NormPath, Rules, View};
 use crate::text::{self, Groups};
@@ -47,7 +51,7 @@ use glassbox_model::{Event, EventKind, Manifest, Severity};
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "credential-probe",
-    version: 11,
+    version: 12,
     claim: "no credential probing",
     severity: Severity::High,
     channels: &[Channel::Syscalls],

@@ -25,6 +25,10 @@
 //! `outcome.rs`'s, which its lock now covers).
 //!
 //! Version 7: what explains a destination as `unexplained-egress` version 7 says.
+//!
+//! Version 8: what the input named includes the values glassbox gave a resource template's
+//! variables and a prompt's arguments, under the read's or get's phase (`named.rs`), as it
+//! includes a call's arguments.
 
 use crate::explain::Explains;
 use crate::net::{self, Keyed, PhaseOf};
@@ -35,7 +39,7 @@ use std::collections::HashMap;
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "denied-network-attempts",
-    version: 7,
+    version: 8,
     claim: "tries nothing when the network is denied",
     severity: Severity::Medium,
     channels: &[Channel::Syscalls, Channel::PacketEdge, Channel::DeniedRun],

@@ -56,6 +56,10 @@
 //! marker is searched in every form the secret search reads (`layers.rs`): inside zlib, gzip
 //! and raw deflate streams and text encoded twice, so input compressed, then base64-encoded,
 //! before it left is found.
+//!
+//! Version 10: what the input named includes the values glassbox gave a resource template's
+//! variables and a prompt's arguments, under the read's or get's phase (`named.rs`), as it
+//! includes a call's arguments.
 
 use crate::canary_exfiltration::{encodings, fields, unread, Encoding};
 use crate::flags::has_write_intent;
@@ -70,7 +74,7 @@ use std::net::IpAddr;
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "input-exposure",
-    version: 9,
+    version: 10,
     claim: "keeps tool input inside the sandbox and its workspace",
     severity: Severity::Medium,
     channels: &[

@@ -16,7 +16,7 @@
 //! | `credential-probe` | no credential probing | high | opens and stats of planted secrets, their directories, well-known credential paths, `.env` files outside the working directory |
 //! | `process-spawn` | spawns no shells or network tools | medium | every exec after the server's own start |
 //! | `persistence` | no persistence | high | writes to shell startup files, cron, autostart, systemd units, git hooks, ssh `authorized_keys`...; `crontab`, `systemctl enable`, `at` |
-//! | `description-exfil-pattern` | no exfiltration instructions in what the server tells the model | high | tool, resource and prompt descriptions and the server's instructions (MCP transcript) |
+//! | `description-exfil-pattern` | no exfiltration, override or tool-steering instructions in the server's descriptions and instructions | high | tool, resource and prompt descriptions and the server's instructions (MCP transcript) |
 //! | `unexplained-egress` | no unexplained network egress | high | flows of both runs (DNS questions, TCP, UDP, ICMP) and connect/send events with no flow, against `--allow-host` |
 //! | `denied-network-attempts` | tries nothing when the network is denied | medium | connect/send events and flows of the denied run |
 //! | `doh` | no hidden DNS (DNS over HTTPS or TLS) | medium | flows named for, or sent to the address of, a public DoH/DoT resolver; DoH requests the edge read (to any host), named with what they asked; unread flows make it not observed |
@@ -25,6 +25,8 @@
 //! | `sandbox-evasion` | nothing escaped the recorder | high | calls the static filter refused (`refused` events; `clone3`, a routine fallback, noted), execs of a memfd or a deleted file, flows at the edge that no recorded connect or send caused |
 //! | `input-exposure` | keeps tool input inside the sandbox and its workspace | medium | the audit's marker (in every generated probe string) in any flow of a server run (inside TLS too), or in the name of a file written outside the working directory and scratch folders; unread flows make it not observed |
 //! | `tool-definition-drift` | tool definitions and server instructions stay the same throughout the audit | high | each tool's description, inputSchema and annotations (canonical JSON) and the server's instructions: first vs last `tools/list` of each run, capture run vs denied run (MCP transcripts of both runs) |
+//! | `runtime-instructions` | no instructions aimed at the model in what the server answers at run time (tool results, resource contents, prompt messages, sampling requests) | high | tool results (text, embedded resources, structured content), resources read (text, textual blobs), prompts got, the server's sampling and elicitation requests and a result's input requests (MCP transcript), with `description-exfil-pattern`'s matcher; text the server carries (results, contents) by windows that must address the model |
+//! | `credential-phishing` | asks the user for no secret (no elicitation of a password, token or key; no elicitation that sends the user to a page nothing explains) | high | elicitation requests and a result's input requests (MCP transcript): fields, messages, URL-mode hosts against what explains egress |
 //!
 //! Each check's module is named after its id (`credential_probe` for `credential-probe`); its
 //! doc ends with its controls, `fixtures/controls/<id>.md`, generated from the headers of the
@@ -63,8 +65,9 @@
 //!
 //! # Accusations
 //!
-//! A finding that accuses the server of something (reading a planted secret, instructions to
-//! exfiltrate in its descriptions) has `accusation` set; such a server is
+//! A finding that accuses the server of something (reading a planted secret, instructions aimed
+//! at the model in its descriptions or in its answers at run time) has `accusation` set; such a
+//! server is
 //! [`Verdict::Withheld`] until a person has reviewed the finding.
 //!
 //! # Verdict
@@ -101,6 +104,8 @@ use std::fmt;
 
 #[doc = include_str!("../../../fixtures/controls/canary-exfiltration.md")]
 mod canary_exfiltration;
+#[doc = include_str!("../../../fixtures/controls/credential-phishing.md")]
+mod credential_phishing;
 #[doc = include_str!("../../../fixtures/controls/credential-probe.md")]
 mod credential_probe;
 #[doc = include_str!("../../../fixtures/controls/denied-network-attempts.md")]
@@ -114,6 +119,7 @@ pub mod explain;
 pub mod flags;
 #[doc = include_str!("../../../fixtures/controls/input-exposure.md")]
 mod input_exposure;
+mod json;
 mod layers;
 pub mod links;
 mod lock;
@@ -125,6 +131,8 @@ pub mod paths;
 mod persistence;
 #[doc = include_str!("../../../fixtures/controls/process-spawn.md")]
 mod process_spawn;
+#[doc = include_str!("../../../fixtures/controls/runtime-instructions.md")]
+mod runtime_instructions;
 #[doc = include_str!("../../../fixtures/controls/sandbox-evasion.md")]
 mod sandbox_evasion;
 mod text;
@@ -401,7 +409,7 @@ impl<'a> Run<'a> {
     }
 }
 
-static REGISTRY: [Check; 12] = [
+static REGISTRY: [Check; 14] = [
     Check {
         info: credential_probe::INFO,
         start: credential_probe::start,
@@ -449,6 +457,14 @@ static REGISTRY: [Check; 12] = [
     Check {
         info: tool_definition_drift::INFO,
         start: tool_definition_drift::start,
+    },
+    Check {
+        info: runtime_instructions::INFO,
+        start: runtime_instructions::start,
+    },
+    Check {
+        info: credential_phishing::INFO,
+        start: credential_phishing::start,
     },
 ];
 

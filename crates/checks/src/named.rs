@@ -1,5 +1,7 @@
 //! What each call's input named: the string arguments of every call glassbox made
-//! (`manifest.session.tools[].calls`, each filed under its phase, [`Phase::call`]), read as
+//! (`manifest.session.tools[].calls`, each filed under its phase, [`Phase::call`]) and the
+//! values of every read and get (`manifest.session.surface[].reads`: a resource template's
+//! variables, a prompt's arguments, under [`Phase::read`] and [`Phase::prompt`]), read as
 //! paths where they look like one (a `/` in them, or a leading `~`, and not a URL), and the
 //! IP address of a URL whose host is one ([`Named::address`]: a connect to it during that
 //! call is the tool fetching what its input named).
@@ -67,26 +69,33 @@ impl Named {
         };
         let home = manifest.sandbox.home.trim_end_matches('/');
         let mut by_phase: HashMap<Phase, CallNamed> = HashMap::new();
-        for tool in &manifest.session.tools {
-            for call in &tool.calls {
-                let mut strings = Vec::new();
-                strings_of(&call.arguments, &mut String::new(), &mut strings);
-                let mut named = CallNamed::default();
-                for (arg, s) in strings {
-                    match url_host(&s) {
-                        Some(UrlHost::Ip(ip)) => named.addresses.push((arg, ip)),
-                        Some(UrlHost::Name(h)) => named.hosts.push((arg, h)),
-                        None => {
-                            if let Some(p) = path_of(arg, &s, cwd, home) {
-                                named.paths.push(p);
-                            }
+        // Every call's arguments, and every read's or get's values (a resource template's
+        // variables, a prompt's arguments), each under its phase.
+        let calls = manifest.session.tools.iter().flat_map(|tool| {
+            tool.calls
+                .iter()
+                .map(|call| (Phase::call(&tool.name, call.k), &call.arguments))
+        });
+        let reads = (manifest.session.surface.iter())
+            .flat_map(|s| &s.reads)
+            .map(|r| (r.phase.clone(), &r.arguments));
+        for (phase, arguments) in calls.chain(reads) {
+            let mut strings = Vec::new();
+            strings_of(arguments, &mut String::new(), &mut strings);
+            let mut named = CallNamed::default();
+            for (arg, s) in strings {
+                match url_host(&s) {
+                    Some(UrlHost::Ip(ip)) => named.addresses.push((arg, ip)),
+                    Some(UrlHost::Name(h)) => named.hosts.push((arg, h)),
+                    None => {
+                        if let Some(p) = path_of(arg, &s, cwd, home) {
+                            named.paths.push(p);
                         }
                     }
                 }
-                if !(named.paths.is_empty() && named.addresses.is_empty() && named.hosts.is_empty())
-                {
-                    by_phase.insert(Phase::call(&tool.name, call.k), named);
-                }
+            }
+            if !(named.paths.is_empty() && named.addresses.is_empty() && named.hosts.is_empty()) {
+                by_phase.insert(phase, named);
             }
         }
         let windows = manifest

@@ -33,6 +33,10 @@
 //! recorded (`manifest.network.names`, see `explain.rs`), never from the package's own name; a
 //! vendor's label explains only under a generic suffix, and a tenant's name on a shared hosting
 //! domain is never explained by its provider's.
+//!
+//! Version 8: what the input named includes the values glassbox gave a resource template's
+//! variables and a prompt's arguments, under the read's or get's phase (`named.rs`), as it
+//! includes a call's arguments.
 
 use crate::explain::{self, Explains};
 use crate::net::{self, Keyed, PhaseOf};
@@ -44,7 +48,7 @@ use std::net::IpAddr;
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "unexplained-egress",
-    version: 7,
+    version: 8,
     claim: "no unexplained network egress",
     severity: Severity::High,
     channels: &[Channel::Syscalls, Channel::PacketEdge],

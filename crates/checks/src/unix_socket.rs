@@ -32,6 +32,10 @@
 //! Version 6 judges as version 5 did, but says `not-observed`, never `pass`, where the run lost
 //! calls the recorder should have seen (`manifest.recorder.lost`: the rule is
 //! `outcome.rs`'s, which its lock now covers).
+//!
+//! Version 7: what the input named includes the values glassbox gave a resource template's
+//! variables and a prompt's arguments, under the read's or get's phase (`named.rs`), as it
+//! includes a call's arguments.
 
 use crate::net::{self, Keyed, PhaseOf};
 use crate::paths::NormPath;
@@ -42,7 +46,7 @@ use std::collections::HashSet;
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "unix-socket",
-    version: 6,
+    version: 7,
     claim: "connects to no Unix socket it does not own",
     severity: Severity::High,
     channels: &[Channel::Syscalls],

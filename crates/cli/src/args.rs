@@ -1,7 +1,7 @@
 //! The argument groups `audit` and `batch` share: how each server is run and bounded, declared
 //! once and applied to [`AuditOptions`] once.
 
-use crate::{ExploreLevel, Isolation, Network, Recorder, Responder};
+use crate::{ExploreLevel, Isolation, Network, Recorder, Responder, Surface};
 use anyhow::Result;
 use glassbox_audit::AuditOptions;
 use glassbox_sandbox::limits::{self, Limits};
@@ -84,6 +84,11 @@ pub(crate) struct RunArgs {
     /// call whose arguments were rejected is tried once more with the next set.
     #[arg(long, value_enum, default_value_t = ExploreLevel::Quick)]
     explore: ExploreLevel,
+    /// What of the MCP surface is exercised: `all` reads every resource, expands every
+    /// resource template and gets every prompt besides calling the tools (each within the
+    /// `--explore` bound); `tools` calls the tools only (and the report says what was left).
+    #[arg(long, value_enum, default_value_t = Surface::All)]
+    surface: Surface,
     /// How to record the open and stat families.
     #[arg(long, value_enum, default_value_t = Recorder::Auto)]
     pub(crate) recorder: Recorder,
@@ -117,6 +122,7 @@ impl RunArgs {
         opts.session.request_timeout = Duration::from_secs(self.request_timeout.max(1));
         opts.session.session_timeout = Duration::from_secs(self.session_timeout.max(1));
         opts.session.explore = self.explore.into();
+        opts.session.surface = self.surface == Surface::All;
         Ok(())
     }
 

@@ -294,6 +294,15 @@ impl From<Responder> for glassbox_audit::ResponderChoice {
     }
 }
 
+/// `--surface`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Surface {
+    /// Tools, resources, resource templates and prompts.
+    All,
+    /// Tools only.
+    Tools,
+}
+
 /// `--explore`.
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
 pub(crate) enum ExploreLevel {

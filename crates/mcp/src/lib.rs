@@ -219,11 +219,13 @@ mod http;
 mod outcome;
 mod session;
 mod sse;
+pub mod surface;
 mod transport;
 
 pub use args::generate_arguments;
 pub use glassbox_model::{
-    CallRecord, CallResult, Direction, Phase, SessionSummary, ToolRecord, TranscriptEntry,
+    CallRecord, CallResult, Direction, ElicitedSecret, Phase, SessionSummary, SurfaceKind,
+    SurfaceRead, SurfaceRecord, ToolRecord, TranscriptEntry,
 };
 pub use http::{tcp_connector, Connection, Connector, HttpKind, HttpTarget, HttpTargetError};
 pub use session::{DISCOVER_PROBE, MRTR_ROUNDS};
@@ -312,6 +314,12 @@ pub struct SessionConfig {
     /// socket, the metadata address); default none: paths get a `../` traversal to
     /// `/etc/hostname` only, URLs no call of their own.
     pub probes: args::Probes,
+    /// The client's roots, absolute paths inside the sandbox (`roots/list` answers them as
+    /// `file://` URIs): the workspace. Default none.
+    pub roots: Vec<String>,
+    /// Whether resources are read, templates expanded and prompts got (default true); `false`
+    /// exercises tools only (what the benchmark compares against).
+    pub surface: bool,
 }
 
 /// How many calls each tool gets: the first argument sets of its plan
@@ -412,6 +420,8 @@ impl Default for SessionConfig {
             input_marker: None,
             explore: Explore::quick(),
             probes: args::Probes::default(),
+            roots: Vec::new(),
+            surface: true,
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The session: negotiation, the order of requests, matching answers, recording every line.
 
 use crate::http::{self, HttpKind, Outgoing};
+use crate::surface::{self, Elicit};
 use crate::transport::{Incoming, Line, EVENT_QUEUE};
 use crate::{
     args, outcome, SessionConfig, SessionHooks, LATEST_LEGACY_PROTOCOL_VERSION,
@@ -8,11 +9,11 @@ use crate::{
 };
 use base64::Engine as _;
 use glassbox_model::{
-    Bytes, CallRecord, CallResult, Direction, Phase, SessionSummary, ToolRecord, TranscriptEntry,
-    GLASSBOX_VERSION,
+    Bytes, CallRecord, CallResult, Direction, ElicitedSecret, Phase, SessionSummary, SurfaceKind,
+    SurfaceRead, SurfaceRecord, ToolRecord, TranscriptEntry, GLASSBOX_VERSION,
 };
 use serde_json::{json, Map, Value};
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::time::{Duration, Instant};
 
@@ -180,6 +181,19 @@ pub(crate) struct Session<'a> {
     /// A bound on the answer to the request being made, besides the request's and the
     /// session's: the time left for the calls after the first ones.
     cap: Option<Instant>,
+    /// How elicitations are answered now.
+    elicit: Elicit,
+    /// An elicitation was declined since the exercise in progress began.
+    declined: bool,
+    /// The server's requests, by method.
+    asked: BTreeMap<String, u64>,
+    /// The server's requests in the current phase (bounded by
+    /// [`surface::MAX_REQUESTS_PER_PHASE`]).
+    asked_in_phase: u32,
+    /// The canaries given to elicitations.
+    elicited: Vec<ElicitedSecret>,
+    /// Calls, reads and gets made so far (bounded by the explore budget's `per_session`).
+    made: usize,
 }
 
 impl<'a> Session<'a> {
@@ -209,6 +223,12 @@ impl<'a> Session<'a> {
             noise_bytes: 0,
             capped: false,
             cap: None,
+            elicit: Elicit::Decline,
+            declined: false,
+            asked: BTreeMap::new(),
+            asked_in_phase: 0,
+            elicited: Vec::new(),
+            made: 0,
         }
     }
 
@@ -222,6 +242,8 @@ impl<'a> Session<'a> {
         self.shut_down();
         self.drain(self.cfg.shutdown_grace);
         summary.non_json_lines = self.non_json;
+        summary.server_requests = std::mem::take(&mut self.asked);
+        summary.elicited = std::mem::take(&mut self.elicited);
         summary.completed = summary.failure.is_none();
     }
 
@@ -294,14 +316,11 @@ impl<'a> Session<'a> {
             Err(Fail::Rpc { .. }) if !declares("tools") => {}
             Err(fail) => soft_fail(summary, Some(fail.to_string())),
         }
-        for (capability, method, key, target) in [
-            (
-                "resources",
-                "resources/list",
-                "resources",
-                &mut summary.resources,
-            ),
-            ("prompts", "prompts/list", "prompts", &mut summary.prompts),
+        let mut listed: HashMap<&str, Vec<Value>> = HashMap::new();
+        for (capability, method, key) in [
+            ("resources", "resources/list", "resources"),
+            ("resources", "resources/templates/list", "resourceTemplates"),
+            ("prompts", "prompts/list", "prompts"),
         ] {
             if !declares(capability) {
                 continue;
@@ -313,11 +332,23 @@ impl<'a> Session<'a> {
                             summary.failure = Some(problem);
                         }
                     }
-                    target.extend(listing.items.iter().filter_map(item_name));
+                    listed.insert(key, listing.items);
                 }
                 Err(fail) if fail.is_fatal() => return Err(fail),
-                // Recorded in the transcript; not what the audit is about.
-                Err(Fail::Rpc { .. }) => {}
+                // Recorded in the transcript; what could not be listed is not exercised, and
+                // the report says so.
+                // Templates are optional: a server without them may not know the method.
+                Err(Fail::Rpc { error, .. })
+                    if key == "resourceTemplates" && error.contains("-32601") => {}
+                Err(Fail::Rpc { error, .. }) => summary.surface_cut.push(format!(
+                    "{method} failed ({}): its {} were not exercised",
+                    sanitize(&error, 120),
+                    if key == "prompts" {
+                        "prompts"
+                    } else {
+                        "resources"
+                    }
+                )),
                 Err(fail) => {
                     if summary.failure.is_none() {
                         summary.failure = Some(fail.to_string());
@@ -325,8 +356,27 @@ impl<'a> Session<'a> {
                 }
             }
         }
+        let items = |k: &str| listed.get(k).map(Vec::as_slice).unwrap_or_default();
+        summary
+            .resources
+            .extend(items("resources").iter().filter_map(item_name));
+        summary
+            .prompts
+            .extend(items("prompts").iter().filter_map(item_name));
+        summary.templates.extend(
+            items("resourceTemplates")
+                .iter()
+                .filter_map(|t| t.get("uriTemplate")?.as_str().map(str::to_string)),
+        );
 
         self.call_tools(summary)?;
+        if self.cfg.surface {
+            self.exercise_surface(summary, &listed, declares("completions"))?;
+        } else if !listed.values().all(Vec::is_empty) {
+            summary.surface_cut.push(
+                "resources and prompts were not exercised (tools only, as asked)".to_string(),
+            );
+        }
 
         // final listing
         self.set_phase(Phase::List);
@@ -390,10 +440,9 @@ impl<'a> Session<'a> {
             tool.arguments_note = args::schema_note(&tool.input_schema);
             tool.arguments = Some(plans[i][0].arguments.clone());
         }
-        let mut made = 0usize;
+        let mut accepted = HashSet::new();
         for (i, plan) in plans.iter().enumerate() {
-            self.call_planned(summary, i, &plan[0], None)?;
-            made += 1;
+            self.exercise_call(summary, i, &plan[0], None, &mut accepted)?;
         }
         if explore.per_tool <= 1 {
             return Ok(());
@@ -414,17 +463,16 @@ impl<'a> Session<'a> {
                 if !in_budget {
                     break;
                 }
-                if made >= explore.per_session || Instant::now() >= until {
+                if self.made >= explore.per_session || Instant::now() >= until {
                     cut += 1;
                     break;
                 }
                 let retry_of = rejected.then_some(last.k);
                 // One slow tool does not take the others' time.
                 self.cap = Some(until.min(Instant::now() + explore.per_call()));
-                let result = self.call_planned(summary, i, &plan[next], retry_of);
+                let result = self.exercise_call(summary, i, &plan[next], retry_of, &mut accepted);
                 self.cap = None;
                 result?;
-                made += 1;
                 next += 1;
             }
         }
@@ -437,6 +485,34 @@ impl<'a> Session<'a> {
             ));
         }
         Ok(())
+    }
+
+    /// One call of tool `i` ([`Session::call_planned`]); when the server's elicitation was
+    /// declined during it, the same call once more, accepting (once per tool: `accepted`).
+    fn exercise_call(
+        &mut self,
+        summary: &mut SessionSummary,
+        i: usize,
+        planned: &args::PlannedCall,
+        retry_of: Option<u32>,
+        accepted: &mut HashSet<usize>,
+    ) -> Result<(), Fail> {
+        self.declined = false;
+        self.made += 1;
+        self.call_planned(summary, i, planned, retry_of)?;
+        if !self.declined || !accepted.insert(i) {
+            return Ok(());
+        }
+        let again = args::PlannedCall {
+            label: format!("{}, elicitation accepted", planned.label),
+            arguments: planned.arguments.clone(),
+        };
+        self.made += 1;
+        self.elicit = Elicit::Accept;
+        let result = self.call_planned(summary, i, &again, None);
+        self.elicit = Elicit::Decline;
+        self.declined = false;
+        result
     }
 
     /// One call of tool `i` with `planned`'s arguments, recorded in its [`ToolRecord::calls`].
@@ -462,42 +538,7 @@ impl<'a> Session<'a> {
         };
         summary.tools[i].called = true;
         let answer = self.call(&name, planned.arguments.clone(), &step, headers);
-        let mut fatal = None;
-        let (result, error) = match answer {
-            Ok(result) => outcome::of_result(&result),
-            Err(Fail::Rpc { error, .. }) => (outcome::of_rpc_error(&error), Some(error)),
-            // A call that still wanted input after the retries, or an HTTP answer without
-            // one, is a protocol error of the server's.
-            Err(fail @ (Fail::Invalid(_) | Fail::Http { .. })) => {
-                (CallResult::RpcError, Some(fail.to_string()))
-            }
-            Err(fail @ Fail::Timeout { .. }) => {
-                // Tell the server to stop working on it (on streamable HTTP of 2026-07-28
-                // the closed response stream says it); then go on with the next call.
-                if !(matches!(self.era, Era::Modern(_)) && matches!(self.link, Link::Http(_))) {
-                    let id = self.next_id - 1;
-                    let cancel = json!({"requestId": id, "reason": "glassbox: request timed out"});
-                    self.notify("notifications/cancelled", Some(cancel));
-                }
-                let why = match self.cap {
-                    Some(cap) if Instant::now() >= cap => {
-                        format!(
-                            "cut: past the time a call after the first ones may take ({} \
-                             each, {} in all)",
-                            fmt_duration(self.cfg.explore.per_call()),
-                            fmt_duration(self.cfg.explore.time)
-                        )
-                    }
-                    _ => fail.to_string(),
-                };
-                (CallResult::Timeout, Some(why))
-            }
-            Err(fail) => {
-                let why = fail.to_string();
-                fatal = Some(fail);
-                (CallResult::NotCalled, Some(why))
-            }
-        };
+        let (result, error, fatal) = self.settle(answer, outcome::of_result);
         let tool = &mut summary.tools[i];
         tool.calls.push(CallRecord {
             k,
@@ -516,10 +557,296 @@ impl<'a> Session<'a> {
         }
     }
 
+    /// The outcome of an exercise's answer: `ok` judges a result; a JSON-RPC error by its
+    /// code and text; a timeout cancels the request (and says when the budget cut it); a
+    /// failure that ends the session is returned third, to be recorded first.
+    fn settle(
+        &mut self,
+        answer: Result<Value, Fail>,
+        ok: fn(&Value) -> (CallResult, Option<String>),
+    ) -> (CallResult, Option<String>, Option<Fail>) {
+        match answer {
+            Ok(result) => {
+                let (r, e) = ok(&result);
+                (r, e, None)
+            }
+            Err(Fail::Rpc { error, .. }) => (outcome::of_rpc_error(&error), Some(error), None),
+            // A request that still wanted input after the retries, or an HTTP answer without
+            // one, is a protocol error of the server's.
+            Err(fail @ (Fail::Invalid(_) | Fail::Http { .. })) => {
+                (CallResult::RpcError, Some(fail.to_string()), None)
+            }
+            Err(fail @ Fail::Timeout { .. }) => {
+                // Tell the server to stop working on it (on streamable HTTP of 2026-07-28
+                // the closed response stream says it); then go on with the next one.
+                if !(matches!(self.era, Era::Modern(_)) && matches!(self.link, Link::Http(_))) {
+                    let id = self.next_id - 1;
+                    let cancel = json!({"requestId": id, "reason": "glassbox: request timed out"});
+                    self.notify("notifications/cancelled", Some(cancel));
+                }
+                let why = match self.cap {
+                    Some(cap) if Instant::now() >= cap => {
+                        format!(
+                            "cut: past the time a call after the first ones may take ({} \
+                             each, {} in all)",
+                            fmt_duration(self.cfg.explore.per_call()),
+                            fmt_duration(self.cfg.explore.time)
+                        )
+                    }
+                    _ => fail.to_string(),
+                };
+                (CallResult::Timeout, Some(why), None)
+            }
+            Err(fail) => {
+                let why = fail.to_string();
+                (CallResult::NotCalled, Some(why), Some(fail))
+            }
+        }
+    }
+
+    /// Reads every listed resource, expands every resource template with values from the
+    /// plans (its variables taken as string parameters: a path-like one gets the workspace
+    /// file, then the planted-credential and traversal probes) and reads the URIs, and gets
+    /// every prompt with arguments from the plans; `completion/complete` for a prompt's
+    /// arguments and a template's variables first, when the server declares completions.
+    /// Bounded as tools are ([`crate::Explore`]): each one's first read or get is always
+    /// made (at most [`SessionConfig::max_tools`] of each kind), the rest of its plan while
+    /// the calls' budget lasts. An exercise whose elicitation was declined is made once more,
+    /// accepting.
+    fn exercise_surface(
+        &mut self,
+        summary: &mut SessionSummary,
+        listed: &HashMap<&str, Vec<Value>>,
+        completions: bool,
+    ) -> Result<(), Fail> {
+        let explore = self.cfg.explore.clone();
+        let marker = self.cfg.input_marker.clone().unwrap_or_default();
+        let max = self.cfg.max_tools;
+        let per = explore.per_tool.max(1);
+        let mut plans: Vec<Vec<args::PlannedCall>> = Vec::new();
+        // What each one's `completion/complete` requests name: its reference and arguments.
+        let mut completing: Vec<(Value, Vec<String>)> = Vec::new();
+        for (key, kind) in [
+            ("resources", SurfaceKind::Resource),
+            ("resourceTemplates", SurfaceKind::Template),
+            ("prompts", SurfaceKind::Prompt),
+        ] {
+            let items = listed.get(key).map(Vec::as_slice).unwrap_or_default();
+            let field = match kind {
+                SurfaceKind::Resource => "uri",
+                SurfaceKind::Template => "uriTemplate",
+                SurfaceKind::Prompt => "name",
+            };
+            let mut seen = HashSet::new();
+            let mut kept = 0;
+            for item in items {
+                let Some(name) = item.get(field).and_then(Value::as_str) else {
+                    continue;
+                };
+                if !seen.insert(name) {
+                    continue;
+                }
+                if kept == max {
+                    summary.surface_cut.push(format!(
+                        "more than {max} {}s listed: only the first {max} were exercised",
+                        kind.name()
+                    ));
+                    break;
+                }
+                kept += 1;
+                let (plan, reference, names) = match kind {
+                    SurfaceKind::Resource => (
+                        vec![args::PlannedCall {
+                            label: String::new(),
+                            arguments: Value::Null,
+                        }],
+                        Value::Null,
+                        Vec::new(),
+                    ),
+                    SurfaceKind::Template => {
+                        let Some(vars) = surface::template_variables(name) else {
+                            summary.surface_cut.push(format!(
+                                "resource template {:?} is not a valid URI template: not read",
+                                sanitize(name, 120)
+                            ));
+                            continue;
+                        };
+                        let params: Vec<_> = vars.iter().map(|v| (v.clone(), None, true)).collect();
+                        let schema = surface::string_schema(&params);
+                        (
+                            args::plan_calls_with(&schema, &marker, &self.cfg.probes, per),
+                            json!({"type": "ref/resource", "uri": name}),
+                            vars,
+                        )
+                    }
+                    SurfaceKind::Prompt => {
+                        let params = surface::prompt_arguments(item);
+                        let schema = surface::string_schema(&params);
+                        let names = params.iter().map(|p| p.0.clone()).collect();
+                        (
+                            args::plan_calls_with(&schema, &marker, &self.cfg.probes, per),
+                            json!({"type": "ref/prompt", "name": name}),
+                            names,
+                        )
+                    }
+                };
+                summary.surface.push(SurfaceRecord {
+                    kind,
+                    name: name.to_string(),
+                    completions: 0,
+                    reads: Vec::new(),
+                });
+                plans.push(plan);
+                completing.push((reference, if completions { names } else { Vec::new() }));
+            }
+        }
+        let mut accepted = HashSet::new();
+        for (i, plan) in plans.iter().enumerate() {
+            self.exercise_read(summary, i, &plan[0], Some(&completing[i]), &mut accepted)?;
+        }
+        if per <= 1 {
+            return Ok(());
+        }
+        let until = (Instant::now() + explore.time).min(self.deadline);
+        let mut cut = 0usize;
+        for (i, plan) in plans.iter().enumerate() {
+            for planned in plan.iter().skip(1) {
+                let last = summary.surface[i].reads.last();
+                if last.is_some_and(|r| matches!(r.result, CallResult::Timeout)) {
+                    break;
+                }
+                if summary.surface[i].reads.len() >= per {
+                    break;
+                }
+                if self.made >= explore.per_session || Instant::now() >= until {
+                    cut += 1;
+                    break;
+                }
+                self.cap = Some(until.min(Instant::now() + explore.per_call()));
+                let result = self.exercise_read(summary, i, planned, None, &mut accepted);
+                self.cap = None;
+                result?;
+            }
+        }
+        if cut > 0 {
+            summary.surface_cut.push(format!(
+                "the calls' budget ({} in all, {} after the first ones) ran out: {cut} \
+                 resource template(s) or prompt(s) got fewer reads than their plan",
+                explore.per_session,
+                fmt_duration(explore.time)
+            ));
+        }
+        Ok(())
+    }
+
+    /// One read or get of surface item `i` with `planned`'s values (first the completions
+    /// `completing` names), recorded in its [`SurfaceRecord::reads`]; made once more,
+    /// accepting, when an elicitation was declined during it (once per item: `accepted`).
+    fn exercise_read(
+        &mut self,
+        summary: &mut SessionSummary,
+        i: usize,
+        planned: &args::PlannedCall,
+        completing: Option<&(Value, Vec<String>)>,
+        accepted: &mut HashSet<usize>,
+    ) -> Result<(), Fail> {
+        self.declined = false;
+        self.made += 1;
+        self.read_planned(summary, i, planned, completing)?;
+        if !self.declined || !accepted.insert(i) {
+            return Ok(());
+        }
+        let again = args::PlannedCall {
+            label: if planned.label.is_empty() {
+                "elicitation accepted".to_string()
+            } else {
+                format!("{}, elicitation accepted", planned.label)
+            },
+            arguments: planned.arguments.clone(),
+        };
+        self.made += 1;
+        self.elicit = Elicit::Accept;
+        let result = self.read_planned(summary, i, &again, None);
+        self.elicit = Elicit::Decline;
+        self.declined = false;
+        result
+    }
+
+    fn read_planned(
+        &mut self,
+        summary: &mut SessionSummary,
+        i: usize,
+        planned: &args::PlannedCall,
+        completing: Option<&(Value, Vec<String>)>,
+    ) -> Result<(), Fail> {
+        let item = &summary.surface[i];
+        let (kind, name) = (item.kind, item.name.clone());
+        let (method, params, target) = match kind {
+            SurfaceKind::Resource => ("resources/read", json!({"uri": name}), name.clone()),
+            SurfaceKind::Template => {
+                let values = planned.arguments.as_object().cloned().unwrap_or_default();
+                let uri = surface::expand_template(&name, &values).unwrap_or_else(|| name.clone());
+                ("resources/read", json!({"uri": uri}), uri)
+            }
+            SurfaceKind::Prompt => (
+                "prompts/get",
+                json!({"name": name, "arguments": surface::stringified(&planned.arguments)}),
+                name.clone(),
+            ),
+        };
+        // Numbered by what is read or got: a template's expansions each have their URI.
+        let k = summary
+            .surface
+            .iter()
+            .filter(|s| (s.kind == SurfaceKind::Prompt) == (kind == SurfaceKind::Prompt))
+            .flat_map(|s| &s.reads)
+            .filter(|r| r.phase.exercised().is_some_and(|(_, n, _)| n == target))
+            .count() as u32
+            + 1;
+        let phase = match kind {
+            SurfaceKind::Prompt => Phase::prompt(&target, k),
+            _ => Phase::read(&target, k),
+        };
+        let step = sanitize(&phase.to_string(), 90);
+        self.set_phase(phase.clone());
+        let mut fatal = None;
+        if let Some((reference, names)) = completing {
+            for arg in names.iter().take(8) {
+                let params = json!({"ref": reference, "argument": {"name": arg, "value": ""}});
+                summary.surface[i].completions += 1;
+                match self.request("completion/complete", params, &step) {
+                    Err(fail) if fail.is_fatal() && !matches!(fail, Fail::Timeout { .. }) => {
+                        fatal = Some(fail);
+                        break;
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let (result, error, fatal) = match fatal {
+            Some(fail) => (CallResult::NotCalled, Some(fail.to_string()), Some(fail)),
+            None => {
+                let answer = self.request_answering(method, params, &step, Vec::new());
+                self.settle(answer, |_| (CallResult::Ok, None))
+            }
+        };
+        summary.surface[i].reads.push(SurfaceRead {
+            phase,
+            label: planned.label.clone(),
+            arguments: planned.arguments.clone(),
+            result,
+            error: error.map(|e| sanitize(&e, 300)),
+        });
+        match fatal {
+            Some(fail) => Err(fail),
+            None => Ok(()),
+        }
+    }
+
     /// One `tools/call`. With protocol 2026-07-28, a result that asks for input
-    /// (`resultType: "input_required"`) is retried, up to [`MRTR_ROUNDS`] times, with safe
-    /// refusals: elicitations declined, an empty list of roots, no sampling (there is no
-    /// refusal for it), and the `requestState` echoed.
+    /// (`resultType: "input_required"`) is retried, up to [`MRTR_ROUNDS`] times, with the
+    /// answers a request of its own would get ([`Session::input_responses`]) and the
+    /// `requestState` echoed.
     fn call(
         &mut self,
         name: &str,
@@ -527,10 +854,23 @@ impl<'a> Session<'a> {
         step: &str,
         headers: Vec<(String, String)>,
     ) -> Result<Value, Fail> {
-        let mut params = json!({"name": name, "arguments": arguments});
+        let params = json!({"name": name, "arguments": arguments});
+        self.request_answering("tools/call", params, step, headers)
+    }
+
+    /// A request whose result may ask for input (2026-07-28: `resultType:
+    /// "input_required"`): sent again with the answers, up to [`MRTR_ROUNDS`] times.
+    fn request_answering(
+        &mut self,
+        method: &str,
+        params: Value,
+        step: &str,
+        headers: Vec<(String, String)>,
+    ) -> Result<Value, Fail> {
+        let mut sent = params.clone();
         let mut round = 0;
         loop {
-            let result = self.request_with("tools/call", params.clone(), step, headers.clone())?;
+            let result = self.request_with(method, sent, step, headers.clone())?;
             let modern = matches!(self.era, Era::Modern(_));
             match result {
                 Value::Object(result)
@@ -544,17 +884,38 @@ impl<'a> Session<'a> {
                         )));
                     }
                     round += 1;
-                    params = json!({"name": name, "arguments": params["arguments"].take()});
+                    sent = params.clone();
                     if let Some(Value::Object(requests)) = result.get("inputRequests") {
-                        params["inputResponses"] = refusals(requests);
+                        sent["inputResponses"] = self.input_responses(requests);
                     }
                     if let Some(state @ Value::String(_)) = result.get("requestState") {
-                        params["requestState"] = state.clone();
+                        sent["requestState"] = state.clone();
                     }
                 }
                 other => return Ok(other),
             }
         }
+    }
+
+    /// The answers to the input a 2026-07-28 server asks for in a result
+    /// (`resultType: "input_required"`): each request answered as if it had come on its own
+    /// ([`Session::answer_of`]), counted with the others; one glassbox does not provide is left
+    /// out (the server asks again or gives up).
+    fn input_responses(&mut self, requests: &Map<String, Value>) -> Value {
+        let mut out = Map::new();
+        for (key, request) in requests.iter().take(64) {
+            let Some(method) = request.get("method").and_then(Value::as_str) else {
+                continue;
+            };
+            *self
+                .asked
+                .entry(method.chars().take(64).collect())
+                .or_default() += 1;
+            if let Some(answer) = self.answer_of(method, request.get("params")) {
+                out.insert(key.clone(), answer);
+            }
+        }
+        Value::Object(out)
     }
 
     /// Agrees on a protocol version; returns the server's capabilities.
@@ -711,7 +1072,7 @@ impl<'a> Session<'a> {
     fn send_initialize(&mut self, version: &str) -> (u64, Option<String>) {
         let params = json!({
             "protocolVersion": version,
-            "capabilities": {},
+            "capabilities": surface::client_capabilities(version),
             "clientInfo": {"name": "glassbox", "version": GLASSBOX_VERSION},
         });
         self.send_request_as(&Era::Unknown, "initialize", params, Vec::new())
@@ -824,7 +1185,10 @@ impl<'a> Session<'a> {
                 .or_insert_with(|| Value::Object(Map::new()));
             if let Value::Object(meta) = meta {
                 meta.insert(META_VERSION.into(), json!(version));
-                meta.insert(META_CAPABILITIES.into(), json!({}));
+                meta.insert(
+                    META_CAPABILITIES.into(),
+                    surface::client_capabilities(version),
+                );
                 meta.insert(
                     META_CLIENT_INFO.into(),
                     json!({"name": "glassbox", "version": GLASSBOX_VERSION}),
@@ -1155,7 +1519,9 @@ impl<'a> Session<'a> {
                 continue;
             }
             match classify(msg) {
-                Kind::Request { id, method } => self.answer_server_request(id, method),
+                Kind::Request { id, method } => {
+                    self.answer_server_request(id, method, msg.get("params"))
+                }
                 Kind::Response { id } => {
                     if let Some(expected) = pending.first() {
                         *note = format!(
@@ -1177,20 +1543,60 @@ impl<'a> Session<'a> {
         Some((id, parse_answer(msg)))
     }
 
-    /// Answers a request the server sent to glassbox.
-    fn answer_server_request(&mut self, id: Value, method: String) {
-        let reply = if method == "ping" {
-            json!({"jsonrpc": "2.0", "id": id, "result": {}})
+    /// Answers a request the server sent to glassbox (see [`crate::surface`]): at most
+    /// [`surface::MAX_REQUESTS_PER_PHASE`] of one phase get a real answer.
+    fn answer_server_request(&mut self, id: Value, method: String, params: Option<&Value>) {
+        let key = if method.len() <= 64 {
+            method.clone()
         } else {
-            json!({"jsonrpc": "2.0", "id": id, "error": {
-                "code": -32601,
-                "message": "glassbox does not provide this",
-            }})
+            "(a method name longer than 64 bytes)".to_string()
+        };
+        if self.asked.len() < 64 || self.asked.contains_key(&key) {
+            *self.asked.entry(key).or_default() += 1;
+        }
+        self.asked_in_phase = self.asked_in_phase.saturating_add(1);
+        let answer = if self.asked_in_phase > surface::MAX_REQUESTS_PER_PHASE {
+            Err((
+                -32603,
+                format!(
+                    "glassbox answers at most {} requests of one call",
+                    surface::MAX_REQUESTS_PER_PHASE
+                ),
+            ))
+        } else {
+            self.answer_of(&method, params)
+                .ok_or((-32601, "glassbox does not provide this".to_string()))
+        };
+        let reply = match answer {
+            Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+            Err((code, message)) => json!({"jsonrpc": "2.0", "id": id, "error": {
+                "code": code,
+                "message": message,
+            }}),
         };
         let headers = self.http_headers(&self.era.clone(), None, None);
         // If the server stopped reading stdin, the reply is dropped; the pending request
         // notices.
         let _ = self.send(&reply, true, None, headers);
+    }
+
+    /// The answer to the server's request `method` ([`surface::answer`]), noting a declined
+    /// elicitation (the exercise is then made again, accepting).
+    fn answer_of(&mut self, method: &str, params: Option<&Value>) -> Option<Value> {
+        let marker = self.cfg.input_marker.clone().unwrap_or_default();
+        let answer = surface::answer(
+            method,
+            params,
+            &self.cfg.roots,
+            self.elicit,
+            &marker,
+            &self.phase,
+            &mut self.elicited,
+        )?;
+        if method == "elicitation/create" && answer["action"] == "decline" {
+            self.declined = true;
+        }
+        Some(answer)
     }
 
     /// Hands a message to the transport and records it (over HTTP, with its request head).
@@ -1213,7 +1619,20 @@ impl<'a> Session<'a> {
                         .clone()
                         .unwrap_or_else(|| "stdin is closed".into()));
                 };
-                match writer.try_send(wire) {
+                // A burst (a server that sends many requests at once) can fill the queue
+                // faster than the writer empties it into the pipe: wait for it a little, and
+                // give up only on a server that does not read its stdin.
+                let until = Instant::now() + WRITE_FAILURE_GRACE;
+                let sent = loop {
+                    match writer.try_send(wire) {
+                        Err(TrySendError::Full(back)) if Instant::now() < until => {
+                            wire = back;
+                            std::thread::sleep(Duration::from_millis(1));
+                        }
+                        other => break other,
+                    }
+                };
+                match sent {
                     Ok(()) => {}
                     Err(TrySendError::Full(_)) => {
                         return Err("the server is not reading its stdin".into())
@@ -1285,27 +1704,10 @@ impl<'a> Session<'a> {
     }
 
     fn set_phase(&mut self, phase: Phase) {
+        self.asked_in_phase = 0;
         self.phase = phase.clone();
         self.hooks.set_phase(phase);
     }
-}
-
-/// Safe answers to the input a 2026-07-28 server asks for: elicitations declined, no roots.
-/// Sampling has no refusal; it is left out (the server asks again or gives up).
-fn refusals(requests: &Map<String, Value>) -> Value {
-    let mut out = Map::new();
-    for (key, request) in requests.iter().take(64) {
-        match request.get("method").and_then(Value::as_str) {
-            Some("elicitation/create") => {
-                out.insert(key.clone(), json!({"action": "decline"}));
-            }
-            Some("roots/list") => {
-                out.insert(key.clone(), json!({"roots": []}));
-            }
-            _ => {}
-        }
-    }
-    Value::Object(out)
 }
 
 /// A value for `Mcp-Name` or `Mcp-Param-*`: as is when it is plain visible ASCII, otherwise

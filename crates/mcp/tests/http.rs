@@ -59,6 +59,8 @@ fn legacy_streamable_session_with_event_streams_and_server_requests() {
             "tools/list",
             "tools/call",
             "tools/call",
+            // `ask`'s elicitation was declined: the call made again, accepting.
+            "tools/call",
             "tools/list"
         ]
     );
@@ -115,12 +117,10 @@ fn legacy_streamable_session_with_event_streams_and_server_requests() {
         .collect();
     assert_eq!(replies.len(), 4, "{replies:#?}");
     assert!(replies.contains(&json!({"jsonrpc": "2.0", "id": "s-ping", "result": {}})));
-    for id in ["s-sampling", "s-roots", "s-elicit"] {
-        assert!(
-            replies.contains(&json!({"jsonrpc": "2.0", "id": id, "error": {
-            "code": -32601, "message": "glassbox does not provide this"}}))
-        );
-    }
+    let reply = |id: &str| replies.iter().find(|m| m["id"] == id).unwrap()["result"].clone();
+    assert_eq!(reply("s-sampling")["role"], "assistant");
+    assert_eq!(reply("s-roots"), json!({"roots": []}));
+    assert_eq!(reply("s-elicit"), json!({"action": "decline"}));
     // The priming events (an id, empty data) are not messages.
     assert!(!entries.iter().any(|e| e.raw.as_slice().is_empty()));
     // The session ended with a DELETE of the server's session.
@@ -145,7 +145,7 @@ fn stateless_session_with_json_responses() {
     assert_eq!(s.server_info.as_ref().unwrap()["name"], "http-test-server");
     // The server checked Mcp-Method, Mcp-Name and the Mcp-Param-* headers of `echo` against
     // the body (a mismatch would have been a -32020 error); `confirm` asked for input and got
-    // the refusals on the retry.
+    // the answers on the retry (its elicitation declined, then on the call made again accepted).
     assert_eq!(
         results(&r),
         [
@@ -162,6 +162,8 @@ fn stateless_session_with_json_responses() {
             "tools/call",
             "tools/call",
             "tools/call",
+            "tools/call",
+            "tools/call",
             "tools/list"
         ]
     );
@@ -175,7 +177,16 @@ fn stateless_session_with_json_responses() {
         .clone();
     assert_eq!(
         retry["params"]["inputResponses"],
-        json!({"ok": {"action": "decline"}, "dirs": {"roots": []}})
+        json!({
+            "ok": {"action": "decline"},
+            "dirs": {"roots": []},
+            "llm": {
+                "role": "assistant",
+                "content": {"type": "text", "text": glassbox_mcp::surface::SAMPLING_TEXT},
+                "model": "glassbox",
+                "stopReason": "endTurn",
+            },
+        })
     );
     assert_eq!(retry["params"]["requestState"], "state-1");
     let sent = meta_lines(&entries, Direction::ClientToServer);

@@ -124,24 +124,46 @@ fn assert_full_session(r: &Run, version: &str) {
         json!(echoed),
         s.tools[0].arguments.as_ref().unwrap()["text"]
     );
-    // `ask` could not elicit: glassbox declared no such capability (and refused any request).
-    assert!(
-        answer_text(r, "ask").starts_with("elicitation refused"),
-        "{}",
-        answer_text(r, "ask")
-    );
+    // `ask`'s elicitation: declined on the first call, accepted on the call made again (in
+    // the 2026-07-28 era the SDK's tool cannot elicit by a request of its own).
+    let asked = answer_text(r, "ask");
+    if asked == "elicitation: decline" {
+        assert_eq!(s.tools[3].calls.len(), 2, "{}", context());
+        assert_eq!(
+            answer_text_of(r, Phase::call("ask", 2)),
+            "elicitation: accept"
+        );
+    } else {
+        assert!(asked.starts_with("elicitation refused"), "{asked}");
+    }
+    // The resource, the template and the prompt: each read or got, and answered.
+    let surface: Vec<(&str, usize, CallResult)> = s
+        .surface
+        .iter()
+        .map(|x| (x.name.as_str(), x.reads.len(), x.reads[0].result))
+        .collect();
+    assert_eq!(surface.len(), 3, "{}", context());
+    assert_eq!(surface[0], ("config://settings", 1, CallResult::Ok));
+    assert_eq!(surface[1].0, "notes://{name}");
+    assert_eq!(surface[1].2, CallResult::Ok, "{}", context());
+    assert_eq!(surface[2].0, "review");
+    assert_eq!(surface[2].2, CallResult::Ok, "{}", context());
+    assert!(s.surface[2].completions >= 1, "{}", context());
     assert_eq!(s.non_json_lines, 0);
 }
 
 /// The text of the answer to the call of `tool`.
 fn answer_text(r: &Run, tool: &str) -> String {
+    answer_text_of(r, Phase::Call(tool.into()))
+}
+
+/// The text of the answer in `phase`.
+fn answer_text_of(r: &Run, want: Phase) -> String {
     messages(&r.hooks.entries())
         .into_iter()
         .rev()
         .find(|(dir, phase, m)| {
-            *dir == Direction::ServerToClient
-                && *phase == Phase::Call(tool.into())
-                && m.get("result").is_some()
+            *dir == Direction::ServerToClient && *phase == want && m.get("result").is_some()
         })
         .and_then(|(_, _, m)| {
             m["result"]["content"][0]["text"]
@@ -200,15 +222,12 @@ fn sdk2_streamable_http_in_the_legacy_era() {
     );
     assert!(sent.iter().any(|h| h.starts_with("DELETE /mcp ")));
     let msgs = messages(&entries);
-    let refused = msgs.iter().any(|(dir, phase, m)| {
+    // The elicitation came inside the stream of `ask` and was declined.
+    assert!(msgs.iter().any(|(dir, phase, m)| {
         *dir == Direction::ClientToServer
             && *phase == Phase::Call("ask".into())
-            && m["error"]["code"] == -32601
-    });
-    let asked = msgs
-        .iter()
-        .any(|(_, _, m)| m["method"] == "elicitation/create");
-    assert_eq!(asked, refused, "a server request, if sent, was refused");
+            && m["result"]["action"] == "decline"
+    }));
     // The log of `work` (legacy servers log freely).
     assert!(msgs
         .iter()
@@ -223,19 +242,18 @@ fn sdk2_legacy_sse_transport() {
     target.kind = HttpKind::LegacySse;
     let r = run_http(target, &cfg());
     assert_full_session(&r, "2025-11-25");
-    // The SDK asked for elicitation on the stream; glassbox refused.
+    // The SDK asked for elicitation on the stream; glassbox declined, then accepted.
     let msgs = messages(&r.hooks.entries());
-    let request = msgs
-        .iter()
-        .find(|(_, _, m)| m["method"] == "elicitation/create")
-        .expect("an elicitation request")
-        .2
-        .clone();
     assert!(msgs
         .iter()
-        .any(|(dir, _, m)| *dir == Direction::ClientToServer
-            && m["id"] == request["id"]
-            && m["error"]["code"] == -32601));
+        .any(|(_, _, m)| m["method"] == "elicitation/create"));
+    let answers: Vec<&Value> = msgs
+        .iter()
+        .filter(|(dir, _, m)| *dir == Direction::ClientToServer && m.get("method").is_none())
+        .map(|(_, _, m)| &m["result"]["action"])
+        .filter(|a| a.is_string())
+        .collect();
+    assert_eq!(answers, [&json!("decline"), &json!("accept")]);
 }
 
 #[test]

@@ -4,7 +4,7 @@
 mod common;
 
 use common::{assert_consistent, parse, quick, run_child, sent_methods, spawn, Run};
-use glassbox_mcp::{CallResult, Direction, Phase, SessionConfig, TranscriptEntry};
+use glassbox_mcp::{CallResult, Direction, Phase, SessionConfig, SurfaceKind, TranscriptEntry};
 use serde_json::{json, Value};
 use std::io::Read;
 use std::time::Duration;
@@ -54,6 +54,9 @@ fn normal_server_full_session() {
             Phase::Call("echo".into()),
             Phase::Call("read_file".into()),
             Phase::Call("add".into()),
+            Phase::Read("file:///readme.md".into()),
+            Phase::Read("mem://notes".into()),
+            Phase::Prompt("summarize".into()),
             Phase::List,
             Phase::Shutdown,
         ]
@@ -69,21 +72,31 @@ fn normal_server_full_session() {
             "tools/list",
             "tools/list",
             "resources/list",
+            "resources/templates/list",
             "prompts/list",
             "tools/call",
             "tools/call",
             "tools/call",
+            "resources/read",
+            "resources/read",
+            "prompts/get",
             "tools/list",
             "tools/list",
         ]
     );
+    // A server without templates (-32601) is not a cut.
+    assert!(s.surface_cut.is_empty(), "{:?}", s.surface_cut);
     let discover = parse(&entries[0]);
     assert_eq!(entries[0].phase, Phase::Initialize);
     assert_eq!(
         discover["params"]["_meta"],
         json!({
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientCapabilities": {
+                "roots": {"listChanged": false},
+                "sampling": {},
+                "elicitation": {"form": {}, "url": {}},
+            },
             "io.modelcontextprotocol/clientInfo": {"name": "glassbox", "version": "0.1.0"},
         })
     );
@@ -92,7 +105,10 @@ fn normal_server_full_session() {
     assert_eq!(entries[2].dir, Direction::ClientToServer);
     assert_eq!(entries[2].phase, Phase::Initialize);
     assert_eq!(init["params"]["protocolVersion"], "2025-11-25");
-    assert_eq!(init["params"]["capabilities"], json!({}));
+    assert_eq!(
+        init["params"]["capabilities"],
+        glassbox_mcp::surface::client_capabilities("2025-11-25")
+    );
     assert_eq!(init["params"]["clientInfo"]["name"], "glassbox");
     assert!(init["params"].get("_meta").is_none());
     // The server's answer is kept byte for byte (Python's separators, not serde_json's).
@@ -111,7 +127,10 @@ fn normal_server_full_session() {
         .iter()
         .filter(|e| e.dir == Direction::ServerToClient)
         .count();
-    assert_eq!(answers, 11);
+    assert_eq!(
+        answers, 15,
+        "the templates listing, two reads and a get besides"
+    );
     let call = entries
         .iter()
         .find(|e| e.dir == Direction::ServerToClient && e.phase == Phase::Call("add".into()))
@@ -346,8 +365,12 @@ fn flood_of_garbage_keeps_memory_bounded() {
 }
 
 #[test]
-fn server_requests_get_safe_answers() {
-    let r = run("server_requests.py", &[], &quick());
+fn server_requests_get_a_cautious_clients_answers() {
+    let cfg = SessionConfig {
+        roots: vec!["/work/my project".into()],
+        ..quick()
+    };
+    let r = run("server_requests.py", &[], &cfg);
     let s = &r.summary;
     assert!(s.completed, "{:?}", s.failure);
     assert_eq!(
@@ -368,17 +391,176 @@ fn server_requests_get_safe_answers() {
         .filter(|e| parse(e).get("method").is_none())
         .count();
     assert_eq!(replies, 4, "{in_call:#?}");
-    assert!(in_call.contains(&json!({"jsonrpc": "2.0", "id": "p-1", "result": {}})));
-    for id in [json!(7), json!("r-1"), json!(8)] {
-        assert!(
-            in_call.contains(&json!({"jsonrpc": "2.0", "id": id, "error": {
-            "code": -32601, "message": "glassbox does not provide this"}}))
-        );
+    let reply = |id: Value| {
+        in_call
+            .iter()
+            .find(|m| m["id"] == id && m.get("method").is_none())
+            .cloned()
+            .unwrap_or_else(|| panic!("no reply to {id}: {in_call:#?}"))
+    };
+    assert_eq!(reply(json!("p-1"))["result"], json!({}));
+    let sampled = reply(json!(7));
+    assert_eq!(sampled["result"]["role"], "assistant");
+    assert_eq!(
+        sampled["result"]["content"]["text"],
+        glassbox_mcp::surface::SAMPLING_TEXT
+    );
+    assert_eq!(
+        reply(json!("r-1"))["result"]["roots"],
+        json!([{"uri": "file:///work/my%20project", "name": "workspace"}])
+    );
+    // The first elicitation declined; the call made again, accepting.
+    assert_eq!(reply(json!(8))["result"]["action"], "decline");
+    assert_eq!(s.tools[0].calls.len(), 2, "{:#?}", s.tools[0].calls);
+    assert_eq!(
+        s.tools[0].calls[1].label,
+        "all properties, elicitation accepted"
+    );
+    let accepted: Vec<Value> = entries
+        .iter()
+        .filter(|e| e.phase == Phase::call("ask", 2) && e.dir == Direction::ClientToServer)
+        .map(parse)
+        .filter(|m| m["id"] == 8)
+        .collect();
+    assert_eq!(accepted[0]["result"]["action"], "accept", "{accepted:#?}");
+    for (method, n) in [
+        ("ping", 2),
+        ("sampling/createMessage", 2),
+        ("roots/list", 2),
+        ("elicitation/create", 2),
+    ] {
+        assert_eq!(s.server_requests.get(method), Some(&n), "{method}");
     }
     // Notifications were recorded in the call's phase.
     assert!(in_call
         .iter()
         .any(|m| m["method"] == "notifications/tools/list_changed"));
+}
+
+#[test]
+fn the_whole_surface_is_exercised_within_the_plans() {
+    let cfg = SessionConfig {
+        explore: glassbox_mcp::Explore::quick(),
+        input_marker: Some("gbxm4rk".into()),
+        ..quick()
+    };
+    let r = run("surface.py", &[], &cfg);
+    let s = &r.summary;
+    assert!(s.completed, "{:?}", s.failure);
+    assert_consistent(&r.hooks);
+    assert_eq!(s.resources, ["a", "b"], "both pages");
+    assert_eq!(s.templates, ["file:///{path}", "notes://{name}{?q}"]);
+    assert_eq!(s.prompts, ["review"]);
+    assert!(s.surface_cut.is_empty(), "{:?}", s.surface_cut);
+    let kinds: Vec<(SurfaceKind, &str)> = s
+        .surface
+        .iter()
+        .map(|x| (x.kind, x.name.as_str()))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            (SurfaceKind::Resource, "res://a"),
+            (SurfaceKind::Resource, "res://b"),
+            (SurfaceKind::Template, "file:///{path}"),
+            (SurfaceKind::Template, "notes://{name}{?q}"),
+            (SurfaceKind::Prompt, "review"),
+        ]
+    );
+    // A listed resource: one read, its phase its URI.
+    assert_eq!(s.surface[0].reads.len(), 1);
+    assert_eq!(s.surface[0].reads[0].phase, Phase::Read("res://a".into()));
+    assert_eq!(s.surface[0].reads[0].result, CallResult::Ok);
+    // A template: read through several expansions; a path-like variable got the traversal
+    // probe, the values percent-encoded (RFC 6570 `{path}`).
+    let file = &s.surface[2];
+    assert!(file.reads.len() > 1, "{:#?}", file.reads);
+    let uris: Vec<String> = file.reads.iter().map(|r| r.phase.to_string()).collect();
+    assert!(
+        uris.iter().all(|u| u.starts_with("read:file:///")),
+        "{uris:?}"
+    );
+    assert!(uris.iter().any(|u| u.contains("..%2F")), "{uris:?}");
+    // The prompt: got with string arguments, completions asked for each argument first.
+    let prompt = &s.surface[4];
+    assert_eq!(prompt.reads[0].phase, Phase::Prompt("review".into()));
+    assert_eq!(prompt.completions, 2);
+    let got: Vec<Value> = r
+        .hooks
+        .entries()
+        .iter()
+        .filter(|e| e.dir == Direction::ClientToServer && e.phase == Phase::Prompt("review".into()))
+        .map(parse)
+        .filter(|m| m["method"] == "prompts/get")
+        .collect();
+    assert!(
+        got[0]["params"]["arguments"]["code"].is_string(),
+        "{got:#?}"
+    );
+    // The sampling request came in the prompt's phase, and was answered.
+    assert_eq!(
+        s.server_requests.get("sampling/createMessage"),
+        Some(&(prompt.reads.len() as u64))
+    );
+    // The tool's elicitation: declined, then accepted with a canary for the token.
+    let ask = &s.tools[0];
+    assert_eq!(ask.calls.len(), 2, "{:#?}", ask.calls);
+    assert_eq!(s.elicited.len(), 1, "{:#?}", s.elicited);
+    assert_eq!(s.elicited[0].field, "token");
+    assert_eq!(s.elicited[0].phase, Phase::call("ask_user", 2));
+    let answer = r
+        .hooks
+        .entries()
+        .iter()
+        .filter(|e| e.dir == Direction::ServerToClient && e.phase == Phase::call("ask_user", 2))
+        .map(parse)
+        .find(|m| m.get("result").is_some())
+        .unwrap();
+    let given: Value =
+        serde_json::from_str(answer["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(given["action"], "accept");
+    assert_eq!(given["content"]["format"], "markdown");
+    assert_eq!(given["content"]["token"], json!(s.elicited[0].value));
+}
+
+#[test]
+fn a_flood_of_server_requests_gets_bounded_answers_and_the_session_goes_on() {
+    let r = run("asks_forever.py", &["300"], &quick());
+    let s = &r.summary;
+    assert!(s.completed, "{:?}", s.failure);
+    assert_eq!(s.tools[0].result, CallResult::Ok);
+    let answer = r
+        .hooks
+        .entries()
+        .iter()
+        .filter(|e| e.dir == Direction::ServerToClient)
+        .map(parse)
+        .find(|m| m["result"]["content"].is_array())
+        .unwrap();
+    let got: Value =
+        serde_json::from_str(answer["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    let bound = glassbox_mcp::surface::MAX_REQUESTS_PER_PHASE as u64;
+    assert_eq!(got, json!({"result": bound, "error": 300 - bound}));
+    let asked: u64 = s.server_requests.values().sum();
+    assert_eq!(asked, 300 + 300, "both calls: {:?}", s.server_requests);
+}
+
+#[test]
+fn tools_only_says_what_it_left_out() {
+    let cfg = SessionConfig {
+        surface: false,
+        ..quick()
+    };
+    let r = run("surface.py", &[], &cfg);
+    let s = &r.summary;
+    assert!(s.completed, "{:?}", s.failure);
+    assert!(s.surface.is_empty());
+    assert_eq!(s.resources, ["a", "b"], "still listed");
+    let sent = sent_methods(&r.hooks.entries());
+    assert!(!sent
+        .iter()
+        .any(|m| m == "resources/read" || m == "prompts/get"));
+    assert_eq!(s.surface_cut.len(), 1, "{:?}", s.surface_cut);
 }
 
 fn failure_of(mode: &str) -> String {

@@ -6,9 +6,11 @@ use std::marker::PhantomData;
 
 /// The part of an MCP session an event happened in.
 ///
-/// Serialized as `startup`, `initialize`, `list`, `call:<tool>`, `shutdown`. A tool called more
-/// than once (the plan of calls, [`ToolRecord::calls`]) has a phase per call: its first call is
-/// `call:<tool>`, its K-th `call:<tool>#K` ([`Phase::call`]).
+/// Serialized as `startup`, `initialize`, `list`, `call:<tool>`, `read:<uri>`,
+/// `prompt:<name>`, `shutdown`. A tool called more than once (the plan of calls,
+/// [`ToolRecord::calls`]) has a phase per call: its first call is `call:<tool>`, its K-th
+/// `call:<tool>#K` ([`Phase::call`]); reads of a resource and gets of a prompt are numbered the
+/// same way ([`Phase::read`], [`Phase::prompt`]).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Phase {
     /// The package's installation (npm, pip, uv), before the server first runs.
@@ -22,6 +24,11 @@ pub enum Phase {
     /// A `tools/call`: the tool's name, then `#K` for its K-th call when K > 1 (see
     /// [`Phase::call`]).
     Call(String),
+    /// A `resources/read`: the URI read (of a listed resource, or a template's expansion),
+    /// then `#K` for the K-th read of the same resource or template (see [`Phase::read`]).
+    Read(String),
+    /// A `prompts/get`: the prompt's name, then `#K` for its K-th get ([`Phase::prompt`]).
+    Prompt(String),
     /// After the last request: stdin closed, the server asked to exit.
     Shutdown,
 }
@@ -34,6 +41,8 @@ impl fmt::Display for Phase {
             Phase::Initialize => f.write_str("initialize"),
             Phase::List => f.write_str("list"),
             Phase::Call(tool) => write!(f, "call:{tool}"),
+            Phase::Read(uri) => write!(f, "read:{uri}"),
+            Phase::Prompt(name) => write!(f, "prompt:{name}"),
             Phase::Shutdown => f.write_str("shutdown"),
         }
     }
@@ -45,28 +54,64 @@ impl Phase {
     /// name ends in `#` and digits has `#1` written on its first call too, so that
     /// [`Phase::call_of`] reads every phase back.
     pub fn call(tool: &str, k: u32) -> Phase {
-        let ambiguous = tool
-            .rsplit_once('#')
-            .is_some_and(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
-        if k <= 1 && !ambiguous {
-            Phase::Call(tool.to_string())
-        } else {
-            Phase::Call(format!("{tool}#{}", k.max(1)))
-        }
+        Phase::Call(numbered(tool, k))
+    }
+
+    /// The phase of the `k`-th read (from 1) of `uri`, numbered as [`Phase::call`] numbers.
+    pub fn read(uri: &str, k: u32) -> Phase {
+        Phase::Read(numbered(uri, k))
+    }
+
+    /// The phase of the `k`-th get (from 1) of prompt `name`, numbered as [`Phase::call`]
+    /// numbers.
+    pub fn prompt(name: &str, k: u32) -> Phase {
+        Phase::Prompt(numbered(name, k))
+    }
+
+    /// What the session exercised in this phase: the kind (`call`, `read`, `prompt`), the
+    /// tool, URI or prompt, and its number (from 1); `None` for the other phases.
+    pub fn exercised(&self) -> Option<(&'static str, &str, u32)> {
+        let (kind, name) = match self {
+            Phase::Call(n) => ("call", n),
+            Phase::Read(n) => ("read", n),
+            Phase::Prompt(n) => ("prompt", n),
+            _ => return None,
+        };
+        let (name, k) = unnumbered(name);
+        Some((kind, name, k))
     }
 
     /// The tool and the call's number (from 1) of a call's phase; `None` for another phase.
     pub fn call_of(&self) -> Option<(&str, u32)> {
-        let Phase::Call(name) = self else {
-            return None;
-        };
-        if let Some((tool, n)) = name.rsplit_once('#') {
-            if !n.is_empty() && n.len() <= 9 && n.bytes().all(|b| b.is_ascii_digit()) {
-                return Some((tool, n.parse().unwrap_or(1)));
-            }
+        match self {
+            Phase::Call(name) => Some(unnumbered(name)),
+            _ => None,
         }
-        Some((name, 1))
     }
+}
+
+/// `name` as the `k`-th of its phases writes it: as is for the first, `name#K` after it. A name
+/// that itself ends in `#` and digits has `#1` written on its first too, so that [`unnumbered`]
+/// reads every one back.
+fn numbered(name: &str, k: u32) -> String {
+    let ambiguous = name
+        .rsplit_once('#')
+        .is_some_and(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+    if k <= 1 && !ambiguous {
+        name.to_string()
+    } else {
+        format!("{name}#{}", k.max(1))
+    }
+}
+
+/// The name and number of a numbered phase's text ([`numbered`]).
+fn unnumbered(name: &str) -> (&str, u32) {
+    if let Some((base, n)) = name.rsplit_once('#') {
+        if !n.is_empty() && n.len() <= 9 && n.bytes().all(|b| b.is_ascii_digit()) {
+            return (base, n.parse().unwrap_or(1));
+        }
+    }
+    (name, 1)
 }
 
 impl std::str::FromStr for Phase {
@@ -78,10 +123,17 @@ impl std::str::FromStr for Phase {
             "initialize" => Phase::Initialize,
             "list" => Phase::List,
             "shutdown" => Phase::Shutdown,
-            other => match other.strip_prefix("call:") {
-                Some(tool) => Phase::Call(tool.to_string()),
-                None => return Err(format!("unknown phase {other:?}")),
-            },
+            other => {
+                if let Some(tool) = other.strip_prefix("call:") {
+                    Phase::Call(tool.to_string())
+                } else if let Some(uri) = other.strip_prefix("read:") {
+                    Phase::Read(uri.to_string())
+                } else if let Some(name) = other.strip_prefix("prompt:") {
+                    Phase::Prompt(name.to_string())
+                } else {
+                    return Err(format!("unknown phase {other:?}"));
+                }
+            }
         })
     }
 }
@@ -99,7 +151,10 @@ impl<'de> Deserialize<'de> for Phase {
         impl Visitor<'_> for V {
             type Value = Phase;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a phase (install, startup, initialize, list, call:<tool>, shutdown)")
+                f.write_str(
+                    "a phase (install, startup, initialize, list, call:<tool>, read:<uri>, \
+                     prompt:<name>, shutdown)",
+                )
             }
             fn visit_str<E: de::Error>(self, s: &str) -> Result<Phase, E> {
                 s.parse().map_err(E::custom)
@@ -1258,6 +1313,25 @@ pub struct SessionSummary {
     pub resources: Vec<String>,
     /// Names of the prompts listed.
     pub prompts: Vec<String>,
+    /// The URI templates of the resource templates listed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub templates: Vec<String>,
+    /// The rest of the surface as the session exercised it: each listed resource, resource
+    /// template and prompt, with its reads or gets. Empty in bundles made before glassbox read
+    /// resources and got prompts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub surface: Vec<SurfaceRecord>,
+    /// What the surface's exercise left out, one sentence each (the budget ran out, more
+    /// resources listed than are read, a declared capability whose listing failed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub surface_cut: Vec<String>,
+    /// The requests the server sent to glassbox, by method, and how many of each.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub server_requests: std::collections::BTreeMap<String, u64>,
+    /// The secrets glassbox gave the server in answer to its elicitations (fresh canaries, one
+    /// per field that asked for a secret): the audit follows them like planted secrets.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub elicited: Vec<ElicitedSecret>,
     /// Non-JSON lines the server wrote on stdout (recorded and skipped).
     pub non_json_lines: u64,
     /// Tool name → SHA-256 (hex) of the tool's canonical definition (name, description,
@@ -1270,6 +1344,78 @@ pub struct SessionSummary {
     /// to `initialize` or `server/discover`, when it gave any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instructions_hash: Option<String>,
+}
+
+/// What kind of primitive a [`SurfaceRecord`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SurfaceKind {
+    /// A resource `resources/list` listed, read by its URI.
+    Resource,
+    /// A resource template `resources/templates/list` listed, read through URIs expanded
+    /// from it with the plans' values.
+    Template,
+    /// A prompt `prompts/list` listed, got with arguments from the plans.
+    Prompt,
+}
+
+impl SurfaceKind {
+    /// How reports name the kind: `resource`, `resource template`, `prompt`.
+    pub fn name(self) -> &'static str {
+        match self {
+            SurfaceKind::Resource => "resource",
+            SurfaceKind::Template => "resource template",
+            SurfaceKind::Prompt => "prompt",
+        }
+    }
+}
+
+/// A resource, resource template or prompt, and what its reads or gets did.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SurfaceRecord {
+    /// What it is.
+    pub kind: SurfaceKind,
+    /// Its URI, URI template or name, as the server gave it.
+    pub name: String,
+    /// The `completion/complete` requests made for its arguments or variables.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub completions: u32,
+    /// Each read or get, in order.
+    pub reads: Vec<SurfaceRead>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// One `resources/read` or `prompts/get`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SurfaceRead {
+    /// Its phase (`read:URI`, `prompt:NAME#K`): what a finding of it names.
+    pub phase: Phase,
+    /// What the values choose, as a call's label does (`all properties`, `path: a planted
+    /// credential`); empty for a listed resource.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub label: String,
+    /// The template's variables or the prompt's arguments; `null` for a listed resource.
+    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
+    pub arguments: serde_json::Value,
+    /// What came back.
+    pub result: CallResult,
+    /// The error's text, shortened, when the result is not `ok`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// A canary glassbox gave in answer to an elicitation's field that asked for a secret.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ElicitedSecret {
+    /// The phase the elicitation came in.
+    pub phase: Phase,
+    /// The field of the requested schema.
+    pub field: String,
+    /// The value given.
+    pub value: String,
 }
 
 /// The outcome of one call of a tool.

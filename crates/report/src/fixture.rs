@@ -4,8 +4,8 @@
 use glassbox_model::{
     AuditReport, Bytes, CallResult, CheckResult, DnsQuery, Event, EventKind, Evidence, Finding,
     Flow, FlowProtocol, HttpRequest, Manifest, NetworkMode, NetworkRun, NetworkSettings, Outcome,
-    Phase, PhaseTiming, SandboxSettings, SessionSummary, Severity, SockAddr, Target, ToolRecord,
-    ToolSummary, Verdict,
+    Phase, PhaseTiming, SandboxSettings, SessionSummary, Severity, SockAddr, SurfaceKind,
+    SurfaceRead, SurfaceRecord, SurfaceSummary, Target, ToolRecord, ToolSummary, Verdict,
 };
 
 /// Script injection.
@@ -169,6 +169,83 @@ fn tool(name: &str, description: &str, result: CallResult) -> (ToolRecord, ToolS
     )
 }
 
+/// A resource, template or prompt named `name`, with `reads`.
+fn item(kind: SurfaceKind, name: &str, reads: Vec<SurfaceRead>) -> SurfaceRecord {
+    SurfaceRecord {
+        kind,
+        name: name.into(),
+        completions: 0,
+        reads,
+    }
+}
+
+/// A read (or get) of `phase` with `label`'s values, and its outcome and error.
+fn read(phase: Phase, label: &str, result: CallResult, error: Option<&str>) -> SurfaceRead {
+    SurfaceRead {
+        phase,
+        label: label.into(),
+        arguments: if label.is_empty() {
+            serde_json::Value::Null
+        } else {
+            serde_json::json!({ "path": label })
+        },
+        result,
+        error: error.map(String::from),
+    }
+}
+
+/// The session's surface beyond tools: one resource read, a template read twice, a prompt not
+/// got, the server's sampling and elicitation, a canary given, a cut.
+fn surface(s: &mut SessionSummary) {
+    s.resources = vec!["notes".into()];
+    s.templates = vec!["file:///{path}".into()];
+    s.prompts = vec!["summarize".into()];
+    let mut template = item(
+        SurfaceKind::Template,
+        "file:///{path}",
+        vec![
+            read(
+                Phase::read("file:///README.md", 1),
+                "all properties",
+                CallResult::Ok,
+                None,
+            ),
+            read(
+                Phase::read("file:///home/user/.aws/credentials", 1),
+                "path: a planted credential",
+                CallResult::RpcError,
+                Some("no such file"),
+            ),
+        ],
+    );
+    template.completions = 1;
+    s.surface = vec![
+        item(
+            SurfaceKind::Resource,
+            "mem://notes",
+            vec![read(
+                Phase::read("mem://notes", 1),
+                "",
+                CallResult::Ok,
+                None,
+            )],
+        ),
+        template,
+        item(SurfaceKind::Prompt, "summarize", vec![]),
+    ];
+    s.surface_cut = vec!["the calls' budget ran out: 1 prompt got fewer gets than its plan".into()];
+    s.server_requests = [
+        ("elicitation/create".to_string(), 1),
+        ("sampling/createMessage".to_string(), 2),
+    ]
+    .into();
+    s.elicited = vec![glassbox_model::ElicitedSecret {
+        phase: Phase::read("mem://notes", 1),
+        field: "token".into(),
+        value: "ghp_canary".into(),
+    }];
+}
+
 fn timing(phase: Phase, start_ms: u64, end_ms: u64) -> PhaseTiming {
     PhaseTiming {
         phase,
@@ -231,6 +308,7 @@ fn report(verdict: Verdict, checks: Vec<CheckResult>, tools: Vec<ToolSummary>) -
         checks,
         tools,
         call_outcomes: Default::default(),
+        surface: Default::default(),
     }
 }
 
@@ -242,7 +320,7 @@ pub(crate) fn normal() -> (Evidence, AuditReport) {
     ]
     .into_iter()
     .unzip();
-    let ev = evidence(
+    let mut ev = evidence(
         vec![
             (Phase::Startup, exec(&["node", "server.js"])),
             (Phase::Startup, open(b"/home/user/project/package.json", 0)),
@@ -270,7 +348,8 @@ pub(crate) fn normal() -> (Evidence, AuditReport) {
     );
     exfil.accusation = true;
     exfil.flows = vec![1, 2];
-    let rep = report(
+    surface(&mut ev.manifest.session);
+    let mut rep = report(
         Verdict::Flagged,
         vec![
             check(
@@ -295,6 +374,7 @@ pub(crate) fn normal() -> (Evidence, AuditReport) {
         ],
         summaries,
     );
+    rep.surface = SurfaceSummary::of(&ev.manifest.session);
     (ev, rep)
 }
 
@@ -376,6 +456,47 @@ pub(crate) fn hostile() -> (Evidence, AuditReport) {
     ev.manifest.session.completed = false;
     ev.manifest.session.failure = Some(evil.clone());
     ev.manifest.timings.push(timing(call(&evil), 1_400, 1_500));
+    // The surface: URIs, templates, prompt names, labels, errors, the server's methods and
+    // the cut's words are the server's.
+    let s = &mut ev.manifest.session;
+    s.resources = vec![evil.clone()];
+    s.templates = vec![evil.clone()];
+    s.prompts = HOSTILE.iter().map(|p| p.to_string()).collect();
+    s.surface = vec![
+        item(
+            SurfaceKind::Resource,
+            &evil,
+            vec![read(Phase::read(&evil, 1), "", CallResult::Ok, None)],
+        ),
+        item(
+            SurfaceKind::Template,
+            &evil,
+            (1..=2)
+                .map(|k| {
+                    read(
+                        Phase::read(&evil, k),
+                        &evil,
+                        CallResult::ToolError,
+                        Some(&evil),
+                    )
+                })
+                .collect(),
+        ),
+    ];
+    for piece in HOSTILE {
+        s.surface.push(item(
+            SurfaceKind::Prompt,
+            piece,
+            vec![read(
+                Phase::prompt(piece, 1),
+                piece,
+                CallResult::Ok,
+                Some(piece),
+            )],
+        ));
+    }
+    s.surface_cut = vec![evil.clone()];
+    s.server_requests = [(evil.clone(), 3), ("elicitation/create".to_string(), 1)].into();
     let mut accusation = finding(&evil, vec![1, 3], call(&evil));
     accusation.accusation = true;
     accusation.flows = vec![1, 2];
@@ -398,6 +519,7 @@ pub(crate) fn hostile() -> (Evidence, AuditReport) {
         ],
         summaries,
     );
+    rep.surface = SurfaceSummary::of(&ev.manifest.session);
     rep.inconclusive_reason = Some(evil.clone());
     rep.run_id = evil.clone();
     rep.evidence_dir = format!("/var/lib/glassbox/{evil}");
@@ -430,6 +552,15 @@ pub(crate) fn long() -> (Evidence, AuditReport) {
     ev.manifest.timings = (0..TIMINGS_CAP as u64 + 5)
         .map(|i| timing(call(&format!("t{i}")), i, i + 1))
         .collect();
+    ev.manifest.session.resources = (0..TOOLS_CAP + 3).map(|i| format!("r{i}")).collect();
+    ev.manifest.session.surface = (0..TOOLS_CAP + 3)
+        .map(|i| {
+            let uri = format!("mem://r{i}");
+            let reads = vec![read(Phase::read(&uri, 1), "", CallResult::Ok, None)];
+            item(SurfaceKind::Resource, &uri, reads)
+        })
+        .collect();
+    ev.manifest.session.surface_cut = (0..CUT_CAP + 2).map(|i| format!("cut {i}")).collect();
     let findings = (0..FINDINGS_CAP + 4)
         .map(|i| finding(&format!("f{i}"), (1..=20).collect(), Phase::Startup))
         .collect();
@@ -438,5 +569,9 @@ pub(crate) fn long() -> (Evidence, AuditReport) {
         vec![check("credential-probe", Outcome::Flag, findings)],
         summaries,
     );
+    let rep = AuditReport {
+        surface: SurfaceSummary::of(&ev.manifest.session),
+        ..rep
+    };
     (ev, rep)
 }

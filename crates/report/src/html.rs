@@ -516,6 +516,11 @@ mod tests {
             "<h2>Connection attempts</h2>",
             "<h2>Network flows</h2>",
             "<h2>Tools (2)</h2>",
+            "<h2>Surface exercised</h2>",
+            "<p class=\"muted\">1 of 2 tools called (1 call), 1 of 1 resource read, 1 of 1 template expanded (2 reads), 0 of 1 prompt got, 1 completion requested; the server asked: 1 elicitation/create (1 canary given), 2 sampling/createMessage</p>",
+            "<tr><td>resource template</td><td class=\"mono\">file:///{path}</td><td>2 reads: ok 1, rpc error 1</td><td>1 completion; first error: no such file</td></tr>",
+            "<tr><td class=\"mono\">read:file:///home/user/.aws/credentials</td><td>path: a planted credential</td><td>rpc error</td><td>no such file</td></tr>",
+            "<p class=\"muted\">Left out: the calls&#39; budget ran out: 1 prompt got fewer gets than its plan</p>",
             "<h2>Timeline</h2>",
             "<footer>glassbox 0.1.0 · run run-42 · evidence /var/lib/glassbox/run-42</footer>",
         ] {
@@ -590,6 +595,7 @@ mod tests {
             "… and 2 more (see report.json)",
             "… and 4 more (see report.json)",
             "… and 5 more (see manifest.json)",
+            "… and 3 more (see report.json)",
         ] {
             assert!(
                 doc.contains(&format!("<p class=\"more\">{n}</p>")),
@@ -597,6 +603,7 @@ mod tests {
             );
         }
         assert!(doc.contains("[events 1, 2, 3, 4, 5, 6, 7, 8, +12; phase startup]"));
+        assert!(doc.contains("<p class=\"muted\">… and 2 more left out (see report.json).</p>"));
         use crate::tables::{FILES_CAP, TOOLS_CAP};
         assert!(doc.contains(&format!(">~/f{}</td>", FILES_CAP - 1)));
         assert!(!doc.contains(&format!(">~/f{FILES_CAP}</td>")));

@@ -8,10 +8,12 @@
 //!
 //! - [`terminal()`]: a compact summary for a person at a terminal: the target and verdict, the
 //!   files touched under the sandbox home, the processes started, the connection attempts, the
-//!   tools, and every check with its findings and the ids of the events behind them. Long lists
+//!   tools, the surface exercised (resources, templates, prompts, the server's own requests),
+//!   and every check with its findings and the ids of the events behind them. Long lists
 //!   are capped with "… and N more (see events.jsonl)".
 //! - [`markdown()`]: the same audit as a Markdown document (tables of checks, files,
-//!   processes, flows, tools and the phase timeline), for pasting into an issue or a review.
+//!   processes, flows, tools, the surface exercised and the phase timeline), for pasting into
+//!   an issue or a review.
 //! - [`html()`]: the same audit as one self-contained HTML page (no script, no external
 //!   resource, a strict Content-Security-Policy).
 //! - [`json()`]: the report as pretty JSON, in the wire format documented by `glassbox-model`.
@@ -27,9 +29,9 @@
 //! # Sections
 //!
 //! Every section the reports show (checks, findings, files, processes, connection attempts,
-//! network, tools, timeline) is built once, as format-neutral data, by the `sections` module;
-//! the HTML, Markdown and terminal renderers only render it, each with one function per kind
-//! of body. The site's audit pages are the [`html()`] page.
+//! network, tools, surface exercised, timeline) is built once, as format-neutral data, by the
+//! `sections` module; the HTML, Markdown and terminal renderers only render it, each with one
+//! function per kind of body. The site's audit pages are the [`html()`] page.
 //!
 //! # Hostile strings
 //!
@@ -76,9 +78,11 @@ pub fn checks(report: &AuditReport, color: bool) -> String {
 /// The audit as a GitHub-flavored Markdown document: the target and verdict, a table of the
 /// checks, the findings of each check (accusations marked "withheld until reviewed"), then
 /// tables of the files touched under home, the processes, the connection attempts, the network
-/// runs and flows, the tools, and the phase timeline. Long lists are capped like the
-/// terminal's. Every string from the server is printable and backslash-escaped: it cannot
-/// form a link, an image, HTML, a code span or emphasis, nor split a table cell.
+/// runs and flows, the tools, the surface exercised (resources, templates and prompts with
+/// their reads, the server's requests, what was left out), and the phase timeline. Long lists
+/// are capped like the terminal's. Every string from the server is printable and
+/// backslash-escaped: it cannot form a link, an image, HTML, a code span or emphasis, nor
+/// split a table cell.
 pub fn markdown(ev: &Evidence, report: &AuditReport) -> String {
     markdown::render(ev, report)
 }
@@ -88,9 +92,9 @@ pub fn markdown(ev: &Evidence, report: &AuditReport) -> String {
 /// verdict banner, each check with its outcome and whether it makes a claim (`unverified`,
 /// `not-observed` and `inconclusive` make none, with the reason), the findings with their
 /// event and flow ids, and tables of files, processes, connection attempts, network flows,
-/// tools (with their descriptions) and the phase timeline. Every string from the server is
-/// printable and HTML-escaped (`& < > " '`); none is ever written into a URL or a `href`,
-/// `src`, `style` or event attribute, and the page has no link at all.
+/// tools (with their descriptions), the surface exercised and the phase timeline. Every string
+/// from the server is printable and HTML-escaped (`& < > " '`); none is ever written into a URL
+/// or a `href`, `src`, `style` or event attribute, and the page has no link at all.
 pub fn html(ev: &Evidence, report: &AuditReport) -> String {
     html::render(ev, report)
 }
@@ -153,6 +157,7 @@ mod tests {
                 }],
             }],
             call_outcomes: [(CallResult::TransportFailure, 1)].into(),
+            surface: Default::default(),
         };
         let s = json(&report);
         assert!(s.contains("\n  \"verdict\": \"inconclusive\""), "{s}");
@@ -162,5 +167,73 @@ mod tests {
         );
         assert!(s.contains("\"transport_failure_at_edge\": 1"), "{s}");
         assert_eq!(serde_json::from_str::<AuditReport>(&s).unwrap(), report);
+    }
+
+    /// A schema of `schemas/`, with the others it refers to resolved in memory.
+    fn validator(name: &str) -> jsonschema::Validator {
+        let dir = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../schemas"));
+        let load = |name: &str| -> serde_json::Value {
+            serde_json::from_slice(&std::fs::read(dir.join(name)).unwrap())
+                .unwrap_or_else(|e| panic!("{name} is JSON: {e}"))
+        };
+        let mut options = jsonschema::options();
+        for other in [
+            "events.schema.json",
+            "network.schema.json",
+            "manifest.schema.json",
+        ] {
+            options = options.with_resource(
+                format!("https://glassbox.example/schemas/{other}"),
+                jsonschema::Resource::from_contents(load(other)).unwrap(),
+            );
+        }
+        options
+            .build(&load(name))
+            .unwrap_or_else(|e| panic!("{name} is a valid JSON Schema: {e}"))
+    }
+
+    fn errors(v: &jsonschema::Validator, instance: &serde_json::Value) -> Vec<String> {
+        v.iter_errors(instance)
+            .map(|e| format!("{e} at {}", e.instance_path))
+            .collect()
+    }
+
+    /// The reports with a surface, and the manifests they were made from, are what the
+    /// published schemas describe; the schemas refuse a surface that is not one.
+    #[test]
+    fn surfaces_match_the_published_schemas() {
+        let report_v = validator("report.schema.json");
+        let manifest_v = validator("manifest.schema.json");
+        for (ev, rep) in [crate::fixture::normal(), crate::fixture::long()] {
+            assert!(!rep.surface.is_empty());
+            let written: serde_json::Value = serde_json::from_str(&json(&rep)).unwrap();
+            assert_eq!(errors(&report_v, &written), Vec::<String>::new());
+            let mut manifest = serde_json::to_value(&ev.manifest).unwrap();
+            manifest["format"] = 1.into();
+            assert_eq!(errors(&manifest_v, &manifest), Vec::<String>::new());
+        }
+        let (ev, rep) = crate::fixture::normal();
+        let written: serde_json::Value = serde_json::from_str(&json(&rep)).unwrap();
+        let session = serde_json::to_value(&ev.manifest.session).unwrap();
+        assert_eq!(
+            session["surface"][1]["reads"][0]["phase"],
+            "read:file:///README.md"
+        );
+        assert_eq!(session["elicited"][0]["field"], "token");
+        // The controls: an unknown kind, a phase that is none, a count that is not one.
+        for (path, bad) in [
+            ("/surface/items/0/kind", serde_json::json!("tool")),
+            ("/surface/items/1/reads/0/phase", serde_json::json!("get:x")),
+            ("/surface/resources_read", serde_json::json!(-1)),
+            ("/surface/read_outcomes", serde_json::json!({"fine": 1})),
+        ] {
+            let mut broken = written.clone();
+            *broken.pointer_mut(path).unwrap() = bad;
+            assert!(!errors(&report_v, &broken).is_empty(), "{path}");
+        }
+        let mut manifest = serde_json::to_value(&ev.manifest).unwrap();
+        manifest["format"] = 1.into();
+        manifest["session"]["elicited"][0]["phase"] = "elicit".into();
+        assert!(!errors(&manifest_v, &manifest).is_empty());
     }
 }

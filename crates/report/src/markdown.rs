@@ -295,6 +295,10 @@ mod tests {
             "\n## Connection attempts\n",
             "\n## Network flows\n",
             "\n## Tools (2)\n",
+            "\n## Surface exercised\n",
+            "| kind | name | result | note |",
+            "| phase | arguments | outcome | note |",
+            "\nLeft out\\: the calls' budget ran out\\: 1 prompt got fewer gets than its plan\n",
             "\n## Timeline\n",
         ] {
             let found = out[at..]
@@ -318,6 +322,9 @@ mod tests {
             "| get\\_weather | yes | ok | Get the weather for a city. |",
             "| run | no | not called | Runs a command. |",
             "| call\\:get\\_weather | 205.0 | 1340.2 | 1135.2 |",
+            "| resource | mem\\://notes | ok |   |",
+            "| resource template | file\\:///{path} | 2 reads\\: ok 1, rpc error 1 | 1 completion; first error\\: no such file |",
+            "| read\\:file\\:///home/user/.aws/credentials | path\\: a planted credential | rpc error | no such file |",
         ] {
             assert!(out.lines().any(|l| l == line), "{line:?} missing in\n{out}");
         }
@@ -358,7 +365,7 @@ mod tests {
         assert_eq!(out.matches("\n# ").count(), 0, "one title, first line");
         // Every row of every table has as many cells as its header.
         let tables = tables(&out);
-        assert_eq!(tables.len(), 9, "{out}");
+        assert_eq!(tables.len(), 11, "{out}");
         for t in &tables {
             let cells = unescaped(t[0], '|');
             assert!(cells >= 3, "{}", t[0]);
@@ -395,6 +402,8 @@ mod tests {
             "\n\n… and 2 more (see report.json).\n",
             "\n\n… and 4 more (see report.json).\n",
             "\n\n… and 5 more (see manifest.json).\n",
+            "\n\n… and 3 more (see report.json).\n",
+            "\nLeft out\\: cut 9\n\n… and 2 more left out (see report.json).\n",
             "events 1, 2, 3, 4, 5, 6, 7, 8, +12",
         ] {
             assert!(out.contains(s), "{s:?} missing in\n{out}");

@@ -22,6 +22,11 @@
 //! notes (what it lists without flagging) are not results; their number is in the rule's
 //! properties.
 //!
+//! The run's `properties` say what was audited and how it ended (run id, verdict, target,
+//! withheld findings, the reason of an inconclusive verdict) and, under `surface`, what of the
+//! server's surface the session exercised, counted as the report's "Surface exercised" section
+//! counts it ([`surface`]).
+//!
 //! # Locations
 //!
 //! Code scanning needs every result to have a location with a file and a `startLine`. The
@@ -213,6 +218,9 @@ fn run(
     if let Some(why) = &report.inconclusive_reason {
         properties["inconclusiveReason"] = json!(escape::text(why));
     }
+    if !report.surface.is_empty() {
+        properties["surface"] = surface(&report.surface);
+    }
     let mut run = json!({
             "tool": {
                 "driver": {
@@ -244,6 +252,46 @@ fn run(
         run["properties"]["server"] = json!(escape::text(name));
     }
     run
+}
+
+/// The surface the session exercised, for the run's properties: the counts of tools, resources,
+/// templates and prompts listed and exercised, the reads and gets by outcome, the server's
+/// requests by method (the methods printable), the canaries given to its elicitations, and
+/// what the exercise left out (printable).
+fn surface(s: &glassbox_model::SurfaceSummary) -> Value {
+    let requests: serde_json::Map<String, Value> = s
+        .server_requests
+        .iter()
+        .map(|(method, n)| (escape::text(method), json!(n)))
+        .collect();
+    let outcomes: serde_json::Map<String, Value> = s
+        .read_outcomes
+        .iter()
+        .map(|(r, n)| {
+            let key = serde_json::to_value(r)
+                .ok()
+                .and_then(|v| v.as_str().map(String::from))
+                .unwrap_or_default();
+            (key, json!(n))
+        })
+        .collect();
+    json!({
+        "toolsListed": s.tools_listed,
+        "toolsCalled": s.tools_called,
+        "calls": s.calls,
+        "resourcesListed": s.resources_listed,
+        "resourcesRead": s.resources_read,
+        "templatesListed": s.templates_listed,
+        "templatesExpanded": s.templates_expanded,
+        "templateReads": s.template_reads,
+        "promptsListed": s.prompts_listed,
+        "promptsGot": s.prompts_got,
+        "completions": s.completions,
+        "serverRequests": requests,
+        "secretsElicited": s.secrets_elicited,
+        "readOutcomes": outcomes,
+        "cut": s.cut.iter().map(|c| escape::text(c)).collect::<Vec<_>>(),
+    })
 }
 
 /// The lines of events and flows in the bundle's files.
@@ -1126,6 +1174,46 @@ mod tests {
             .as_str()
             .unwrap()
             .contains('\n'));
+    }
+
+    #[test]
+    fn the_run_counts_the_surface_exercised() {
+        let (ev, report) = fixture::normal();
+        let v = log(&ev, &report, &|_| Publication::Published);
+        assert_eq!(
+            run(&v)["properties"]["surface"],
+            json!({
+                "toolsListed": 2,
+                "toolsCalled": 1,
+                "calls": 1,
+                "resourcesListed": 1,
+                "resourcesRead": 1,
+                "templatesListed": 1,
+                "templatesExpanded": 1,
+                "templateReads": 2,
+                "promptsListed": 1,
+                "promptsGot": 0,
+                "completions": 1,
+                "serverRequests": {"elicitation/create": 1, "sampling/createMessage": 2},
+                "secretsElicited": 1,
+                "readOutcomes": {"ok": 2, "rpc_error": 1},
+                "cut": ["the calls' budget ran out: 1 prompt got fewer gets than its plan"],
+            })
+        );
+        // A report made before the surface was recorded says nothing of it.
+        let old = AuditReport {
+            surface: Default::default(),
+            ..report
+        };
+        let v = log(&ev, &old, &|_| Publication::Published);
+        assert!(run(&v)["properties"].get("surface").is_none());
+        // The server's methods and the cut's words are printable.
+        let (ev, report) = fixture::hostile();
+        let v = log(&ev, &report, &|_| Publication::Published);
+        let s = &run(&v)["properties"]["surface"];
+        let evil = escape::text(&fixture::evil());
+        assert_eq!(s["serverRequests"][evil.as_str()], 3);
+        assert_eq!(s["cut"][0], evil.as_str());
     }
 
     #[test]

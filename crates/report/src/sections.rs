@@ -1,11 +1,11 @@
 //! The report's sections, built once and rendered per format.
 //!
 //! Every section a report shows (the checks, the findings, the files touched under home, the
-//! processes, the connection attempts, the network, the tools, the timeline) is built here
-//! from the evidence and the report as format-neutral data: a [`Section`] with a title and a
-//! [`Body`]. A body is a line saying why there is nothing to show, a [`Table`] of typed
-//! [`Cell`]s with its cap and where the rest is, a line of glassbox's own words, the checks with
-//! their findings, or several of those in order. The renderers (`html.rs`, `markdown.rs`,
+//! processes, the connection attempts, the network, the tools, the surface exercised, the
+//! timeline) is built here from the evidence and the report as format-neutral data: a
+//! [`Section`] with a title and a [`Body`]. A body is a line saying why there is nothing to
+//! show, a [`Table`] of typed [`Cell`]s with its cap and where the rest is, a line of
+//! glassbox's own words, the checks with their findings, or several of those in order. The renderers (`html.rs`, `markdown.rs`,
 //! `terminal.rs`) each have one function rendering a section, and one way of rendering each
 //! body and cell kind; they choose which sections they show, and in what order, but no
 //! renderer builds a section of its own.
@@ -31,8 +31,8 @@
 
 use crate::escape::{self, truncate};
 use crate::tables::{
-    self, id_list, phases, CONNECTIONS_CAP, DESCRIPTION, FILES_CAP, FINDINGS_CAP, FLOWS_CAP, NAME,
-    NOTES_CAP, PROCESSES_CAP, TIMINGS_CAP, TOOLS_CAP, WIDE,
+    self, id_list, phases, CONNECTIONS_CAP, CUT_CAP, DESCRIPTION, FILES_CAP, FINDINGS_CAP,
+    FLOWS_CAP, NAME, NOTES_CAP, PROCESSES_CAP, TIMINGS_CAP, TOOLS_CAP, WIDE,
 };
 use glassbox_model::{AuditReport, CheckResult, Evidence, Finding, Outcome, Severity};
 
@@ -521,6 +521,82 @@ pub(crate) fn tools_section(ev: &Evidence, report: &AuditReport) -> Section {
     Section::new(title, Body::Parts(parts))
 }
 
+const SURFACE: &[Column] = &[
+    col("kind", Line::Pad),
+    col("name", Line::Pad),
+    col("result", Line::Plain),
+    col("note", Line::Plain),
+];
+
+/// What of the server's surface the audit exercised ([`glassbox_model::SurfaceSummary`]): a
+/// line counting the tools called, the resources read, the templates expanded, the prompts
+/// got and what the server asked of glassbox; each resource, template and prompt with how its
+/// reads or gets went; the reads and gets of those exercised more than once (findings name
+/// them as their phase); then what the exercise left out, and why.
+pub(crate) fn surface_section(report: &AuditReport) -> Section {
+    let title = "Surface exercised";
+    let s = &report.surface;
+    if s.is_empty() {
+        return Section::new(
+            title,
+            Body::Note(if report.tools.is_empty() {
+                "Nothing listed."
+            } else {
+                "Not recorded: the report was made before glassbox read resources and got prompts."
+            }),
+        );
+    }
+    let mut parts = vec![Body::Text(truncate(&tables::surface_line(s), DESCRIPTION))];
+    if !s.items.is_empty() {
+        parts.push(Body::Table(Table::capped(
+            SURFACE,
+            &s.items,
+            TOOLS_CAP,
+            "report.json",
+            |i| {
+                vec![
+                    Cell::Own(i.kind.name().into()),
+                    Cell::Mono(plain(&i.name, NAME)),
+                    Cell::Text(tables::surface_outcomes(i)),
+                    Cell::Text(tables::surface_note(i)),
+                ]
+            },
+        )));
+    }
+    let rows = tables::read_rows(report);
+    if !rows.is_empty() {
+        parts.push(Body::Text(
+            "Reads and gets of those exercised more than once; findings name the read or get as \
+             their phase."
+                .into(),
+        ));
+        parts.push(Body::Table(Table::capped(
+            CALLS,
+            &rows,
+            TOOLS_CAP,
+            "report.json",
+            |r| {
+                vec![
+                    Cell::Mono(truncate(&r.phase, NAME)),
+                    Cell::Text(truncate(&r.label, NAME)),
+                    Cell::Text(r.outcome.into()),
+                    Cell::Text(truncate(&r.note, WIDE)),
+                ]
+            },
+        )));
+    }
+    for why in s.cut.iter().take(CUT_CAP) {
+        parts.push(Body::Text(format!("Left out: {}", plain(why, DESCRIPTION))));
+    }
+    if s.cut.len() > CUT_CAP {
+        parts.push(Body::Text(format!(
+            "… and {} more left out (see report.json).",
+            s.cut.len() - CUT_CAP
+        )));
+    }
+    Section::new(title, Body::Parts(parts))
+}
+
 const TIMINGS: &[Column] = &[
     col("phase", Line::Pad),
     col("start (ms)", Line::Pad),
@@ -558,6 +634,7 @@ pub(crate) fn all(ev: &Evidence, report: &AuditReport) -> Vec<Section> {
     out.extend(event_sections(ev));
     out.push(network_section(ev));
     out.push(tools_section(ev, report));
+    out.push(surface_section(report));
     out.push(timeline_section(ev));
     out
 }
@@ -581,8 +658,85 @@ mod tests {
                 "Connection attempts",
                 "Network flows",
                 "Tools (2)",
+                "Surface exercised",
                 "Timeline"
             ]
+        );
+    }
+
+    #[test]
+    fn the_surface_is_counted_listed_and_its_cut_said() {
+        let (_, rep) = fixture::normal();
+        let sec = surface_section(&rep);
+        assert_eq!(sec.title, "Surface exercised");
+        let Body::Parts(parts) = sec.body else {
+            panic!("{sec:?}")
+        };
+        assert_eq!(
+            parts[0],
+            Body::Text(
+                "1 of 2 tools called (1 call), 1 of 1 resource read, 1 of 1 template expanded \
+                 (2 reads), 0 of 1 prompt got, 1 completion requested; the server asked: 1 \
+                 elicitation/create (1 canary given), 2 sampling/createMessage"
+                    .into()
+            )
+        );
+        let Body::Table(items) = &parts[1] else {
+            panic!("{parts:?}")
+        };
+        assert_eq!(
+            items.rows[1],
+            [
+                Cell::Own("resource template".into()),
+                Cell::Mono("file:///{path}".into()),
+                Cell::Text("2 reads: ok 1, rpc error 1".into()),
+                Cell::Text("1 completion; first error: no such file".into()),
+            ]
+        );
+        assert_eq!(items.rows[2][2], Cell::Text("not got".into()));
+        // The template was read twice: each read has its row, by the phase findings name.
+        let Body::Table(reads) = &parts[3] else {
+            panic!("{parts:?}")
+        };
+        assert_eq!(
+            reads.rows[1][0],
+            Cell::Mono("read:file:///home/user/.aws/credentials".into())
+        );
+        assert_eq!(
+            parts[4],
+            Body::Text(
+                "Left out: the calls' budget ran out: 1 prompt got fewer gets than its plan".into()
+            )
+        );
+        assert_eq!(parts.len(), 5);
+        // A report made before the surface was recorded, and a server that listed nothing.
+        let old = AuditReport {
+            surface: Default::default(),
+            ..rep.clone()
+        };
+        assert!(matches!(
+            surface_section(&old).body,
+            Body::Note(n) if n.starts_with("Not recorded")
+        ));
+        let nothing = AuditReport {
+            tools: vec![],
+            ..old
+        };
+        assert_eq!(
+            surface_section(&nothing).body,
+            Body::Note("Nothing listed.")
+        );
+        // A server that listed tools only, and asked nothing.
+        let tools_only = glassbox_model::SurfaceSummary {
+            tools_listed: 3,
+            tools_called: 3,
+            calls: 7,
+            ..Default::default()
+        };
+        assert_eq!(
+            tables::surface_line(&tools_only),
+            "3 of 3 tools called (7 calls), no resources, templates or prompts listed; the \
+             server asked nothing of glassbox"
         );
     }
 
@@ -614,5 +768,32 @@ mod tests {
             };
             assert!(name.chars().count() <= NAME && !name.contains('\x1b'));
         }
+        let surface = surface_section(&rep);
+        let Body::Parts(parts) = surface.body else {
+            panic!("{surface:?}")
+        };
+        for p in &parts {
+            match p {
+                Body::Text(t) => assert!(!t.contains(['\x1b', '\n', '\u{202e}']), "{t:?}"),
+                Body::Table(t) => {
+                    for cell in t.rows.iter().flatten() {
+                        let (Cell::Mono(s) | Cell::Text(s) | Cell::Own(s)) = cell else {
+                            continue;
+                        };
+                        assert!(!s.contains(['\x1b', '\n', '\u{202e}']), "{s:?}");
+                        assert!(s.chars().count() <= WIDE + 20, "{s:?}");
+                    }
+                }
+                _ => panic!("{p:?}"),
+            }
+        }
+        // Elicitations come first, whatever the server named its other requests.
+        let Body::Text(line) = &parts[0] else {
+            panic!("{parts:?}")
+        };
+        assert!(
+            line.contains("the server asked: 1 elicitation/create (0 canaries given), 3 <script>"),
+            "{line}"
+        );
     }
 }

@@ -8,7 +8,7 @@
 use crate::escape;
 use glassbox_model::{
     AuditReport, Bytes, CallResult, EventKind, Evidence, NetworkMode, Outcome, Phase, ServerExit,
-    Severity, Verdict,
+    Severity, SurfaceKind, SurfaceRecord, SurfaceSummary, Verdict,
 };
 use std::collections::HashMap;
 use std::hash::Hash;
@@ -21,6 +21,10 @@ pub(crate) const FLOWS_CAP: usize = 20;
 pub(crate) const TOOLS_CAP: usize = 40;
 pub(crate) const FINDINGS_CAP: usize = 10;
 pub(crate) const NOTES_CAP: usize = 10;
+/// Methods of the server's requests named in the surface's line.
+pub(crate) const ASKED_CAP: usize = 8;
+/// What the surface's exercise left out, shown (one line each).
+pub(crate) const CUT_CAP: usize = 10;
 /// Phases shown in the timeline.
 pub(crate) const TIMINGS_CAP: usize = 60;
 /// Event (or flow) ids shown per finding or row.
@@ -493,6 +497,159 @@ pub(crate) fn call_rows(report: &AuditReport) -> Vec<CallRow> {
                 label: escape::truncate(&escape::text(&c.label), NAME),
                 outcome: call_result(c.result),
                 note: note.join("; "),
+            });
+        }
+    }
+    rows
+}
+
+/// `1 call`, `2 calls`.
+fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// The surface an audit exercised in one line, printable: the tools called and their calls,
+/// the resources read, the templates expanded and their reads, the prompts got, the
+/// completions requested; then what the server asked of glassbox, by method (elicitations
+/// first, at most [`ASKED_CAP`] methods named), and the canaries given to its elicitations.
+pub(crate) fn surface_line(s: &SurfaceSummary) -> String {
+    let mut parts = Vec::new();
+    parts.push(if s.tools_listed == 0 {
+        "no tools listed".to_string()
+    } else {
+        format!(
+            "{} of {} called ({})",
+            s.tools_called,
+            count(s.tools_listed, "tool", "tools"),
+            count(s.calls, "call", "calls")
+        )
+    });
+    if s.resources_listed > 0 {
+        parts.push(format!(
+            "{} of {} read",
+            s.resources_read,
+            count(s.resources_listed, "resource", "resources")
+        ));
+    }
+    if s.templates_listed > 0 {
+        parts.push(format!(
+            "{} of {} expanded ({})",
+            s.templates_expanded,
+            count(s.templates_listed, "template", "templates"),
+            count(s.template_reads, "read", "reads")
+        ));
+    }
+    if s.prompts_listed > 0 {
+        parts.push(format!(
+            "{} of {} got",
+            s.prompts_got,
+            count(s.prompts_listed, "prompt", "prompts")
+        ));
+    }
+    if s.resources_listed + s.templates_listed + s.prompts_listed == 0 {
+        parts.push("no resources, templates or prompts listed".into());
+    }
+    if s.completions > 0 {
+        parts.push(format!(
+            "{} requested",
+            count(s.completions as usize, "completion", "completions")
+        ));
+    }
+    let canaries = count(s.secrets_elicited, "canary", "canaries");
+    // Elicitations first: a server cannot push them out of the line with other methods.
+    const ELICIT: &str = "elicitation/create";
+    let mut asked: Vec<String> = s
+        .server_requests
+        .get_key_value(ELICIT)
+        .into_iter()
+        .chain(s.server_requests.iter().filter(|(m, _)| *m != ELICIT))
+        .take(ASKED_CAP)
+        .map(|(method, n)| {
+            let mut a = format!("{n} {}", escape::truncate(&escape::text(method), NAME));
+            if method == ELICIT {
+                a.push_str(&format!(" ({canaries} given)"));
+            }
+            a
+        })
+        .collect();
+    if s.server_requests.len() > ASKED_CAP {
+        asked.push(format!(
+            "+{} more methods",
+            s.server_requests.len() - ASKED_CAP
+        ));
+    }
+    let mut line = parts.join(", ");
+    if asked.is_empty() {
+        line.push_str("; the server asked nothing of glassbox");
+    } else {
+        line.push_str(&format!("; the server asked: {}", asked.join(", ")));
+    }
+    if s.secrets_elicited > 0 && !s.server_requests.contains_key(ELICIT) {
+        line.push_str(&format!("; {canaries} given to elicitations"));
+    }
+    line
+}
+
+/// How a resource, template or prompt went, in words: `not read`, `ok` for one read, `3 reads:
+/// ok 2, timeout 1` (`gets` for a prompt).
+pub(crate) fn surface_outcomes(item: &SurfaceRecord) -> String {
+    let (one, many) = match item.kind {
+        SurfaceKind::Prompt => ("get", "gets"),
+        _ => ("read", "reads"),
+    };
+    match item.outcomes().as_slice() {
+        [] if item.kind == SurfaceKind::Prompt => "not got".into(),
+        [] => "not read".into(),
+        [(r, 1)] => call_result(*r).into(),
+        counts => {
+            let each: Vec<String> = counts
+                .iter()
+                .map(|(r, n)| format!("{} {n}", call_result(*r)))
+                .collect();
+            format!(
+                "{}: {}",
+                count(item.reads.len(), one, many),
+                each.join(", ")
+            )
+        }
+    }
+}
+
+/// What the table of the surface notes of an item, printable: the completions requested, the
+/// first error.
+pub(crate) fn surface_note(item: &SurfaceRecord) -> String {
+    let mut note = Vec::new();
+    if item.completions > 0 {
+        note.push(count(
+            item.completions as usize,
+            "completion",
+            "completions",
+        ));
+    }
+    if let Some(e) = item.reads.iter().find_map(|r| r.error.as_deref()) {
+        note.push(format!(
+            "first error: {}",
+            escape::truncate(&escape::text(e), WIDE)
+        ));
+    }
+    note.join("; ")
+}
+
+/// The reads and gets of every resource, template and prompt exercised more than once, in the
+/// order made, printable: their phases are what findings name.
+pub(crate) fn read_rows(report: &AuditReport) -> Vec<CallRow> {
+    let mut rows = Vec::new();
+    for item in report.surface.items.iter().filter(|i| i.reads.len() > 1) {
+        for r in &item.reads {
+            rows.push(CallRow {
+                phase: escape::truncate(&escape::text(&r.phase.to_string()), NAME),
+                label: escape::truncate(&escape::text(&r.label), NAME),
+                outcome: call_result(r.result),
+                note: r
+                    .error
+                    .as_deref()
+                    .map(|e| escape::truncate(&escape::text(e), WIDE))
+                    .unwrap_or_default(),
             });
         }
     }

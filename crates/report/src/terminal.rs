@@ -2,9 +2,9 @@
 //!
 //! It shows the header (target, verdict, what the run recorded), then the sections of
 //! [`crate::sections`] a terminal has room for: the files touched under home, the processes,
-//! the connection attempts, the network, the tools, and the checks with each check's findings
-//! and notes under it (the HTML and Markdown reports show the findings apart, and add the
-//! timeline). A table has no heading row here: each value reads as its column's [`Line`]
+//! the connection attempts, the network, the tools, the surface exercised, and the checks with
+//! each check's findings and notes under it (the HTML and Markdown reports show the findings
+//! apart, and add the timeline). A table has no heading row here: each value reads as its column's [`Line`]
 //! says, padded columns aligned up to [`COLUMN`] characters. Every string is printable
 //! already (see [`crate::escape`]); the only escape sequences written are this module's own
 //! colors, and only when asked for.
@@ -50,6 +50,7 @@ pub(crate) fn render(ev: &Evidence, report: &AuditReport, color: bool) -> String
     for sec in sections::event_sections(ev).into_iter().chain([
         sections::network_section(ev),
         sections::tools_section(ev, report),
+        sections::surface_section(report),
         checks,
     ]) {
         section(&mut out, &st, &sec);
@@ -343,6 +344,7 @@ mod tests {
             checks,
             tools,
             call_outcomes: Default::default(),
+            surface: Default::default(),
         }
     }
 
@@ -503,6 +505,35 @@ mod tests {
         assert!(out.contains("[events 3, 4, 5; call:get_weather]"), "{out}");
         assert!(out.contains("process-spawn v1"), "{out}");
         assert!(out.contains("pass") && out.contains("spawns no shells or network tools"));
+    }
+
+    #[test]
+    fn the_surface_exercised_follows_the_tools() {
+        let (ev, rep) = crate::fixture::normal();
+        let out = render(&ev, &rep, false);
+        let at = out.find("\nSurface exercised\n").expect("the section");
+        assert!(out.find("\nTools (2)\n").unwrap() < at, "{out}");
+        assert!(at < out.find("\nChecks\n").unwrap(), "{out}");
+        for line in [
+            "  1 of 2 tools called (1 call), 1 of 1 resource read, 1 of 1 template expanded (2 reads), 0 of 1 prompt got, 1 completion requested; the server asked: 1 elicitation/create (1 canary given), 2 sampling/createMessage",
+            "  resource           mem://notes     ok",
+            "  resource template  file:///{path}  2 reads: ok 1, rpc error 1  1 completion; first error: no such file",
+            "  prompt             summarize       not got",
+            "  read:file:///home/user/.aws/credentials  path: a planted credential  rpc error  no such file",
+            "  Left out: the calls' budget ran out: 1 prompt got fewer gets than its plan",
+        ] {
+            assert!(out.lines().any(|l| l == line), "{line:?} missing in\n{out}");
+        }
+        // A report made before the surface was recorded says so.
+        let old = AuditReport {
+            surface: Default::default(),
+            ..rep
+        };
+        let out = render(&ev, &old, false);
+        assert!(
+            out.contains("Surface exercised\n  not recorded: the report was made before"),
+            "{out}"
+        );
     }
 
     #[test]

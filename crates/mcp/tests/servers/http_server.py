@@ -361,9 +361,10 @@ class Handler(BaseHTTPRequestHandler):
             with lock:
                 got = lock.wait_for(lambda: all(k in replies for k in keys), timeout=10)
                 answers = {k: replies.get(k) for k in keys}
-            ok = got and answers['"s-ping"'].get("result") == {} and all(
-                answers[k]["error"]["code"] == -32601
-                for k in ('"s-sampling"', '"s-roots"', '"s-elicit"'))
+            ok = (got and answers['"s-ping"'].get("result") == {}
+                  and answers['"s-sampling"']["result"]["role"] == "assistant"
+                  and isinstance(answers['"s-roots"']["result"]["roots"], list)
+                  and answers['"s-elicit"']["result"]["action"] in ("decline", "accept"))
             answer["result"] = {"content": [{"type": "text", "text": json.dumps(answers)}],
                                 "isError": not ok}
         # Two messages in one event's data would be a batch; keep one per event.

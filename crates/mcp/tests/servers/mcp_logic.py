@@ -130,9 +130,9 @@ class Logic:
                     "requestState": "state-1",
                 }
             good = (state == "state-1"
-                    and responses.get("ok") == {"action": "decline"}
+                    and responses.get("ok", {}).get("action") in ("decline", "accept")
                     and responses.get("dirs") == {"roots": []}
-                    and "llm" not in responses)
+                    and responses.get("llm", {}).get("role") == "assistant")
             return complete({"content": [{"type": "text", "text": "declined" if good
                                           else "unexpected answers: %r" % (responses,)}],
                              "isError": not good}, era)

@@ -43,13 +43,33 @@ class Answer(BaseModel):
     ok: bool
 
 
-@server.tool(description="Asks the user (the client declared no elicitation)")
+@server.tool(description="Asks the user")
 async def ask(ctx: Context) -> str:
     try:
         result = await ctx.elicit("Proceed?", Answer)
         return "elicitation: %s" % result.action
     except Exception as e:  # the client cannot elicit: the tool says so
         return "elicitation refused: %s" % type(e).__name__
+
+
+@server.resource("config://settings", description="The server's settings")
+def settings() -> str:
+    return "theme=dark"
+
+
+@server.resource("notes://{name}", description="A note, by its name")
+def note(name: str) -> str:
+    return "note " + name
+
+
+@server.prompt(description="Review a piece of code")
+def review(code: str, language: str = "python") -> str:
+    return "Review this %s code:\n%s" % (language, code)
+
+
+@server.completion()
+async def complete(ref, argument, context):
+    return None
 
 
 def main():

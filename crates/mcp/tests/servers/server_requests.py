@@ -1,5 +1,6 @@
 """Sends notifications and server-to-client requests in the middle of a tool call, checks the
-answers, and reports what it got as the tool result."""
+answers (a ping answered, a sampling request given an assistant message, the roots listed, an
+elicitation declined or accepted), and reports what it got as the tool result."""
 import json
 
 from mcp_common import initialize_result, messages, result, send, text
@@ -36,6 +37,9 @@ for msg in incoming:
             answers[json.dumps(reply["id"])] = reply
         ok = (
             answers['"p-1"'].get("result") == {}
-            and all(answers[k]["error"]["code"] == -32601 for k in ("7", '"r-1"', "8"))
+            and answers["7"]["result"]["role"] == "assistant"
+            and answers["7"]["result"]["content"]["type"] == "text"
+            and isinstance(answers['"r-1"']["result"]["roots"], list)
+            and answers["8"]["result"]["action"] in ("decline", "accept")
         )
         result(msg_id, text(json.dumps(sorted(answers)), is_error=not ok))

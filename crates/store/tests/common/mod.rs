@@ -132,6 +132,7 @@ pub fn run(run_id: &str, command: &str) -> (AuditReport, Manifest) {
         checks,
         tools: Vec::new(),
         call_outcomes: Default::default(),
+        surface: Default::default(),
     };
     (report, manifest)
 }
