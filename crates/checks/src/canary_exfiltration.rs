@@ -99,9 +99,10 @@
 //! (the last 8 bytes of a 40-byte secret in 16-byte chunks): the bytes listed are those seen.
 //! Version 3 found a secret cut into pieces shorter than its windows nowhere.
 //!
-//! Version 10: what the input named includes the values glassbox gave a resource template's
-//! variables and a prompt's arguments, under the read's or get's phase (`named.rs`), as it
-//! includes a call's arguments.
+//! Version 10: a SigV4 presigned URL's key id (`X-Amz-Credential` in the query) is presented
+//! as a credential, as in a signed request's `Authorization` header. What the input named
+//! includes the values glassbox gave a resource template's variables and a prompt's
+//! arguments, under the read's or get's phase (`named.rs`), as it includes a call's arguments.
 
 use crate::explain;
 use crate::layers::{self, Form};
@@ -424,7 +425,11 @@ pub(crate) fn fields(f: &Flow) -> Vec<(&'static str, Vec<u8>)> {
     let mut out = vec![("payload", f.sample.as_slice().to_vec())];
     out.push(("decrypted payload", f.cleartext.as_slice().to_vec()));
     for x in &f.exchanges {
-        out.push(("HTTP target", x.target.as_slice().to_vec()));
+        // A SigV4 presigned URL presents its key id in the query, as a signed request does
+        // in its Authorization header: that parameter is a credential's position.
+        let (target, presented) = presigned(x.target.as_slice());
+        out.push(("HTTP target", target));
+        out.extend(presented.into_iter().map(|v| (CREDENTIAL_HEADER, v)));
         for (name, value) in &x.headers {
             let field = if credential_header(name.as_bytes()) {
                 CREDENTIAL_HEADER
@@ -451,6 +456,32 @@ pub(crate) fn fields(f: &Flow) -> Vec<(&'static str, Vec<u8>)> {
     }
     out.retain(|(_, b)| !b.is_empty());
     out
+}
+
+/// `target` without the query parameters of a SigV4 presigned URL that present a credential
+/// (`X-Amz-Credential`: the key id and its scope; `X-Amz-Security-Token`), and their values.
+fn presigned(target: &[u8]) -> (Vec<u8>, Vec<Vec<u8>>) {
+    const PARAMS: &[&[u8]] = &[b"x-amz-credential", b"x-amz-security-token"];
+    let Some(q) = target.iter().position(|&b| b == b'?') else {
+        return (target.to_vec(), Vec::new());
+    };
+    let mut kept = target[..=q].to_vec();
+    let mut presented = Vec::new();
+    for param in target[q + 1..].split(|&b| b == b'&') {
+        let (name, value) = match param.iter().position(|&b| b == b'=') {
+            Some(i) => (&param[..i], &param[i + 1..]),
+            None => (param, &param[param.len()..]),
+        };
+        if PARAMS.iter().any(|p| p.eq_ignore_ascii_case(name)) {
+            presented.push(value.to_vec());
+            continue;
+        }
+        if kept.len() > q + 1 {
+            kept.push(b'&');
+        }
+        kept.extend_from_slice(param);
+    }
+    (kept, presented)
 }
 
 /// The field of a header that presents a credential to the server ([`credential_header`]).
@@ -1243,6 +1274,23 @@ mod tests {
             assert_eq!(e.findings.len(), 1, "{host}{target}: {:?}", e.notes);
             assert!(e.findings[0].accusation, "{host}");
         }
+        // A presigned URL presents the key id in its query: use, as a signed request is.
+        let presigned = "/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=KEYID%2F20261201%2Fus-east-1%2Fs3%2Faws4_request&X-Amz-Signature=00";
+        let e = evaluate(&aws_exchange(
+            "mine.s3.amazonaws.com",
+            presigned,
+            &[],
+            "data",
+        ));
+        assert!(e.findings.is_empty(), "{:?}", e.findings);
+        // The key id in another parameter of the same URL is what the request carries.
+        let e = evaluate(&aws_exchange(
+            "mine.s3.amazonaws.com",
+            &format!("{presigned}&note=KEYID"),
+            &[],
+            "",
+        ));
+        assert_eq!(e.findings.len(), 1, "{:?}", e.notes);
         for host in [
             "mine.s3.amazonaws.com",
             "s3.amazonaws.com",

@@ -242,6 +242,11 @@ pub fn rules(files_by_ebpf: bool) -> Vec<Rule> {
         .collect()
 }
 
+/// The name of system call `nr`, when it is one glassbox records.
+pub(crate) fn syscall_name(nr: i64) -> Option<&'static str> {
+    SPECS.iter().find(|s| s.nr == nr).map(|s| s.name)
+}
+
 /// Names of the recorded system calls.
 pub(crate) fn syscall_names() -> Vec<String> {
     SPECS

@@ -266,9 +266,20 @@ impl State<'_> {
             // kernel could not read it either, and the call did nothing.
             None if rec.result == -i64::from(libc::EFAULT) => return,
             None => match reread_path(&rec) {
-                Some(path) => path,
-                None => {
-                    self.stats.lose(why::NO_PATH, 1);
+                Ok(path) => path,
+                Err(reread) => {
+                    // The first one named (what call, whose, why it could not be read again):
+                    // what a reviewer, and whoever fixes the recorder, need to know.
+                    let why = match self
+                        .stats
+                        .lost_why
+                        .iter()
+                        .any(|(w, _)| w.starts_with(why::NO_PATH))
+                    {
+                        true => why::NO_PATH.to_string(),
+                        false => lost_path(&rec, &reread),
+                    };
+                    self.stats.lose(&why, 1);
                     return;
                 }
             },
@@ -311,19 +322,39 @@ impl State<'_> {
 /// what this reads: the same race as the program's own read at the return (the path is read
 /// after the kernel's copy either way), only longer (at most a drain period). A page it made
 /// unreadable or an empty string leave the call lost.
-fn reread_path(rec: &Rec) -> Option<Vec<u8>> {
+fn reread_path(rec: &Rec) -> Result<Vec<u8>, String> {
     let arg = if ebpf::PATH_ARG0.contains(&rec.nr) {
         0
     } else if ebpf::PATH_ARG1.contains(&rec.nr) {
         1
     } else {
-        return None;
+        return Err("not a call with a path".into());
     };
     let read = |pid: u32| crate::procinfo::read_cstr(pid, rec.args[arg], libc::PATH_MAX as usize);
-    read(rec.host_tid)
-        .or_else(|_| read(rec.host_tgid))
-        .ok()
-        .filter(|p| !p.is_empty())
+    match read(rec.host_tid).or_else(|_| read(rec.host_tgid)) {
+        Ok(p) if !p.is_empty() => Ok(p),
+        Ok(_) => Err("read again, empty".into()),
+        Err(e) => Err(format!("not readable again: {e}")),
+    }
+}
+
+/// The reason of the first lost path: [`why::NO_PATH`], then the call (its name, result,
+/// path argument's address), its caller (command name, pid, whether it is still there) and
+/// why it could not be read again.
+fn lost_path(rec: &Rec, reread: &str) -> String {
+    let name = crate::decode::syscall_name(rec.nr).unwrap_or("?");
+    let arg = usize::from(ebpf::PATH_ARG1.contains(&rec.nr));
+    let comm = std::fs::read_to_string(format!("/proc/{}/comm", rec.host_tgid));
+    let caller = match comm {
+        Ok(c) => format!("{} (pid {})", c.trim(), rec.host_tid),
+        Err(_) => format!("pid {}, gone", rec.host_tid),
+    };
+    format!(
+        "{}; the first: {name} = {} by {caller}, its path at {:#x} {reread}",
+        why::NO_PATH,
+        rec.result,
+        rec.args[arg]
+    )
 }
 
 impl Recorder {
@@ -463,12 +494,9 @@ impl Recorder {
             }
         }
         if let Some(f) = files.as_mut() {
-            while f.0.ring.drain(usize::MAX, &mut |b| {
-                if let Some(rec) = ebpf::decode(b) {
-                    st.record(sink, rec);
-                }
-            }) > 0
-            {}
+            // What is left, through the same drain as the run's (a record that does not
+            // decode is counted lost here too).
+            while st.drain(sink, f, usize::MAX) > 0 {}
             let drops = f.0.drops();
             st.stats.lose(why::RING_FULL, drops);
         }
@@ -632,17 +660,26 @@ mod tests {
         let at = path.as_ptr() as u64;
         // The path's argument by call: first for open, second (after dirfd) for openat.
         let open = reread_path(&rec(libc::SYS_open, [at, 0, 0, 0, 0, 0]));
-        assert_eq!(open.as_deref(), Some(path.to_bytes()));
+        assert_eq!(open.as_deref(), Ok(path.to_bytes()));
         let openat = rec(libc::SYS_openat, [libc::AT_FDCWD as u64, at, 0, 0, 0, 0]);
-        assert_eq!(reread_path(&openat).as_deref(), Some(path.to_bytes()));
-        // An address that holds nothing, an empty string, a call with no path: still lost.
-        assert_eq!(reread_path(&rec(libc::SYS_open, [8, 0, 0, 0, 0, 0])), None);
+        assert_eq!(reread_path(&openat).as_deref(), Ok(path.to_bytes()));
+        // An address that holds nothing, an empty string, a call with no path: still lost,
+        // and why.
+        let nothing = rec(libc::SYS_open, [8, 0, 0, 0, 0, 0]);
+        let why = reread_path(&nothing).unwrap_err();
+        assert!(why.starts_with("not readable again: "), "{why}");
         let empty = c"";
         let at = empty.as_ptr() as u64;
-        assert_eq!(reread_path(&rec(libc::SYS_open, [at, 0, 0, 0, 0, 0])), None);
-        assert_eq!(
-            reread_path(&rec(libc::SYS_connect, [at, 0, 0, 0, 0, 0])),
-            None
+        let why = reread_path(&rec(libc::SYS_open, [at, 0, 0, 0, 0, 0])).unwrap_err();
+        assert_eq!(why, "read again, empty");
+        assert!(reread_path(&rec(libc::SYS_connect, [at, 0, 0, 0, 0, 0])).is_err());
+        // The reason of a lost one names the call and its caller.
+        let lost = lost_path(&nothing, &reread_path(&nothing).unwrap_err());
+        assert!(lost.starts_with(why::NO_PATH), "{lost}");
+        assert!(lost.contains("the first: open = 3 by "), "{lost}");
+        assert!(
+            lost.contains("its path at 0x8 not readable again"),
+            "{lost}"
         );
     }
 }
