@@ -21,6 +21,7 @@
 mod backend;
 mod canary;
 pub mod coverage;
+mod dual;
 mod lazykey;
 pub mod microvm;
 pub mod recheck;
@@ -146,6 +147,10 @@ pub struct AuditOptions {
     /// internal services (server-side request forgery). The packets end at glassbox's edge,
     /// which answers; nothing leaves.
     pub metadata_probe: std::net::IpAddr,
+    /// Dual execution ([`dual`]; default on): a call in which a planted file was read and
+    /// bytes the edge read left for a host not its service is made again with fresh and with
+    /// the same secrets. Off, such a call's fate is not known (`--no-dual-execution`).
+    pub dual: bool,
 }
 
 /// The cloud metadata service's address (AWS, GCP, Azure, OpenStack alike).
@@ -283,6 +288,7 @@ impl AuditOptions {
             isolation: Isolation::Namespace,
             responder: ResponderChoice::Ok,
             metadata_probe: metadata_probe_default().unwrap_or(METADATA_STAND_IN),
+            dual: true,
         }
     }
 }
@@ -446,6 +452,7 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
     for (i, &mode) in audit.opts.network.modes().iter().enumerate() {
         audit.network_run(&target, i == 0, mode)?;
     }
+    audit.dual_runs(&target)?;
     audit.finish()
 }
 
@@ -878,6 +885,115 @@ impl<'a> Pipeline<'a> {
         Ok(())
     }
 
+    /// Dual execution ([`dual`]): the capture run's calls in which a planted file was read and
+    /// bytes the edge read left for a host not its service are made again, in two runs of
+    /// their own (network simulated, events not kept): with fresh values in every planted
+    /// file, then with the same values; what each call sent in each run goes to
+    /// `manifest.dual`. Nothing is run when no call qualifies. The namespace backend only: a
+    /// microVM's calls are recorded as not made again.
+    fn dual_runs(&mut self, target: &target::Resolved) -> Result<(), Error> {
+        let Some(capture) = (self.manifest.network.runs.iter())
+            .find(|r| r.mode == NetworkMode::Capture)
+            .cloned()
+        else {
+            return Ok(());
+        };
+        let candidates = dual::candidates(
+            &capture,
+            &self.all_events,
+            &self.flows,
+            &self.manifest.timings,
+            &self.secrets.tokens,
+        );
+        if candidates.is_empty() {
+            return Ok(());
+        }
+        let original: Vec<(Vec<u8>, u64)> = candidates
+            .iter()
+            .map(|(phase, _)| {
+                dual::sent(
+                    &self.flows,
+                    &self.manifest.timings,
+                    phase,
+                    NetworkMode::Capture,
+                )
+            })
+            .collect();
+        let mut reruns: Vec<Rerun> = Vec::new();
+        let why_not = match (self.opts.dual, self.opts.isolation) {
+            (false, _) => "not made again: dual execution was turned off",
+            (true, Isolation::MicroVm) => {
+                "not made again: dual execution runs with the namespace backend"
+            }
+            (true, Isolation::Namespace) => "",
+        };
+        if why_not.is_empty() {
+            let ca = self.trust.as_ref().map(|c| c.pem.clone());
+            let fresh = self.secrets.refreshed(ca.as_deref())?;
+            let same = self.secrets.clone();
+            for (secrets, suffix) in [(fresh, "-dual-fresh"), (same, "-dual-same")] {
+                reruns.push(self.rerun(target, secrets, suffix));
+            }
+        }
+        for (i, (phase, secrets)) in candidates.into_iter().enumerate() {
+            let measured = |r: &Rerun| {
+                r.as_ref()
+                    .ok()
+                    .map(|(t, f)| dual::sent(f, t, &phase, NetworkMode::Capture))
+            };
+            let fresh = reruns.first().and_then(measured);
+            let same = reruns.get(1).and_then(measured);
+            let note = match reruns.as_slice() {
+                [] => Some(why_not.to_string()),
+                runs => runs.iter().find_map(|r| r.as_ref().err().cloned()),
+            };
+            let rec = dual::record(
+                phase,
+                secrets,
+                (&original[i].0, original[i].1),
+                same.as_ref().map(|(b, n)| (b.as_slice(), *n)),
+                fresh.as_ref().map(|(b, n)| (b.as_slice(), *n)),
+                note,
+            );
+            self.manifest.dual.push(rec);
+        }
+        self.bundle.write_manifest(&self.manifest)?;
+        Ok(())
+    }
+
+    /// One run of dual execution with `secrets` planted: its phase timings and flows (its
+    /// events, transcript aside, are not kept), or why it could not be made.
+    fn rerun(&mut self, target: &target::Resolved, secrets: run::Secrets, suffix: &str) -> Rerun {
+        let run = one_run(
+            target,
+            &self.server_cwd,
+            &self.opts,
+            RunFiles {
+                bundle: &self.bundle,
+                suffix,
+                events: Box::new(run::Discard),
+            },
+            run::RunPlan {
+                secrets: Some(secrets),
+                clock: self.clock.clone(),
+                first_event_id: 1,
+                network: Some(NetworkMode::Capture),
+                relay: None,
+                wire: None,
+                limits: self.opts.limits.clone(),
+                answer: self.answer.clone(),
+                trust: self.trust.clone(),
+            },
+            self.progress,
+            &mut |_, _| Ok(()),
+        )
+        .map_err(|e| format!("the run{suffix} failed: {e}"))?;
+        if let Some(f) = &run.session.failure {
+            return Err(format!("the run{suffix} did not complete: {f}"));
+        }
+        Ok((run.timings, run.recording.edge.flows))
+    }
+
     /// The bundle completed and the checks run over it ([`finish`]).
     fn finish(mut self) -> Result<Audit, Error> {
         finish(
@@ -895,6 +1011,9 @@ impl<'a> Pipeline<'a> {
         )
     }
 }
+
+/// A run of dual execution: its phase timings and flows, or why it could not be made.
+type Rerun = Result<(Vec<PhaseTiming>, Vec<glassbox_model::Flow>), String>;
 
 /// What an audit recorded, ready for the checks.
 struct Recorded<'a> {
@@ -1396,6 +1515,7 @@ fn new_manifest(
         },
         install: None,
         vm: None,
+        dual: Vec::new(),
     }
 }
 

@@ -25,6 +25,19 @@ pub trait EventSink: Send {
     fn flush(&mut self) -> std::io::Result<()>;
 }
 
+/// A sink that keeps nothing: the events of a run made only for what it sends (dual
+/// execution).
+pub(crate) struct Discard;
+
+impl EventSink for Discard {
+    fn event(&mut self, _: &Event) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// JSON lines to a writer: `events.jsonl` as the bundle's codec writes it.
 impl<W: Write + Send> EventSink for Lines<W> {
     fn event(&mut self, e: &Event) -> std::io::Result<()> {
@@ -317,6 +330,34 @@ impl Secrets {
             ssh_agent: canary::ssh_agent_path(),
             lazy_rsa,
         })
+    }
+
+    /// The same user, home and host with new values in every planted file (the RSA key made
+    /// now), the kubeconfig trusting `ca_pem` as before; the values that are not files (a
+    /// declared secret's canary, the bait variables, an elicitation's canary) kept: they are
+    /// the server's environment and answers, not planted files. For dual execution.
+    pub(crate) fn refreshed(&self, ca_pem: Option<&str>) -> Result<Secrets, Error> {
+        let (files, tokens) = honeytokens::generate(&self.home, &self.user, &self.hostname)
+            .map_err(Error::Honeytokens)?;
+        let mut fresh = Secrets {
+            user: self.user.clone(),
+            hostname: self.hostname.clone(),
+            home: self.home.clone(),
+            files,
+            tokens,
+            ssh_agent: self.ssh_agent.clone(),
+            lazy_rsa: None,
+        };
+        fresh.tokens.extend(
+            self.tokens
+                .iter()
+                .filter(|t| !t.path.starts_with('/'))
+                .cloned(),
+        );
+        if let Some(pem) = ca_pem {
+            fresh.trust_in_kubeconfig(pem);
+        }
+        Ok(fresh)
     }
 
     /// The RSA key's path inside the sandbox.

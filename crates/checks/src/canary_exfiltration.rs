@@ -99,7 +99,12 @@
 //! (the last 8 bytes of a 40-byte secret in 16-byte chunks): the bytes listed are those seen.
 //! Version 3 found a secret cut into pieces shorter than its windows nowhere.
 //!
-//! Version 10: a SigV4 presigned URL's key id (`X-Amz-Credential` in the query) is presented
+//! Version 10: dual execution (`manifest.dual`, [`crate::dual`]): a call whose bytes changed
+//! with the planted secret it read, enough of them to carry it, and not between two runs with
+//! the same secrets, sent the value encoded (an accusation; a secret XOR-ed or encrypted with
+//! a constant before it left); bytes that vary anyway make the call's flows as unread
+//! (`not-observed`); fewer changed bytes than the secret's random part (a digest) is a note.
+//! A SigV4 presigned URL's key id (`X-Amz-Credential` in the query) is presented
 //! as a credential, as in a signed request's `Authorization` header. What the input named
 //! includes the values glassbox gave a resource template's variables and a prompt's
 //! arguments, under the read's or get's phase (`named.rs`), as it includes a call's arguments.
@@ -132,6 +137,7 @@ pub(crate) const INFO: CheckInfo = CheckInfo {
         "text.rs",
         "outcome.rs",
         "layers.rs",
+        "dual.rs",
     ],
 };
 
@@ -657,10 +663,20 @@ pub(crate) fn relayed(f: &Flow) -> bool {
 }
 
 pub(crate) fn start(c: &crate::Context<'_>) -> Box<dyn Evaluator> {
+    // What the edge read but dual execution could not tell (bytes that vary anyway, a call
+    // not made again) is as unread: whether a secret was in it is not known.
+    let mut unread = unread(c.flows, |f| !relayed(f));
+    let tokens = &c.manifest.sandbox.honeytokens;
+    for r in &c.manifest.dual {
+        let f = crate::dual::fate(r, tokens);
+        if matches!(f, crate::dual::DualFate::Unknown(_)) {
+            unread.push(crate::dual::said(&r.phase, &f));
+        }
+    }
     let mut s = State {
         leaks: Keyed::new(),
         phases: PhaseOf::default(),
-        unread: unread(c.flows, |f| !relayed(f)),
+        unread,
         relayed: c.flows.iter().filter(|f| relayed(f)).count(),
     };
     let Some(m) = Matcher::new(&c.manifest.sandbox.honeytokens) else {
@@ -683,6 +699,11 @@ pub(crate) struct Went {
     /// Phases whose answer to the client (tool results, resources: the model's context)
     /// carried one.
     pub(crate) answers: Vec<glassbox_model::Phase>,
+    /// What dual execution could not tell (a call that read it sent bytes that vary anyway,
+    /// or could not be made again): where its value went is not known.
+    pub(crate) unknown: Vec<String>,
+    /// What dual execution found derived from it, too short to carry it (said, not accused).
+    pub(crate) derived: Vec<String>,
 }
 
 /// Where each planted file's secrets went (by index of `manifest.sandbox.honeytokens`), in
@@ -718,6 +739,22 @@ pub(crate) fn went(c: &crate::Context<'_>) -> Option<Vec<Went>> {
                 if let Some(svc) = h.services.get(si) {
                     add(&mut w.own, net::show(&svc.name));
                 }
+            }
+        }
+    }
+    for r in &c.manifest.dual {
+        let f = crate::dual::fate(r, tokens);
+        for (ti, h) in tokens.iter().enumerate() {
+            if !r.secrets.contains(&h.path) {
+                continue;
+            }
+            let said = crate::dual::said(&r.phase, &f);
+            let w = &mut out[ti];
+            match f {
+                crate::dual::DualFate::Encoded { .. } => w.elsewhere.push(said),
+                crate::dual::DualFate::Unknown(_) => w.unknown.push(said),
+                crate::dual::DualFate::Derived { .. } => w.derived.push(said),
+                crate::dual::DualFate::Independent => {}
             }
         }
     }
@@ -1010,6 +1047,41 @@ impl Evaluator for State {
             );
             f.accusation = true;
             findings.push(f);
+        }
+        // Dual execution: a call whose bytes changed with the secret it read, enough of them
+        // to carry it, sent the value encoded (unless a finding above already names that
+        // call); what else the runs say is a note.
+        for r in &ctx.manifest.dual {
+            let f = crate::dual::fate(r, tokens);
+            let what = r
+                .secrets
+                .iter()
+                .map(|p| net::show(p))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let summary = match f {
+                crate::dual::DualFate::Encoded { .. } => format!(
+                    "the planted secret of {what} left in {}",
+                    crate::dual::said(&r.phase, &f)
+                ),
+                _ => format!(
+                    "the planted secret of {what}: {}",
+                    crate::dual::said(&r.phase, &f)
+                ),
+            };
+            match f {
+                crate::dual::DualFate::Encoded { .. } => {
+                    let shown = findings.iter().any(|x| x.phase.as_ref() == Some(&r.phase));
+                    if !shown {
+                        let mut finding = INFO.finding(summary, Vec::new(), Some(r.phase.clone()));
+                        finding.accusation = true;
+                        findings.push(finding);
+                    }
+                }
+                // Unknown is said as what could not be read (`unread`).
+                crate::dual::DualFate::Unknown(_) => {}
+                _ => notes.push(INFO.finding(summary, Vec::new(), Some(r.phase.clone()))),
+            }
         }
         // Where every planted secret went: the ones above, and those found nowhere.
         let nowhere: Vec<String> = tokens

@@ -42,7 +42,10 @@
 //!
 //! Version 12: what the input named includes the values glassbox gave a resource template's
 //! variables and a prompt's arguments, under the read's or get's phase (`named.rs`), as it
-//! includes a call's arguments.
+//! includes a call's arguments. A planted file's value that dual execution shows left encoded
+//! (`canary-exfiltration`'s v10) left; one a call read and then sent bytes that vary anyway,
+//! or that could not be made again, went where is not known (an accusation, as for an unread
+//! flow); "never left" is said only when nothing after the read could carry it.
 
 use crate::paths::{self, NormPath, Rules, View};
 use crate::text::{self, Groups};
@@ -70,6 +73,7 @@ pub(crate) const INFO: CheckInfo = CheckInfo {
         "text.rs",
         "outcome.rs",
         "layers.rs",
+        "dual.rs",
     ],
 };
 
@@ -208,6 +212,12 @@ impl Fate {
                 text::phases(&w.answers)
             ));
         }
+        if why.is_empty() && !w.unknown.is_empty() {
+            why.push(format!(
+                "where its value went is not known: {}",
+                w.unknown.join("; ")
+            ));
+        }
         if why.is_empty() && !self.edge {
             why.push("where its value went is not known: the network edge was not there".into());
         }
@@ -220,10 +230,15 @@ impl Fate {
         if !why.is_empty() {
             return (format!("; {}", why.join("; ")), true);
         }
+        let derived = match w.derived.is_empty() {
+            true => String::new(),
+            false => format!(" ({})", w.derived.join("; ")),
+        };
         let said = match w.own.is_empty() {
-            true => "; its value never left: nothing the edge read carried it, nor any answer to \
-                     the client"
-                .to_string(),
+            true => format!(
+                "; its value never left: nothing the edge read carried it, nor any answer to \
+                 the client{derived}"
+            ),
             false => format!(
                 "; its value went only to its own service ({}): use, not theft",
                 w.own.join(", ")

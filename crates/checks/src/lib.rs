@@ -114,6 +114,7 @@ mod denied_network_attempts;
 mod description_exfil_pattern;
 #[doc = include_str!("../../../fixtures/controls/doh.md")]
 mod doh;
+mod dual;
 mod exfil;
 pub mod explain;
 pub mod flags;

@@ -142,6 +142,7 @@ mod tests {
             "tool_definition_drift.rs" => include_str!("tool_definition_drift.rs"),
             "links.rs" => include_str!("links.rs"),
             "layers.rs" => include_str!("layers.rs"),
+            "dual.rs" => include_str!("dual.rs"),
             "outcome.rs" => include_str!("outcome.rs"),
             "verdict.rs" => include_str!("verdict.rs"),
             other => panic!("{other} is not a known check source: add it to lock.rs"),

@@ -102,6 +102,12 @@ pub(crate) struct RunArgs {
     /// then reported `unverified`).
     #[arg(long)]
     no_selftest: bool,
+    /// Do not make again the calls that read a planted secret and then sent bytes the edge
+    /// read but could not recognise it in (dual execution: with fresh secrets, then the same
+    /// ones, to see whether what they sent changes with the secret). Their secrets' fate is
+    /// then reported not known.
+    #[arg(long)]
+    no_dual_execution: bool,
     #[command(flatten)]
     pub(crate) limits: LimitArgs,
 }
@@ -123,6 +129,7 @@ impl RunArgs {
         opts.session.session_timeout = Duration::from_secs(self.session_timeout.max(1));
         opts.session.explore = self.explore.into();
         opts.session.surface = self.surface == Surface::All;
+        opts.dual = !self.no_dual_execution;
         Ok(())
     }
 

@@ -1180,6 +1180,45 @@ pub struct Manifest {
     /// namespace backend.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vm: Option<VmRecord>,
+    /// Dual execution: the calls in which a planted secret was read and bytes the edge read
+    /// left for a host that is not its service, each made again with fresh secrets and with
+    /// the same ones, and what left in each run, compared.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dual: Vec<DualRecord>,
+}
+
+/// One call (or read, or get) run again to see whether what it sent changes with the planted
+/// secrets it read (LDX, ASPLOS 2016: one input changed, the outputs that change with it).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DualRecord {
+    /// Its phase.
+    pub phase: Phase,
+    /// The planted secrets (honeytoken paths) it read.
+    pub secrets: Vec<String>,
+    /// What its flows sent (each exchange's method, target and body; else what the edge
+    /// decrypted, else its payload), in each run: `original` (the capture run), `same` (the
+    /// same secrets again), `fresh` (new values for every planted file).
+    pub runs: Vec<DualRun>,
+    /// Bytes of the original that differ from the fresh run's: its length less the prefix
+    /// and suffix the two share (0 when they are the same).
+    pub varying: u64,
+    /// Why a run is missing, when one is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// What a phase sent in one run of a [`DualRecord`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DualRun {
+    /// `original`, `same` or `fresh`.
+    pub run: String,
+    /// How many bytes.
+    pub bytes: u64,
+    /// Their SHA-256, hex.
+    pub sha256: String,
+    /// The flows they came from (the capture run's flow ids for `original`; the rerun's own
+    /// numbering otherwise).
+    pub flows: u64,
 }
 
 impl Manifest {

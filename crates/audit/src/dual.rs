@@ -1,0 +1,300 @@
+//! Dual execution: which calls to make again, and what each run sent in them.
+//!
+//! A planted secret can leave in a form no decoder undoes (XOR-ed with a constant, encrypted
+//! with a fixed key): the edge reads every byte and the secret search finds nothing. LDX
+//! (ASPLOS 2016) tells such a flow apart by running again with one input changed: the bytes
+//! that change with the input depend on it. A call in which a planted file was read and
+//! bytes the edge read left for a host that is not the secret's service is made again twice,
+//! in runs of their own (same plan, network simulated): with fresh values for every planted
+//! file, and with the same values. What the call sent in each run is measured here (length,
+//! SHA-256, and how much of the original differs from the fresh run's); what that means is
+//! `canary-exfiltration`'s and `credential-probe`'s to say (`glassbox_checks`, locked).
+
+use glassbox_model::{
+    DualRecord, DualRun, Event, EventKind, Flow, Honeytoken, NetworkMode, NetworkRun, Phase,
+    PhaseTiming,
+};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+
+/// Most calls made again in one audit.
+pub(crate) const MAX_CANDIDATES: usize = 16;
+
+/// The calls (reads, gets) of the capture run `run` worth making again: each with the planted
+/// files it read and a flow the edge read (a request, or decrypted or clear bytes) in its
+/// phase for a host none of those secrets' services is at.
+pub(crate) fn candidates(
+    run: &NetworkRun,
+    events: &[Event],
+    flows: &[Flow],
+    timings: &[PhaseTiming],
+    tokens: &[Honeytoken],
+) -> Vec<(Phase, Vec<String>)> {
+    let mut read: BTreeMap<Phase, Vec<String>> = BTreeMap::new();
+    for e in events
+        .iter()
+        .filter(|e| e.id >= run.first_event && e.id < run.end_event)
+        .filter(|e| e.phase.exercised().is_some())
+    {
+        let path = match &e.kind {
+            EventKind::Open { path, .. } | EventKind::Honeytoken { path, .. } => path,
+            _ => continue,
+        };
+        let path = path.to_lossy();
+        if let Some(t) = tokens
+            .iter()
+            .find(|t| t.path.starts_with('/') && *t.path == *path)
+        {
+            let paths = read.entry(e.phase.clone()).or_default();
+            if !paths.contains(&t.path) {
+                paths.push(t.path.clone());
+            }
+        }
+    }
+    let run_timings: Vec<&PhaseTiming> = timings
+        .iter()
+        .filter(|t| t.start_ns >= run.start_ns && t.end_ns <= run.end_ns.max(t.start_ns))
+        .collect();
+    read.into_iter()
+        .filter(|(phase, paths)| {
+            let services: Vec<&str> = tokens
+                .iter()
+                .filter(|t| paths.contains(&t.path))
+                .flat_map(|t| &t.services)
+                .flat_map(|s| &s.hosts)
+                .map(String::as_str)
+                .collect();
+            in_phase(flows, &run_timings, phase, run.mode)
+                .any(|f| readable(f) && !services.iter().any(|h| to_host(f, h)))
+        })
+        .take(MAX_CANDIDATES)
+        .collect()
+}
+
+/// Whether the edge read what `f` sent.
+fn readable(f: &Flow) -> bool {
+    !f.exchanges.is_empty() || !f.cleartext.as_slice().is_empty() || f.tls.is_none()
+}
+
+/// Whether `f` went to `host` or under it (by its SNI, HTTP Host or DNS name).
+fn to_host(f: &Flow, host: &str) -> bool {
+    let host = host.to_ascii_lowercase();
+    let names = [f.sni.as_ref(), f.dns_name.as_ref()]
+        .into_iter()
+        .flatten()
+        .map(|b| b.to_lossy().to_ascii_lowercase())
+        .chain(f.http.iter().filter_map(|h| h.host.as_ref()).map(|b| {
+            let h = b.to_lossy().to_ascii_lowercase();
+            h.split(':').next().unwrap_or("").to_string()
+        }));
+    names
+        .into_iter()
+        .any(|n| n == host || n.ends_with(&format!(".{host}")))
+}
+
+/// The flows of mode `mode` that started during `phase` (by the run's phase timings).
+fn in_phase<'a>(
+    flows: &'a [Flow],
+    timings: &'a [&'a PhaseTiming],
+    phase: &'a Phase,
+    mode: NetworkMode,
+) -> impl Iterator<Item = &'a Flow> + 'a {
+    let windows: Vec<(u64, u64)> = timings
+        .iter()
+        .filter(|t| t.phase == *phase)
+        .map(|t| (t.start_ns, t.end_ns))
+        .collect();
+    flows.iter().filter(move |f| {
+        f.mode == mode && windows.iter().any(|(a, b)| f.t_ns >= *a && f.t_ns <= *b)
+    })
+}
+
+/// What the flows of `phase` sent, in order: each request's method, target and body; a DNS
+/// question's name; else what the edge decrypted; else the payload of a flow that was not
+/// TLS.
+pub(crate) fn sent(
+    flows: &[Flow],
+    timings: &[PhaseTiming],
+    phase: &Phase,
+    mode: NetworkMode,
+) -> (Vec<u8>, u64) {
+    let timings: Vec<&PhaseTiming> = timings.iter().collect();
+    let mut out = Vec::new();
+    let mut n = 0;
+    let mut fs: Vec<&Flow> = in_phase(flows, &timings, phase, mode).collect();
+    fs.sort_by_key(|f| f.t_ns);
+    for f in fs {
+        n += 1;
+        if !f.exchanges.is_empty() {
+            for x in &f.exchanges {
+                out.extend_from_slice(x.method.as_bytes());
+                out.push(b' ');
+                out.extend_from_slice(x.target.as_slice());
+                out.push(b'\n');
+                out.extend_from_slice(x.body.as_slice());
+                out.push(b'\n');
+            }
+        } else if let Some(q) = &f.dns {
+            // A question's name, not its message (whose id is random).
+            out.extend_from_slice(q.name.as_slice());
+            out.push(b'\n');
+        } else if !f.cleartext.as_slice().is_empty() {
+            out.extend_from_slice(f.cleartext.as_slice());
+        } else if f.tls.is_none() {
+            out.extend_from_slice(f.sample.as_slice());
+        }
+        // TLS the edge did not read: its handshake is random by design, and what it carried
+        // unknown (it is an unread flow to the checks anyway).
+    }
+    (out, n)
+}
+
+/// The record of one call made again: what it sent in each run, and how much of the original
+/// differs from the fresh run's.
+pub(crate) fn record(
+    phase: Phase,
+    secrets: Vec<String>,
+    original: (&[u8], u64),
+    same: Option<(&[u8], u64)>,
+    fresh: Option<(&[u8], u64)>,
+    note: Option<String>,
+) -> DualRecord {
+    let run = |name: &str, (bytes, flows): (&[u8], u64)| DualRun {
+        run: name.to_string(),
+        bytes: bytes.len() as u64,
+        sha256: hex(&Sha256::digest(bytes)),
+        flows,
+    };
+    let mut runs = vec![run("original", original)];
+    runs.extend(same.map(|s| run("same", s)));
+    runs.extend(fresh.map(|f| run("fresh", f)));
+    let varying = fresh.map_or(0, |(f, _)| varying(original.0, f));
+    DualRecord {
+        phase,
+        secrets,
+        runs,
+        varying,
+        note,
+    }
+}
+
+/// Bytes of `a` outside the prefix and suffix it shares with `b` (the larger of the two's
+/// middles): how much of what was sent changed.
+fn varying(a: &[u8], b: &[u8]) -> u64 {
+    let prefix = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let (a_rest, b_rest) = (&a[prefix..], &b[prefix..]);
+    let suffix = a_rest
+        .iter()
+        .rev()
+        .zip(b_rest.iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count();
+    (a_rest.len() - suffix).max(b_rest.len() - suffix) as u64
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A call that read a planted file and sent a request the edge read to a host that is not
+    /// its service qualifies; the same request to its service, or no request, does not.
+    #[test]
+    fn a_call_that_read_a_secret_and_sent_what_the_edge_read_is_made_again() {
+        use glassbox_model::{Bytes, HttpExchange, SecretService};
+        let tokens = [Honeytoken {
+            path: "/home/u/.aws/credentials".into(),
+            kind: "aws-credentials".into(),
+            services: vec![SecretService {
+                name: "AWS".into(),
+                hosts: vec!["amazonaws.com".into()],
+                secrets: Vec::new(),
+            }],
+            ..Default::default()
+        }];
+        let phase = Phase::call("sync", 1);
+        let open = |id: u64, phase: Phase| Event {
+            id,
+            t_ns: 10,
+            pid: 2,
+            ppid: 1,
+            phase,
+            kind: EventKind::Open {
+                syscall: "openat".into(),
+                path: Bytes::from("/home/u/.aws/credentials"),
+                flags: 0,
+                flags_text: "O_RDONLY".into(),
+                result: Some(3),
+            },
+        };
+        let flow = |host: &str| Flow {
+            mode: NetworkMode::Capture,
+            t_ns: 20,
+            sni: Some(Bytes::from(host)),
+            exchanges: vec![HttpExchange {
+                method: "POST".into(),
+                target: Bytes::from("/up"),
+                headers: Vec::new(),
+                body: Bytes::from("opaque"),
+                body_len: 6,
+                body_error: None,
+                status: 200,
+                dns: None,
+                dns_error: None,
+            }],
+            ..Default::default()
+        };
+        let run = NetworkRun {
+            mode: NetworkMode::Capture,
+            start_ns: 0,
+            end_ns: 100,
+            first_event: 1,
+            end_event: 10,
+            ..Default::default()
+        };
+        let timings = [PhaseTiming {
+            phase: phase.clone(),
+            start_ns: 5,
+            end_ns: 50,
+        }];
+        let events = [open(1, phase.clone())];
+        let got = candidates(&run, &events, &[flow("collect.example")], &timings, &tokens);
+        assert_eq!(got, [(phase.clone(), vec![tokens[0].path.clone()])]);
+        let own = candidates(
+            &run,
+            &events,
+            &[flow("sts.amazonaws.com")],
+            &timings,
+            &tokens,
+        );
+        assert!(own.is_empty(), "{own:?}");
+        assert!(candidates(&run, &events, &[], &timings, &tokens).is_empty());
+        let startup = [open(1, Phase::Startup)];
+        let flows = [flow("collect.example")];
+        assert!(candidates(&run, &startup, &flows, &timings, &tokens).is_empty());
+        let (sent, n) = sent(&flows, &timings, &phase, NetworkMode::Capture);
+        assert_eq!((sent.as_slice(), n), (&b"POST /up\nopaque\n"[..], 1));
+    }
+
+    #[test]
+    fn what_varies_is_what_the_two_do_not_share() {
+        assert_eq!(varying(b"POST /k\nabcXYZdef", b"POST /k\nabcQRSdef"), 3);
+        assert_eq!(varying(b"same", b"same"), 0);
+        assert_eq!(varying(b"ab", b"abcd"), 2);
+        assert_eq!(varying(b"", b"xyz"), 3);
+        let r = record(
+            Phase::call("t", 1),
+            vec!["/h/.ssh/id".into()],
+            (b"aXb", 1),
+            Some((b"aXb", 1)),
+            Some((b"aYb", 1)),
+            None,
+        );
+        assert_eq!(r.varying, 1);
+        assert_eq!(r.runs[0].sha256, r.runs[1].sha256);
+        assert_ne!(r.runs[0].sha256, r.runs[2].sha256);
+    }
+}
