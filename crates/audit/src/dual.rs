@@ -22,7 +22,8 @@ pub(crate) const MAX_CANDIDATES: usize = 16;
 
 /// The calls (reads, gets) of the capture run `run` worth making again: each with the planted
 /// files it read and a flow the edge read (a request, or decrypted or clear bytes) in its
-/// phase for a host none of those secrets' services is at.
+/// phase, for a host none of those secrets' services is at, in which the secret search found
+/// no planted secret (one it found has left, as is: nothing to tell).
 pub(crate) fn candidates(
     run: &NetworkRun,
     events: &[Event],
@@ -51,6 +52,13 @@ pub(crate) fn candidates(
             }
         }
     }
+    let carrying: std::collections::HashSet<u64> = flows
+        .iter()
+        .zip(glassbox_checks::carries_planted_secret(flows, tokens))
+        .filter(|(_, carries)| *carries)
+        .map(|(f, _)| f.id)
+        .collect();
+    let found = |f: &Flow| carrying.contains(&f.id);
     let run_timings: Vec<&PhaseTiming> = timings
         .iter()
         .filter(|t| t.start_ns >= run.start_ns && t.end_ns <= run.end_ns.max(t.start_ns))
@@ -65,7 +73,7 @@ pub(crate) fn candidates(
                 .map(String::as_str)
                 .collect();
             in_phase(flows, &run_timings, phase, run.mode)
-                .any(|f| readable(f) && !services.iter().any(|h| to_host(f, h)))
+                .any(|f| readable(f) && !found(f) && !services.iter().any(|h| to_host(f, h)))
         })
         .take(MAX_CANDIDATES)
         .collect()
@@ -272,6 +280,14 @@ mod tests {
         );
         assert!(own.is_empty(), "{own:?}");
         assert!(candidates(&run, &events, &[], &timings, &tokens).is_empty());
+        // One that carries the secret as is: found already, nothing to tell.
+        let mut plain = flow("collect.example");
+        plain.id = 7;
+        plain.exchanges[0].body = Bytes::from("key=gbxSECRETVALUE0123456789");
+        let mut tokens = tokens.clone();
+        tokens[0].secrets = vec!["gbxSECRETVALUE0123456789".into()];
+        let got = candidates(&run, &events, &[plain], &timings, &tokens);
+        assert!(got.is_empty(), "{got:?}");
         let startup = [open(1, Phase::Startup)];
         let flows = [flow("collect.example")];
         assert!(candidates(&run, &startup, &flows, &timings, &tokens).is_empty());

@@ -889,8 +889,8 @@ impl<'a> Pipeline<'a> {
     /// bytes the edge read left for a host not its service are made again, in two runs of
     /// their own (network simulated, events not kept): with fresh values in every planted
     /// file, then with the same values; what each call sent in each run goes to
-    /// `manifest.dual`. Nothing is run when no call qualifies. The namespace backend only: a
-    /// microVM's calls are recorded as not made again.
+    /// `manifest.dual`. Nothing is run when no call qualifies. Under either backend: a
+    /// microVM's runs are fresh guests, planted from the secrets given as every run is.
     fn dual_runs(&mut self, target: &target::Resolved) -> Result<(), Error> {
         let Some(capture) = (self.manifest.network.runs.iter())
             .find(|r| r.mode == NetworkMode::Capture)
@@ -920,12 +920,9 @@ impl<'a> Pipeline<'a> {
             })
             .collect();
         let mut reruns: Vec<Rerun> = Vec::new();
-        let why_not = match (self.opts.dual, self.opts.isolation) {
-            (false, _) => "not made again: dual execution was turned off",
-            (true, Isolation::MicroVm) => {
-                "not made again: dual execution runs with the namespace backend"
-            }
-            (true, Isolation::Namespace) => "",
+        let why_not = match self.opts.dual {
+            false => "not made again: dual execution was turned off",
+            true => "",
         };
         if why_not.is_empty() {
             let ca = self.trust.as_ref().map(|c| c.pem.clone());

@@ -772,6 +772,20 @@ pub(crate) fn went(c: &crate::Context<'_>) -> Option<Vec<Went>> {
     Some(out)
 }
 
+/// Which of `flows` carry a planted secret of `tokens` in a form the search reads (any
+/// destination): what dual execution need not make again, the value already found.
+pub fn carries_planted_secret(flows: &[Flow], tokens: &[glassbox_model::Honeytoken]) -> Vec<bool> {
+    let mut out = vec![false; flows.len()];
+    if let Some(m) = Matcher::new(tokens) {
+        for ((fi, _), _) in leaks(&m, flows).items {
+            if let Some(o) = out.get_mut(fi) {
+                *o = true;
+            }
+        }
+    }
+    out
+}
+
 /// What `m` finds in each flow's fields, per (flow, honeytoken) by index.
 fn leaks(m: &Matcher, flows: &[Flow]) -> Keyed<(usize, usize), Leak> {
     let mut leaks: Keyed<(usize, usize), Leak> = Keyed::new();
