@@ -652,6 +652,8 @@ pub(crate) struct State {
     /// The install's connections relayed to the package registry: not read either, by
     /// design (the one destination a run may really reach); listed in a note.
     relayed: usize,
+    /// What each of `manifest.dual` says, in its order.
+    dual: Vec<crate::dual::DualFate>,
 }
 
 /// Whether `f` is a connection of the install relayed to the package registry, byte for byte.
@@ -667,13 +669,16 @@ pub(crate) fn start(c: &crate::Context<'_>) -> Box<dyn Evaluator> {
     // not made again) is as unread: whether a secret was in it is not known.
     let mut unread = unread(c.flows, |f| !relayed(f));
     let tokens = &c.manifest.sandbox.honeytokens;
-    for r in &c.manifest.dual {
-        let f = crate::dual::fate(r, tokens);
+    let dual: Vec<crate::dual::DualFate> = (c.manifest.dual.iter())
+        .map(|r| crate::dual::fate(r, tokens))
+        .collect();
+    for (r, f) in c.manifest.dual.iter().zip(&dual) {
         if matches!(f, crate::dual::DualFate::Unknown(_)) {
-            unread.push(crate::dual::said(&r.phase, &f));
+            unread.push(crate::dual::said(&r.phase, f));
         }
     }
     let mut s = State {
+        dual,
         leaks: Keyed::new(),
         phases: PhaseOf::default(),
         unread,
@@ -1065,8 +1070,7 @@ impl Evaluator for State {
         // Dual execution: a call whose bytes changed with the secret it read, enough of them
         // to carry it, sent the value encoded (unless a finding above already names that
         // call); what else the runs say is a note.
-        for r in &ctx.manifest.dual {
-            let f = crate::dual::fate(r, tokens);
+        for (r, f) in ctx.manifest.dual.iter().zip(self.dual) {
             let what = r
                 .secrets
                 .iter()

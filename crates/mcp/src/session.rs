@@ -487,8 +487,8 @@ impl<'a> Session<'a> {
         Ok(())
     }
 
-    /// One call of tool `i` ([`Session::call_planned`]); when the server's elicitation was
-    /// declined during it, the same call once more, accepting (once per tool: `accepted`).
+    /// One call of tool `i` ([`Session::call_planned`]), made again accepting when its
+    /// elicitation was declined ([`Session::accepting_again`]).
     fn exercise_call(
         &mut self,
         summary: &mut SessionSummary,
@@ -497,19 +497,38 @@ impl<'a> Session<'a> {
         retry_of: Option<u32>,
         accepted: &mut HashSet<usize>,
     ) -> Result<(), Fail> {
+        self.accepting_again(i, planned, accepted, |s, p, first| {
+            s.call_planned(summary, i, p, if first { retry_of } else { None })
+        })
+    }
+
+    /// `exercise` with `planned`'s values (`true`: the first time); when the server's
+    /// elicitation was declined during it, once more with the same values, accepting (once per
+    /// item: `accepted`). Both count in the calls' budget.
+    fn accepting_again(
+        &mut self,
+        i: usize,
+        planned: &args::PlannedCall,
+        accepted: &mut HashSet<usize>,
+        mut exercise: impl FnMut(&mut Self, &args::PlannedCall, bool) -> Result<(), Fail>,
+    ) -> Result<(), Fail> {
         self.declined = false;
         self.made += 1;
-        self.call_planned(summary, i, planned, retry_of)?;
+        exercise(self, planned, true)?;
         if !self.declined || !accepted.insert(i) {
             return Ok(());
         }
         let again = args::PlannedCall {
-            label: format!("{}, elicitation accepted", planned.label),
+            label: if planned.label.is_empty() {
+                "elicitation accepted".to_string()
+            } else {
+                format!("{}, elicitation accepted", planned.label)
+            },
             arguments: planned.arguments.clone(),
         };
         self.made += 1;
         self.elicit = Elicit::Accept;
-        let result = self.call_planned(summary, i, &again, None);
+        let result = exercise(self, &again, false);
         self.elicit = Elicit::Decline;
         self.declined = false;
         result
@@ -740,8 +759,8 @@ impl<'a> Session<'a> {
     }
 
     /// One read or get of surface item `i` with `planned`'s values (first the completions
-    /// `completing` names), recorded in its [`SurfaceRecord::reads`]; made once more,
-    /// accepting, when an elicitation was declined during it (once per item: `accepted`).
+    /// `completing` names), recorded in its [`SurfaceRecord::reads`]; made again accepting
+    /// when its elicitation was declined ([`Session::accepting_again`]).
     fn exercise_read(
         &mut self,
         summary: &mut SessionSummary,
@@ -750,26 +769,9 @@ impl<'a> Session<'a> {
         completing: Option<&(Value, Vec<String>)>,
         accepted: &mut HashSet<usize>,
     ) -> Result<(), Fail> {
-        self.declined = false;
-        self.made += 1;
-        self.read_planned(summary, i, planned, completing)?;
-        if !self.declined || !accepted.insert(i) {
-            return Ok(());
-        }
-        let again = args::PlannedCall {
-            label: if planned.label.is_empty() {
-                "elicitation accepted".to_string()
-            } else {
-                format!("{}, elicitation accepted", planned.label)
-            },
-            arguments: planned.arguments.clone(),
-        };
-        self.made += 1;
-        self.elicit = Elicit::Accept;
-        let result = self.read_planned(summary, i, &again, None);
-        self.elicit = Elicit::Decline;
-        self.declined = false;
-        result
+        self.accepting_again(i, planned, accepted, |s, p, first| {
+            s.read_planned(summary, i, p, completing.filter(|_| first))
+        })
     }
 
     fn read_planned(
@@ -907,10 +909,7 @@ impl<'a> Session<'a> {
             let Some(method) = request.get("method").and_then(Value::as_str) else {
                 continue;
             };
-            *self
-                .asked
-                .entry(method.chars().take(64).collect())
-                .or_default() += 1;
+            self.count_request(method);
             if let Some(answer) = self.answer_of(method, request.get("params")) {
                 out.insert(key.clone(), answer);
             }
@@ -1546,14 +1545,7 @@ impl<'a> Session<'a> {
     /// Answers a request the server sent to glassbox (see [`crate::surface`]): at most
     /// [`surface::MAX_REQUESTS_PER_PHASE`] of one phase get a real answer.
     fn answer_server_request(&mut self, id: Value, method: String, params: Option<&Value>) {
-        let key = if method.len() <= 64 {
-            method.clone()
-        } else {
-            "(a method name longer than 64 bytes)".to_string()
-        };
-        if self.asked.len() < 64 || self.asked.contains_key(&key) {
-            *self.asked.entry(key).or_default() += 1;
-        }
+        self.count_request(&method);
         self.asked_in_phase = self.asked_in_phase.saturating_add(1);
         let answer = if self.asked_in_phase > surface::MAX_REQUESTS_PER_PHASE {
             Err((
@@ -1578,6 +1570,19 @@ impl<'a> Session<'a> {
         // If the server stopped reading stdin, the reply is dropped; the pending request
         // notices.
         let _ = self.send(&reply, true, None, headers);
+    }
+
+    /// Counts a request of the server's by its method, in at most 64 methods (a name longer
+    /// than 64 bytes counted under one name for all such).
+    fn count_request(&mut self, method: &str) {
+        let key = if method.len() <= 64 {
+            method.to_string()
+        } else {
+            "(a method name longer than 64 bytes)".to_string()
+        };
+        if self.asked.len() < 64 || self.asked.contains_key(&key) {
+            *self.asked.entry(key).or_default() += 1;
+        }
     }
 
     /// The answer to the server's request `method` ([`surface::answer`]), noting a declined
