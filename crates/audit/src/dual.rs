@@ -6,9 +6,15 @@
 //! that change with the input depend on it. A call in which a planted file was read and
 //! bytes the edge read left for a host that is not the secret's service is made again twice,
 //! in runs of their own (same plan, network simulated): with fresh values for every planted
-//! file, and with the same values. What the call sent in each run is measured here (length,
-//! SHA-256, and how much of the original differs from the fresh run's); what that means is
-//! `canary-exfiltration`'s and `credential-probe`'s to say (`glassbox_checks`, locked).
+//! file, and with the same values. What each run sent to the hosts that call's flows went to
+//! is measured here (length, SHA-256, and how much of the original differs from the fresh
+//! run's); what that means is `canary-exfiltration`'s and `credential-probe`'s to say
+//! (`glassbox_checks`, locked).
+//!
+//! The measure is by destination over the whole run, not by the call's time window: a flow a
+//! server started before the call (at start-up, say) can begin inside the window in one run
+//! and before it in the next, and a window would then call bytes that never changed "varying
+//! anyway" (what failed a control on a loaded machine).
 
 use glassbox_model::{
     DualRecord, DualRun, Event, EventKind, Flow, Honeytoken, NetworkMode, NetworkRun, Phase,
@@ -20,6 +26,15 @@ use std::collections::BTreeMap;
 /// Most calls made again in one audit.
 pub(crate) const MAX_CANDIDATES: usize = 16;
 
+/// A call worth making again: its phase, the planted files it read, and the destinations
+/// ([`destination`]) of the flows that make it one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Candidate {
+    pub phase: Phase,
+    pub secrets: Vec<String>,
+    pub destinations: Vec<String>,
+}
+
 /// The calls (reads, gets) of the capture run `run` worth making again: each with the planted
 /// files it read and a flow the edge read (a request, or decrypted or clear bytes) in its
 /// phase, for a host none of those secrets' services is at, in which the secret search found
@@ -30,7 +45,7 @@ pub(crate) fn candidates(
     flows: &[Flow],
     timings: &[PhaseTiming],
     tokens: &[Honeytoken],
-) -> Vec<(Phase, Vec<String>)> {
+) -> Vec<Candidate> {
     let mut read: BTreeMap<Phase, Vec<String>> = BTreeMap::new();
     for e in events
         .iter()
@@ -64,19 +79,47 @@ pub(crate) fn candidates(
         .filter(|t| t.start_ns >= run.start_ns && t.end_ns <= run.end_ns.max(t.start_ns))
         .collect();
     read.into_iter()
-        .filter(|(phase, paths)| {
+        .filter_map(|(phase, secrets)| {
             let services: Vec<&str> = tokens
                 .iter()
-                .filter(|t| paths.contains(&t.path))
+                .filter(|t| secrets.contains(&t.path))
                 .flat_map(|t| &t.services)
                 .flat_map(|s| &s.hosts)
                 .map(String::as_str)
                 .collect();
-            in_phase(flows, &run_timings, phase, run.mode)
-                .any(|f| readable(f) && !found(f) && !services.iter().any(|h| to_host(f, h)))
+            let mut destinations: Vec<String> = in_phase(flows, &run_timings, &phase, run.mode)
+                .filter(|f| readable(f) && !found(f) && !services.iter().any(|h| to_host(f, h)))
+                .map(destination)
+                .collect();
+            destinations.sort();
+            destinations.dedup();
+            (!destinations.is_empty()).then_some(Candidate {
+                phase,
+                secrets,
+                destinations,
+            })
         })
         .take(MAX_CANDIDATES)
         .collect()
+}
+
+/// Where `f` went, as the runs can match it: the name it asked for (a DNS question's, else
+/// its SNI, HTTP Host or the name its address was resolved from), else its address.
+pub(crate) fn destination(f: &Flow) -> String {
+    let name = (f.dns.as_ref().map(|q| &q.name))
+        .or(f.sni.as_ref())
+        .or(f.http.as_ref().and_then(|h| h.host.as_ref()))
+        .or(f.dns_name.as_ref())
+        .map(|b| {
+            let h = b.to_lossy().to_ascii_lowercase();
+            let h = h.trim_end_matches('.');
+            // A Host header's port is not part of the name.
+            match h.rsplit_once(':') {
+                Some((host, port)) if port.bytes().all(|c| c.is_ascii_digit()) => host.into(),
+                _ => h.to_string(),
+            }
+        });
+    name.unwrap_or_else(|| f.dst.to_string())
 }
 
 /// Whether the edge read what `f` sent.
@@ -117,21 +160,20 @@ fn in_phase<'a>(
     })
 }
 
-/// What the flows of `phase` sent, in order: each request's method, target and body; a DNS
-/// question's name; else what the edge decrypted; else the payload of a flow that was not
-/// TLS.
-pub(crate) fn sent(
-    flows: &[Flow],
-    timings: &[PhaseTiming],
-    phase: &Phase,
-    mode: NetworkMode,
-) -> (Vec<u8>, u64) {
-    let timings: Vec<&PhaseTiming> = timings.iter().collect();
+/// What the flows of mode `mode` sent to `destinations` over the whole run, by destination
+/// and then in order: each request's method, target and body; a DNS question's name; else
+/// what the edge decrypted; else the payload of a flow that was not TLS.
+pub(crate) fn sent(flows: &[Flow], destinations: &[String], mode: NetworkMode) -> (Vec<u8>, u64) {
     let mut out = Vec::new();
     let mut n = 0;
-    let mut fs: Vec<&Flow> = in_phase(flows, &timings, phase, mode).collect();
-    fs.sort_by_key(|f| f.t_ns);
-    for f in fs {
+    let mut fs: Vec<(String, &Flow)> = flows
+        .iter()
+        .filter(|f| f.mode == mode)
+        .map(|f| (destination(f), f))
+        .filter(|(d, _)| destinations.contains(d))
+        .collect();
+    fs.sort_by(|(a, f), (b, g)| a.cmp(b).then(f.t_ns.cmp(&g.t_ns)));
+    for (_, f) in fs {
         n += 1;
         if !f.exchanges.is_empty() {
             for x in &f.exchanges {
@@ -160,8 +202,7 @@ pub(crate) fn sent(
 /// The record of one call made again: what it sent in each run, and how much of the original
 /// differs from the fresh run's.
 pub(crate) fn record(
-    phase: Phase,
-    secrets: Vec<String>,
+    c: Candidate,
     original: (&[u8], u64),
     same: Option<(&[u8], u64)>,
     fresh: Option<(&[u8], u64)>,
@@ -178,8 +219,9 @@ pub(crate) fn record(
     runs.extend(fresh.map(|f| run("fresh", f)));
     let varying = fresh.map_or(0, |(f, _)| varying(original.0, f));
     DualRecord {
-        phase,
-        secrets,
+        phase: c.phase,
+        secrets: c.secrets,
+        destinations: c.destinations,
         runs,
         varying,
         note,
@@ -270,7 +312,12 @@ mod tests {
         }];
         let events = [open(1, phase.clone())];
         let got = candidates(&run, &events, &[flow("collect.example")], &timings, &tokens);
-        assert_eq!(got, [(phase.clone(), vec![tokens[0].path.clone()])]);
+        let want = Candidate {
+            phase: phase.clone(),
+            secrets: vec![tokens[0].path.clone()],
+            destinations: vec!["collect.example".into()],
+        };
+        assert_eq!(got, std::slice::from_ref(&want));
         let own = candidates(
             &run,
             &events,
@@ -291,8 +338,46 @@ mod tests {
         let startup = [open(1, Phase::Startup)];
         let flows = [flow("collect.example")];
         assert!(candidates(&run, &startup, &flows, &timings, &tokens).is_empty());
-        let (sent, n) = sent(&flows, &timings, &phase, NetworkMode::Capture);
-        assert_eq!((sent.as_slice(), n), (&b"POST /up\nopaque\n"[..], 1));
+        let (got, n) = sent(&flows, &want.destinations, NetworkMode::Capture);
+        assert_eq!((got.as_slice(), n), (&b"POST /up\nopaque\n"[..], 1));
+    }
+
+    /// What a run sent is measured by destination over the whole run: a flow that began
+    /// before the call in one run and inside it in another measures the same; flows to other
+    /// hosts, or of another mode, are not in it.
+    #[test]
+    fn what_a_run_sent_is_by_destination_not_by_the_call_s_window() {
+        use glassbox_model::{Bytes, HttpRequest};
+        let flow = |t_ns: u64, host: &str, mode: NetworkMode, payload: &str| Flow {
+            mode,
+            t_ns,
+            http: Some(HttpRequest {
+                method: "GET".into(),
+                target: Bytes::from("/v2"),
+                host: Some(Bytes::from(format!("{host}:80"))),
+            }),
+            sample: Bytes::from(payload),
+            ..Default::default()
+        };
+        let dests = vec!["flags.vendor.example".to_string()];
+        let early = [
+            flow(1, "flags.vendor.example", NetworkMode::Capture, "GET /v2\n"),
+            flow(2, "other.example", NetworkMode::Capture, "x"),
+            flow(3, "flags.vendor.example", NetworkMode::Denied, "GET /v2\n"),
+        ];
+        let late = [
+            flow(2, "other.example", NetworkMode::Capture, "y"),
+            flow(
+                90,
+                "flags.vendor.example",
+                NetworkMode::Capture,
+                "GET /v2\n",
+            ),
+        ];
+        assert_eq!(destination(&early[0]), "flags.vendor.example");
+        let a = sent(&early, &dests, NetworkMode::Capture);
+        assert_eq!(a, (b"GET /v2\n".to_vec(), 1));
+        assert_eq!(a, sent(&late, &dests, NetworkMode::Capture));
     }
 
     #[test]
@@ -302,8 +387,11 @@ mod tests {
         assert_eq!(varying(b"ab", b"abcd"), 2);
         assert_eq!(varying(b"", b"xyz"), 3);
         let r = record(
-            Phase::call("t", 1),
-            vec!["/h/.ssh/id".into()],
+            Candidate {
+                phase: Phase::call("t", 1),
+                secrets: vec!["/h/.ssh/id".into()],
+                destinations: vec!["c.example".into()],
+            },
             (b"aXb", 1),
             Some((b"aXb", 1)),
             Some((b"aYb", 1)),

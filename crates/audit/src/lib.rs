@@ -908,16 +908,10 @@ impl<'a> Pipeline<'a> {
         if candidates.is_empty() {
             return Ok(());
         }
+        // The capture run's flows only (the denied run's are of another mode).
         let original: Vec<(Vec<u8>, u64)> = candidates
             .iter()
-            .map(|(phase, _)| {
-                dual::sent(
-                    &self.flows,
-                    &self.manifest.timings,
-                    phase,
-                    NetworkMode::Capture,
-                )
-            })
+            .map(|c| dual::sent(&self.flows, &c.destinations, NetworkMode::Capture))
             .collect();
         let mut reruns: Vec<Rerun> = Vec::new();
         let why_not = match self.opts.dual {
@@ -932,11 +926,11 @@ impl<'a> Pipeline<'a> {
                 reruns.push(self.rerun(target, secrets, suffix));
             }
         }
-        for (i, (phase, secrets)) in candidates.into_iter().enumerate() {
+        for (i, c) in candidates.into_iter().enumerate() {
             let measured = |r: &Rerun| {
                 r.as_ref()
                     .ok()
-                    .map(|(t, f)| dual::sent(f, t, &phase, NetworkMode::Capture))
+                    .map(|f| dual::sent(f, &c.destinations, NetworkMode::Capture))
             };
             let fresh = reruns.first().and_then(measured);
             let same = reruns.get(1).and_then(measured);
@@ -945,8 +939,7 @@ impl<'a> Pipeline<'a> {
                 runs => runs.iter().find_map(|r| r.as_ref().err().cloned()),
             };
             let rec = dual::record(
-                phase,
-                secrets,
+                c,
                 (&original[i].0, original[i].1),
                 same.as_ref().map(|(b, n)| (b.as_slice(), *n)),
                 fresh.as_ref().map(|(b, n)| (b.as_slice(), *n)),
@@ -958,8 +951,8 @@ impl<'a> Pipeline<'a> {
         Ok(())
     }
 
-    /// One run of dual execution with `secrets` planted: its phase timings and flows (its
-    /// events, transcript aside, are not kept), or why it could not be made.
+    /// One run of dual execution with `secrets` planted: its flows (its events, transcript
+    /// aside, are not kept), or why it could not be made.
     fn rerun(&mut self, target: &target::Resolved, secrets: run::Secrets, suffix: &str) -> Rerun {
         let run = one_run(
             target,
@@ -988,7 +981,7 @@ impl<'a> Pipeline<'a> {
         if let Some(f) = &run.session.failure {
             return Err(format!("the run{suffix} did not complete: {f}"));
         }
-        Ok((run.timings, run.recording.edge.flows))
+        Ok(run.recording.edge.flows)
     }
 
     /// The bundle completed and the checks run over it ([`finish`]).
@@ -1009,8 +1002,8 @@ impl<'a> Pipeline<'a> {
     }
 }
 
-/// A run of dual execution: its phase timings and flows, or why it could not be made.
-type Rerun = Result<(Vec<PhaseTiming>, Vec<glassbox_model::Flow>), String>;
+/// A run of dual execution: its flows, or why it could not be made.
+type Rerun = Result<Vec<glassbox_model::Flow>, String>;
 
 /// What an audit recorded, ready for the checks.
 struct Recorded<'a> {

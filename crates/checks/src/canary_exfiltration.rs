@@ -674,7 +674,7 @@ pub(crate) fn start(c: &crate::Context<'_>) -> Box<dyn Evaluator> {
         .collect();
     for (r, f) in c.manifest.dual.iter().zip(&dual) {
         if matches!(f, crate::dual::DualFate::Unknown(_)) {
-            unread.push(crate::dual::said(&r.phase, f));
+            unread.push(crate::dual::said(r, f));
         }
     }
     let mut s = State {
@@ -753,7 +753,7 @@ pub(crate) fn went(c: &crate::Context<'_>) -> Option<Vec<Went>> {
             if !r.secrets.contains(&h.path) {
                 continue;
             }
-            let said = crate::dual::said(&r.phase, &f);
+            let said = crate::dual::said(r, &f);
             let w = &mut out[ti];
             match f {
                 crate::dual::DualFate::Encoded { .. } => w.elsewhere.push(said),
@@ -1080,12 +1080,9 @@ impl Evaluator for State {
             let summary = match f {
                 crate::dual::DualFate::Encoded { .. } => format!(
                     "the planted secret of {what} left in {}",
-                    crate::dual::said(&r.phase, &f)
+                    crate::dual::said(r, &f)
                 ),
-                _ => format!(
-                    "the planted secret of {what}: {}",
-                    crate::dual::said(&r.phase, &f)
-                ),
+                _ => format!("the planted secret of {what}: {}", crate::dual::said(r, &f)),
             };
             match f {
                 crate::dual::DualFate::Encoded { .. } => {

@@ -12,7 +12,7 @@
 //!   missing: whether the value left is not known ([`DualFate::Unknown`]), which accuses as an
 //!   unread flow does.
 
-use glassbox_model::{DualRecord, Honeytoken, Phase};
+use glassbox_model::{DualRecord, Honeytoken};
 
 /// What one record says.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -79,9 +79,13 @@ pub(crate) fn fate(r: &DualRecord, tokens: &[Honeytoken]) -> DualFate {
     }
 }
 
-/// What a fate says, for a summary: the phase, and how the runs compared.
-pub(crate) fn said(phase: &Phase, f: &DualFate) -> String {
-    let during = crate::text::phase(phase);
+/// What a fate says, for a summary: the phase, where its flows went, and how the runs
+/// compared.
+pub(crate) fn said(r: &DualRecord, f: &DualFate) -> String {
+    let during = match r.destinations.as_slice() {
+        [] => crate::text::phase(&r.phase),
+        d => format!("{} to {}", crate::text::phase(&r.phase), d.join(", ")),
+    };
     match f {
         DualFate::Encoded { varying, bytes } => format!(
             "what {during} sent ({bytes} bytes), encoded: {varying} of its bytes changed with \
@@ -102,7 +106,7 @@ pub(crate) fn said(phase: &Phase, f: &DualFate) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use glassbox_model::DualRun;
+    use glassbox_model::{DualRun, Phase};
 
     fn rec(o: &str, s: Option<&str>, f: Option<&str>, varying: u64) -> DualRecord {
         let run = |name: &str, h: &str| DualRun {
@@ -117,6 +121,7 @@ mod tests {
         DualRecord {
             phase: Phase::call("t", 1),
             secrets: vec!["/h/.ssh/id".into()],
+            destinations: vec!["c.example".into()],
             runs,
             varying,
             note: None,

@@ -1195,9 +1195,14 @@ pub struct DualRecord {
     pub phase: Phase,
     /// The planted secrets (honeytoken paths) it read.
     pub secrets: Vec<String>,
-    /// What its flows sent (each exchange's method, target and body; else what the edge
-    /// decrypted, else its payload), in each run: `original` (the capture run), `same` (the
-    /// same secrets again), `fresh` (new values for every planted file).
+    /// Where the flows that made it worth making again went (a name asked for, else an
+    /// address): what each run sent is measured to these.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub destinations: Vec<String>,
+    /// What each run sent to `destinations`, over the whole run (each exchange's method,
+    /// target and body; else what the edge decrypted, else its payload): `original` (the
+    /// capture run), `same` (the same secrets again), `fresh` (new values for every planted
+    /// file).
     pub runs: Vec<DualRun>,
     /// Bytes of the original that differ from the fresh run's: its length less the prefix
     /// and suffix the two share (0 when they are the same).
