@@ -151,6 +151,10 @@ pub struct AuditOptions {
     /// bytes the edge read left for a host not its service is made again with fresh and with
     /// the same secrets. Off, such a call's fate is not known (`--no-dual-execution`).
     pub dual: bool,
+    /// The eBPF recorder's ring buffer in bytes (`None`: 16 MiB). Smaller loses records, and
+    /// every record larger than it: the selftest's control of lost records sets it (a
+    /// control's `ring:`), no audit should. The manifest's recorder mechanism says so.
+    pub recorder_ring: Option<usize>,
 }
 
 /// The cloud metadata service's address (AWS, GCP, Azure, OpenStack alike).
@@ -289,6 +293,7 @@ impl AuditOptions {
             responder: ResponderChoice::Ok,
             metadata_probe: metadata_probe_default().unwrap_or(METADATA_STAND_IN),
             dual: true,
+            recorder_ring: None,
         }
     }
 }
@@ -766,6 +771,7 @@ impl<'a> Pipeline<'a> {
                 limits: self.opts.limits.clone(),
                 answer: self.answer.clone(),
                 trust: self.trust.clone(),
+                ring: self.opts.recorder_ring,
             },
             self.progress,
             &mut |settings, mechanism| {
@@ -841,7 +847,9 @@ impl<'a> Pipeline<'a> {
             }
         }
         let st = &run.recording.stats;
-        manifest.recorder.add_lost(st.lost, &st.lost_why);
+        manifest
+            .recorder
+            .add_lost(st.lost, st.lost_files, &st.lost_why);
         if let Some(f) = &run.recording.stats.failure {
             let what = format!("{} run: {f}", mode.name());
             manifest.recorder.failure = Some(match manifest.recorder.failure.take() {
@@ -973,6 +981,7 @@ impl<'a> Pipeline<'a> {
                 limits: self.opts.limits.clone(),
                 answer: self.answer.clone(),
                 trust: self.trust.clone(),
+                ring: self.opts.recorder_ring,
             },
             self.progress,
             &mut |_, _| Ok(()),
@@ -1243,6 +1252,7 @@ fn install_phase(
             limits: opts.limits.clone(),
             answer: cx.answer.clone(),
             trust: cx.answer.as_ref().map(run::CaCertificate::of),
+            ring: opts.recorder_ring,
         },
         Some(opts.install_timeout),
     )?;
@@ -1277,9 +1287,11 @@ fn install_phase(
         start_ns,
         end_ns,
     });
-    cx.manifest
-        .recorder
-        .add_lost(recording.stats.lost, &recording.stats.lost_why);
+    cx.manifest.recorder.add_lost(
+        recording.stats.lost,
+        recording.stats.lost_files,
+        &recording.stats.lost_why,
+    );
     if let Some(f) = &recording.stats.failure {
         cx.manifest.recorder.failure = Some(format!("install run: {f}"));
     }
@@ -1482,6 +1494,7 @@ fn new_manifest(
             channels,
             lost: 0,
             lost_why: Vec::new(),
+            lost_file_calls: 0,
             unobserved: Vec::new(),
             failure: None,
         },
@@ -2050,6 +2063,7 @@ pub fn trace(
             limits: glassbox_sandbox::Limits::default(),
             answer,
             trust,
+            ring: None,
         },
     )?;
     let pump = |from: Option<std::fs::File>, mut to: Box<dyn std::io::Write + Send>| {

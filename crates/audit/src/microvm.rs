@@ -411,6 +411,7 @@ pub(crate) fn start(
             pem: c.pem.clone(),
             der: c.der.clone(),
         }),
+        ring: plan.ring.map(|b| b as u64),
     };
     let exe = std::env::current_exe()
         .map_err(|e| Error::Internal(format!("cannot find glassbox's own executable: {e}")))?;
@@ -836,6 +837,7 @@ impl VmRun {
                 events: stats.events,
                 lost: stats.lost,
                 lost_why: stats.lost_why,
+                lost_files: stats.lost_files,
                 syscalls: stats.syscalls,
                 failure: stats.failure.or_else(|| {
                     write_error.map(|w| format!("the guest could not send its events: {w}"))
@@ -1033,6 +1035,7 @@ fn guest_run(sink: &run::SharedSink) -> Result<Record, Error> {
                 pem: c.pem,
                 der: c.der,
             }),
+            ring: req.ring.map(|b| b as usize),
         },
     )?;
     let (isolation, canary_sockets) = running
@@ -1120,6 +1123,7 @@ fn guest_run(sink: &run::SharedSink) -> Result<Record, Error> {
             events: st.events,
             lost: st.lost,
             lost_why: st.lost_why,
+            lost_files: st.lost_files,
             syscalls: st.syscalls,
             failure: st.failure,
         },

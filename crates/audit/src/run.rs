@@ -439,6 +439,11 @@ pub(crate) struct RunPlan {
     /// The certificate the sandbox trusts (the authority's, without its key: what a microVM
     /// guest gets), when the edge answers.
     pub trust: Option<CaCertificate>,
+    /// The eBPF recorder's ring buffer in bytes ([`AuditOptions::recorder_ring`]; `None`: its
+    /// default).
+    ///
+    /// [`AuditOptions::recorder_ring`]: crate::AuditOptions::recorder_ring
+    pub ring: Option<usize>,
 }
 
 /// The audit's CA certificate, as a sandbox trusts it.
@@ -590,10 +595,11 @@ pub(crate) fn start(
             }
         }
         if files_by_ebpf {
-            files = Some(
-                FileChannel::attach(server_pid)
-                    .map_err(|e| format!("cannot attach the eBPF recorder: {e}"))?,
-            );
+            let channel = match plan.ring {
+                Some(bytes) => FileChannel::attach_with_ring(server_pid, bytes),
+                None => FileChannel::attach(server_pid),
+            };
+            files = Some(channel.map_err(|e| format!("cannot attach the eBPF recorder: {e}"))?);
         }
         Ok(())
     })?;

@@ -119,6 +119,11 @@ pub struct Case {
     /// what they name explains egress there).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, String>,
+    /// The eBPF recorder's ring buffer for this control, in bytes (its header's `ring:`): a
+    /// control of what a run that lost records says. It runs only where the eBPF channel
+    /// records (elsewhere it is skipped, and says why).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ring: Option<u64>,
 }
 
 impl Controls {
@@ -198,6 +203,34 @@ pub struct CaseResult {
     /// The recorder its audit was recorded by (a [`recorder_key`]).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub recorder: String,
+    /// Why it was not run, when it was not (a control of the eBPF channel under another
+    /// recorder): it then counts for no check.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
+}
+
+impl CaseResult {
+    /// A control not run, and why.
+    fn skipped(case: &Case, recorder: &str, why: String) -> CaseResult {
+        CaseResult {
+            name: case.name.clone(),
+            outcomes: BTreeMap::new(),
+            verdict: None,
+            misses: Vec::new(),
+            todo: Vec::new(),
+            lost: Vec::new(),
+            recorder: recorder.into(),
+            skipped: Some(why),
+        }
+    }
+}
+
+/// Why `case` is not run with `recorder` (a [`recorder_key`]), if it is not: a control of the
+/// eBPF channel's ring (`ring:`) means nothing where that channel does not record.
+fn not_for(case: &Case, recorder: &str) -> Option<String> {
+    case.ring.filter(|_| recorder != "ebpf").map(|bytes| {
+        format!("a control of the eBPF channel's ring buffer ({bytes} bytes): not recorded by it here ({recorder})")
+    })
 }
 
 /// How many times in all a control whose guest was lost is run.
@@ -546,10 +579,11 @@ fn tally(id: &str, version: u32, controls: &Controls, cases: &[CaseResult]) -> T
         let Some(want) = case.expect.get(id) else {
             continue;
         };
-        let got = cases
-            .iter()
-            .find(|c| c.name == case.name)
-            .and_then(|c| c.outcomes.get(id));
+        let result = cases.iter().find(|c| c.name == case.name);
+        if result.is_some_and(|r| r.skipped.is_some()) {
+            continue;
+        }
+        let got = result.and_then(|c| c.outcomes.get(id));
         let flagged = got == Some(&Outcome::Flag);
         match (want.as_str(), flagged) {
             ("flag", true) => t.tp += 1,
@@ -605,6 +639,7 @@ fn run_case_again_if_lost(
                         todo: Vec::new(),
                         lost,
                         recorder: String::new(),
+                        skipped: None,
                     });
                 }
             }
@@ -621,6 +656,11 @@ enum Attempt {
 }
 
 fn run_case(case: &Case, opts: &Options, lib: &Path, scratch: &Path) -> Result<Attempt, Error> {
+    if let Some(why) = expected_recorder(opts.isolation, opts.recorder)
+        .and_then(|r| not_for(case, r).map(|why| (r, why)))
+    {
+        return Ok(Attempt::Done(CaseResult::skipped(case, why.0, why.1)));
+    }
     let dir = opts.fixtures.join(&case.dir);
     let dir =
         std::fs::canonicalize(&dir).map_err(|source| Error::Evidence { path: dir, source })?;
@@ -632,6 +672,7 @@ fn run_case(case: &Case, opts: &Options, lib: &Path, scratch: &Path) -> Result<A
     o.evidence_dir = Some(evidence);
     o.recorder = opts.recorder;
     o.isolation = opts.isolation;
+    o.recorder_ring = case.ring.map(|b| b as usize);
     // As a client configuration gets it (`--config`): a variable named like a secret is the
     // user's declared secret, given a canary, its value in the header aside.
     o.server_env = case
@@ -678,6 +719,11 @@ fn run_case(case: &Case, opts: &Options, lib: &Path, scratch: &Path) -> Result<A
             )));
         }
     }
+    let recorder = recorder_key(&a.evidence.manifest.recorder.mechanism);
+    // A guest that chose its recorder itself (`auto` in a microVM) chose another.
+    if let Some(why) = not_for(case, recorder) {
+        return Ok(Attempt::Done(CaseResult::skipped(case, recorder, why)));
+    }
     let mut r = CaseResult {
         name: case.name.clone(),
         outcomes: BTreeMap::new(),
@@ -685,7 +731,8 @@ fn run_case(case: &Case, opts: &Options, lib: &Path, scratch: &Path) -> Result<A
         misses: Vec::new(),
         todo: Vec::new(),
         lost: Vec::new(),
-        recorder: recorder_key(&a.evidence.manifest.recorder.mechanism).into(),
+        recorder: recorder.into(),
+        skipped: None,
     };
     for (id, want) in &case.expect {
         let got = a
@@ -842,6 +889,7 @@ mod tests {
             verdict: "clean".into(),
             network: true,
             env: BTreeMap::new(),
+            ring: None,
         };
         let got = |name: &str, o: Outcome| CaseResult {
             name: name.into(),
@@ -851,6 +899,7 @@ mod tests {
             todo: Vec::new(),
             lost: Vec::new(),
             recorder: "notify".into(),
+            skipped: None,
         };
         let controls = Controls {
             checks: vec!["doh".into()],
@@ -871,6 +920,43 @@ mod tests {
         // A flag there is a false accusation: counted, but no false assurance.
         let t = said(Outcome::Flag);
         assert!(t.proven && t.blind == 0 && t.fp == 1, "{t:?}");
+    }
+
+    /// A control of the eBPF channel's ring runs only where that channel records; skipped,
+    /// it counts for no check (neither a miss nor a proof).
+    #[test]
+    fn a_control_of_the_ebpf_ring_is_skipped_under_another_recorder_and_counts_for_nothing() {
+        let mut case = Case {
+            name: "flood".into(),
+            dir: "flood".into(),
+            command: vec!["python3".into(), "server.py".into()],
+            expect: [("persistence".to_string(), "not-observed".to_string())].into(),
+            verdict: "inconclusive".into(),
+            network: false,
+            env: BTreeMap::new(),
+            ring: Some(4096),
+        };
+        assert!(not_for(&case, "ebpf").is_none());
+        let why = not_for(&case, "notify").unwrap();
+        assert!(
+            why.contains("4096 bytes") && why.contains("notify"),
+            "{why}"
+        );
+        let controls = Controls {
+            checks: vec!["persistence".into()],
+            cases: vec![case.clone()],
+        };
+        let skipped = CaseResult::skipped(&case, "notify", why);
+        let t = tally("persistence", 1, &controls, &[skipped]);
+        assert_eq!((t.tp, t.tn, t.fp, t.fn_, t.blind), (0, 0, 0, 0, 0), "{t:?}");
+        // Not skipped and silent, it is a false assurance as any.
+        let mut ran = CaseResult::skipped(&case, "ebpf", String::new());
+        ran.skipped = None;
+        ran.outcomes.insert("persistence".into(), Outcome::Pass);
+        let t = tally("persistence", 1, &controls, &[ran]);
+        assert_eq!((t.fp, t.blind), (1, 1), "{t:?}");
+        case.ring = None;
+        assert!(not_for(&case, "notify").is_none());
     }
 
     #[test]

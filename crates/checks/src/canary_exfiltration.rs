@@ -127,6 +127,7 @@ pub(crate) const INFO: CheckInfo = CheckInfo {
     severity: Severity::High,
     channels: &[Channel::PacketEdge],
     also_reads: &[],
+    file_calls: false,
     accuses: "every finding (a planted secret sent out of the sandbox)",
     sources: &[
         "canary_exfiltration.rs",

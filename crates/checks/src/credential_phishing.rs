@@ -41,6 +41,7 @@ pub(crate) const INFO: CheckInfo = CheckInfo {
     severity: Severity::High,
     channels: &[Channel::McpTranscript],
     also_reads: &[],
+    file_calls: false,
     accuses: "",
     sources: &[
         "credential_phishing.rs",

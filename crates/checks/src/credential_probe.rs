@@ -59,6 +59,7 @@ pub(crate) const INFO: CheckInfo = CheckInfo {
     severity: Severity::High,
     channels: &[Channel::Syscalls],
     also_reads: &[Channel::HoneytokenGroundTruth],
+    file_calls: true,
     accuses: "reading a planted secret whose value then left, came back to the client, or may \
               have gone where the edge could not read (credential theft)",
     sources: &[

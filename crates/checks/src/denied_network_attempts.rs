@@ -44,6 +44,7 @@ pub(crate) const INFO: CheckInfo = CheckInfo {
     severity: Severity::Medium,
     channels: &[Channel::Syscalls, Channel::PacketEdge, Channel::DeniedRun],
     also_reads: &[],
+    file_calls: false,
     accuses: "",
     sources: &[
         "denied_network_attempts.rs",

@@ -58,6 +58,7 @@ pub(crate) const INFO: CheckInfo = CheckInfo {
     severity: Severity::Medium,
     channels: &[Channel::PacketEdge],
     also_reads: &[],
+    file_calls: false,
     accuses: "",
     sources: &[
         "doh.rs",

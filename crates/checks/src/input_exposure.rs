@@ -83,6 +83,7 @@ pub(crate) const INFO: CheckInfo = CheckInfo {
         Channel::PacketEdge,
     ],
     also_reads: &[],
+    file_calls: true,
     accuses: "",
     sources: &[
         "input_exposure.rs",

@@ -226,6 +226,10 @@ pub struct CheckInfo {
     /// others show where one is missing), whose losses it must still say: what a channel
     /// it reads lost makes it `not-observed`, never `pass`.
     pub also_reads: &'static [Channel],
+    /// Whether it reads the open and stat families (`open` and `stat` events: what the eBPF
+    /// channel records, asynchronously, and can lose). Records of those lost blind it; a check
+    /// that reads other calls only (execs, connects) is blinded by other losses alone.
+    pub file_calls: bool,
     /// Which of its findings accuse the server (empty: none); such findings are withheld
     /// until reviewed.
     pub accuses: &'static str,
@@ -1011,7 +1015,7 @@ mod tests {
         let mut ev = Ev::new().build();
         ev.manifest.recorder.lost = 3;
         ev.manifest.recorder.lost_why =
-            vec!["records the kernel could not queue (its ring buffer was full): 3".into()];
+            vec!["calls whose arguments could not be read while their caller waited: 3".into()];
         for id in [
             "process-spawn",
             "persistence",
@@ -1022,13 +1026,41 @@ mod tests {
             assert_eq!(o, Outcome::NotObserved, "{id}");
             assert!(
                 why.contains(
-                    "3 system call(s) the recorder lost (records the kernel could not queue (its ring buffer was full): 3)"
+                    "3 system call(s) the recorder lost (calls whose arguments could not be read while their caller waited: 3)"
                 ),
                 "{why}"
             );
         }
         // What reads only the transcript lost nothing.
         assert_eq!(outcome(&ev, "description-exfil-pattern").0, Outcome::Pass);
+        // Records of the open and stat families lost (the eBPF channel's) blind what reads
+        // those families, not what reads execs or connects alone.
+        let mut files = Ev::new().build();
+        files.manifest.recorder.lost = 5;
+        files.manifest.recorder.lost_file_calls = 5;
+        files.manifest.recorder.lost_why =
+            vec!["records the kernel could not queue (its ring buffer was full): 5".into()];
+        for id in ["persistence", "credential-probe", "sandbox-evasion"] {
+            let (o, why) = outcome(&files, id);
+            assert_eq!(o, Outcome::NotObserved, "{id}");
+            assert!(
+                why.contains(
+                    "5 system call(s) the recorder lost (records the kernel could not queue"
+                ),
+                "{why}"
+            );
+        }
+        for id in ["process-spawn", "unix-socket"] {
+            assert_eq!(outcome(&files, id).0, Outcome::Pass, "{id}");
+        }
+        // Both kinds lost: the others blind those too, said as such.
+        files.manifest.recorder.lost = 7;
+        let (o, why) = outcome(&files, "process-spawn");
+        assert_eq!(o, Outcome::NotObserved);
+        assert!(
+            why.contains("2 system call(s) the recorder lost besides the open and stat family's"),
+            "{why}"
+        );
         // A finding flags whatever was lost besides.
         let mut flagged = Ev::new()
             .open("/home/user/.bashrc", crate::flags::O_WRONLY, Phase::Startup)

@@ -380,6 +380,19 @@ const LAST: u8 = 4;
         assert!(past.contains(&"exfil.rs"), "{past:?}");
     }
 
+    /// A check whose logic reads `open` or `stat` events says so (`file_calls`): a run that
+    /// lost records of those families must blind it.
+    #[test]
+    fn a_check_that_reads_file_calls_says_so() {
+        for c in registry() {
+            let reads = c.info.sources.iter().any(|s| {
+                let text = without_tests(source(s));
+                text.contains("EventKind::Open") || text.contains("EventKind::Stat")
+            });
+            assert_eq!(reads, c.info.file_calls, "{}", c.info.id);
+        }
+    }
+
     #[derive(Deserialize, serde::Serialize, Debug, Clone, PartialEq)]
     struct Entry {
         id: String,

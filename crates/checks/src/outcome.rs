@@ -32,28 +32,37 @@ pub(crate) fn result(
 }
 
 /// What the run lost on the channels `info` needs, each said: calls the recorder could not
-/// record (`manifest.recorder.lost`, less the overflows of the kernel's channel it counts too),
+/// record (`manifest.recorder.lost`, less the overflows of the kernel's channel it counts too;
+/// records of the open and stat families only for a check that reads them, `file_calls`),
 /// and, for a check that reads the kernel's report of planted-secret accesses, that report's
 /// overflows (`overflow` honeytoken events, `overflows` of them): accesses then went unseen.
 fn lost(info: &CheckInfo, ctx: &Context<'_>, overflows: u64) -> Vec<String> {
     let mut out = Vec::new();
     let reads = |c: Channel| info.channels.contains(&c) || info.also_reads.contains(&c);
-    let calls = ctx.manifest.recorder.lost.saturating_sub(overflows);
-    if calls > 0 && reads(Channel::Syscalls) {
+    let recorder = &ctx.manifest.recorder;
+    let calls = recorder.lost.saturating_sub(overflows);
+    let files = recorder.lost_file_calls.min(calls);
+    let blinding = match info.file_calls {
+        true => calls,
+        false => calls - files,
+    };
+    if blinding > 0 && reads(Channel::Syscalls) {
         // By why, where the run says (the overflows are the next line's).
-        let why: Vec<&str> = ctx
-            .manifest
-            .recorder
+        let why: Vec<&str> = recorder
             .lost_why
             .iter()
             .map(String::as_str)
             .filter(|w| !w.starts_with("overflows of"))
             .collect();
-        out.push(match why.is_empty() {
-            true => format!("{calls} system call(s) the recorder lost"),
-            false => format!(
+        out.push(match (info.file_calls || files == 0, why.is_empty()) {
+            (true, true) => format!("{calls} system call(s) the recorder lost"),
+            (true, false) => format!(
                 "{calls} system call(s) the recorder lost ({})",
                 why.join("; ")
+            ),
+            // The open and stat records lost do not blind it: the others are said as such.
+            (false, _) => format!(
+                "{blinding} system call(s) the recorder lost besides the open and stat family's"
             ),
         });
     }

@@ -13,6 +13,10 @@
 //! Version 4 judges as version 3 did, but says `not-observed`, never `pass`, where the run lost
 //! calls the recorder should have seen (`manifest.recorder.lost`: the rule is
 //! `outcome.rs`'s, which its lock now covers).
+//!
+//! Version 5 judges as version 4 did; it reads the open family, so records of it the eBPF
+//! channel lost blind it as before (`outcome.rs` now tells those from other losses).
+//! A live control: `floods-stats-around-unit-write` (Python, Node).
 
 use crate::paths::{self, basename, NormPath, Rules, View};
 use crate::text::{self, Groups};
@@ -21,11 +25,12 @@ use glassbox_model::{Bytes, Event, EventKind, Phase, Severity};
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "persistence",
-    version: 4,
+    version: 5,
     claim: "no persistence",
     severity: Severity::High,
     channels: &[Channel::Syscalls],
     also_reads: &[],
+    file_calls: true,
     accuses: "",
     sources: &[
         "persistence.rs",

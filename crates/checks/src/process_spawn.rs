@@ -18,6 +18,10 @@
 //! Version 5 judges as version 4 did, but says `not-observed`, never `pass`, where the run lost
 //! calls the recorder should have seen (`manifest.recorder.lost`: the rule is
 //! `outcome.rs`'s, which its lock now covers).
+//!
+//! Version 6 judges as version 5 did, except that records of the open and stat families the
+//! eBPF channel lost (`manifest.recorder.lost_file_calls`) no longer blind it: it reads execs
+//! only.
 
 use crate::paths::basename;
 use crate::text::{self, Groups};
@@ -26,11 +30,12 @@ use glassbox_model::{Bytes, Event, EventKind, Severity};
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "process-spawn",
-    version: 5,
+    version: 6,
     claim: "spawns no shells or network tools",
     severity: Severity::Medium,
     channels: &[Channel::Syscalls],
     also_reads: &[],
+    file_calls: false,
     accuses: "",
     sources: &[
         "process_spawn.rs",

@@ -63,6 +63,7 @@ pub(crate) const INFO: CheckInfo = CheckInfo {
     severity: Severity::High,
     channels: &[Channel::McpTranscript],
     also_reads: &[],
+    file_calls: false,
     accuses: "every finding (instructions aimed at the model)",
     sources: &[
         "runtime_instructions.rs",

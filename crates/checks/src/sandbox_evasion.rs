@@ -42,6 +42,9 @@
 //! Version 10 judges as version 9 did, but says `not-observed`, never `pass`, where the run lost
 //! calls the recorder should have seen or overflows of the kernel's report of planted-secret accesses (`manifest.recorder.lost`: the rule is
 //! `outcome.rs`'s, which its lock now covers).
+//!
+//! Version 11 judges as version 10 did; it reads the open family, so records of it the eBPF
+//! channel lost blind it as before (`outcome.rs` now tells those from other losses).
 
 use crate::net;
 use crate::text::{self, Groups};
@@ -50,11 +53,12 @@ use glassbox_model::{Event, EventKind, FlowProtocol, NetworkMode, Severity};
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "sandbox-evasion",
-    version: 10,
+    version: 11,
     claim: "nothing escaped the recorder",
     severity: Severity::High,
     channels: &[Channel::Syscalls, Channel::PacketEdge],
     also_reads: &[Channel::HoneytokenGroundTruth],
+    file_calls: true,
     accuses: "",
     sources: &[
         "sandbox_evasion.rs",

@@ -37,6 +37,9 @@
 //!
 //! Version 3 judges as version 2 did: the rule that turns its findings into its outcome is
 //! `outcome.rs`'s, which its lock now covers.
+//!
+//! Version 4 judges as version 3 did (`outcome.rs`, which its lock covers, now tells lost
+//! records of the open and stat families from other losses; it reads neither).
 
 use crate::{Channel, CheckInfo, Evaluation, Evaluator};
 use glassbox_model::{
@@ -48,11 +51,12 @@ use std::collections::{BTreeMap, HashMap};
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "tool-definition-drift",
-    version: 3,
+    version: 4,
     claim: "tool definitions and server instructions stay the same throughout the audit",
     severity: Severity::High,
     channels: &[Channel::McpTranscript],
     also_reads: &[],
+    file_calls: false,
     accuses: "",
     sources: &["tool_definition_drift.rs", "outcome.rs"],
 };

@@ -53,6 +53,7 @@ pub(crate) const INFO: CheckInfo = CheckInfo {
     severity: Severity::High,
     channels: &[Channel::Syscalls, Channel::PacketEdge],
     also_reads: &[],
+    file_calls: false,
     accuses: "",
     sources: &[
         "unexplained_egress.rs",

@@ -51,6 +51,7 @@ pub(crate) const INFO: CheckInfo = CheckInfo {
     severity: Severity::High,
     channels: &[Channel::Syscalls],
     also_reads: &[],
+    file_calls: false,
     accuses: "",
     sources: &[
         "unix_socket.rs",

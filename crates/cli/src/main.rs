@@ -1283,9 +1283,15 @@ fn run_selftest(
     };
     let progress = |c: &selftest::CaseResult| {
         if !quiet {
-            let mark = if c.misses.is_empty() { "ok  " } else { "MISS" };
+            let mark = match (c.misses.is_empty(), &c.skipped) {
+                (false, _) => "MISS",
+                (true, Some(_)) => "skip",
+                (true, None) => "ok  ",
+            };
             let mut line = format!("glassbox selftest: {mark} {}", c.name);
-            if !c.misses.is_empty() {
+            if let Some(why) = &c.skipped {
+                line.push_str(&format!(": {why}"));
+            } else if !c.misses.is_empty() {
                 line.push_str(&format!(": {}", c.misses.join("; ")));
             } else if !c.lost.is_empty() {
                 line.push_str(&format!(

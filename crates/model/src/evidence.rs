@@ -993,6 +993,11 @@ pub struct RecorderSettings {
     /// (`"records the kernel could not queue (its ring buffer was full): 3"`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub lost_why: Vec<String>,
+    /// Of `lost`, records of the open and stat families the eBPF channel lost (its ring was
+    /// full, a path it could not read, a record it could not decode). A check that reads
+    /// other calls only (execs, connects) is not blinded by these.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub lost_file_calls: u64,
     /// Channels this run could not observe, each with why (`honeytoken-ground-truth: …`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unobserved: Vec<String>,
@@ -1003,9 +1008,11 @@ pub struct RecorderSettings {
 }
 
 impl RecorderSettings {
-    /// Counts what a run's recorder lost: `n` in all, by why.
-    pub fn add_lost(&mut self, n: u64, why: &[(String, u64)]) {
+    /// Counts what a run's recorder lost: `n` in all, `files` of them of the open and stat
+    /// families, by why.
+    pub fn add_lost(&mut self, n: u64, files: u64, why: &[(String, u64)]) {
         self.lost += n;
+        self.lost_file_calls += files;
         for (w, c) in why {
             let prefix = format!("{w}: ");
             match self.lost_why.iter_mut().find(|x| x.starts_with(&prefix)) {
@@ -1428,6 +1435,10 @@ pub struct SurfaceRecord {
     pub reads: Vec<SurfaceRead>,
 }
 
+fn is_zero_u64(n: &u64) -> bool {
+    *n == 0
+}
+
 fn is_zero(n: &u32) -> bool {
     *n == 0
 }
@@ -1564,10 +1575,10 @@ mod tests {
     #[test]
     fn what_the_runs_lost_adds_up_by_why() {
         let mut r = RecorderSettings::default();
-        r.add_lost(3, &[("ring full".into(), 2), ("no path".into(), 1)]);
-        r.add_lost(2, &[("ring full".into(), 2)]);
-        assert_eq!(r.lost, 5);
-        assert_eq!(r.lost_why, ["ring full: 4", "no path: 1"]);
+        r.add_lost(3, 3, &[("ring full".into(), 2), ("no path".into(), 1)]);
+        r.add_lost(2, 0, &[("unreadable".into(), 2)]);
+        assert_eq!((r.lost, r.lost_file_calls), (5, 3));
+        assert_eq!(r.lost_why, ["ring full: 2", "no path: 1", "unreadable: 2"]);
     }
 
     use super::*;

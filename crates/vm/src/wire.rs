@@ -105,6 +105,9 @@ pub struct GuestRequest {
     /// terminates TLS is the host's).
     #[serde(default)]
     pub trust: Option<WireCertificate>,
+    /// The eBPF recorder's ring buffer in bytes (`None`: its default).
+    #[serde(default)]
+    pub ring: Option<u64>,
 }
 
 /// The recorder's counters as they cross to the host.
@@ -123,6 +126,9 @@ pub struct WireStats {
     /// `lost` by why, each with its count.
     #[serde(default)]
     pub lost_why: Vec<(String, u64)>,
+    /// Of `lost`, records of the open and stat families (the eBPF channel's).
+    #[serde(default)]
+    pub lost_files: u64,
     /// The system calls recorded.
     pub syscalls: Vec<String>,
     /// Why the recorder stopped, if it did.

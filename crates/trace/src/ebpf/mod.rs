@@ -33,7 +33,8 @@ pub(crate) const PATH_ARG1: &[i64] = &[
     libc::SYS_readlinkat,
 ];
 
-const RING_SIZE: usize = 16 << 20;
+/// The ring buffer's size unless a run asks for another ([`attach_to`]).
+pub(crate) const RING_SIZE: usize = 16 << 20;
 const PATH_MAX: i32 = 4096;
 
 // Record layout, native endian:
@@ -262,22 +263,34 @@ fn kernel_dev(st_dev: u64) -> u64 {
     (major << 20) | minor
 }
 
-/// Loads and attaches the programs for the pid namespace of host process `pid`.
-pub(crate) fn attach_to(pid: i32) -> io::Result<Channel> {
+/// Loads and attaches the programs for the pid namespace of host process `pid`, with a ring
+/// buffer of `ring` bytes (a power of two, at least a page; [`RING_SIZE`] unless a run asks
+/// for less: the selftest's control of lost records).
+pub(crate) fn attach_to(pid: i32, ring: usize) -> io::Result<Channel> {
     use std::os::unix::fs::MetadataExt;
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+    if !ring.is_power_of_two() || ring < page || ring > RING_SIZE {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "a ring buffer of {ring} bytes: want a power of two from {page} to {RING_SIZE}"
+            ),
+        ));
+    }
     let ns = std::fs::metadata(format!("/proc/{pid}/ns/pid"))?;
-    load(kernel_dev(ns.dev()), ns.ino(), true)
+    load(kernel_dev(ns.dev()), ns.ino(), true, ring)
 }
 
 /// Whether this host lets glassbox load and attach the programs (checked with the real
 /// programs, filtered on a namespace that does not exist).
 pub fn probe() -> io::Result<()> {
-    load(0, 0, true).map(drop)
+    load(0, 0, true, RING_SIZE).map(drop)
 }
 
-fn load(dev: u64, ino: u64, attach_them: bool) -> io::Result<Channel> {
+fn load(dev: u64, ino: u64, attach_them: bool, ring_size: usize) -> io::Result<Channel> {
     let scratch = map_create(6, 4, SCRATCH_SIZE, 1)?; // BPF_MAP_TYPE_PERCPU_ARRAY
-    let ring_map = map_create(27, 0, 0, RING_SIZE as u32)?; // BPF_MAP_TYPE_RINGBUF
+    let ring_map = map_create(27, 0, 0, ring_size as u32)?; // BPF_MAP_TYPE_RINGBUF
     let drops = map_create(2, 4, 8, 1)?; // BPF_MAP_TYPE_ARRAY
     let prog = prog_load(&file_prog(
         dev,
@@ -286,7 +299,7 @@ fn load(dev: u64, ino: u64, attach_them: bool) -> io::Result<Channel> {
         ring_map.as_raw_fd(),
         drops.as_raw_fd(),
     ))?;
-    let ring = ring::Ring::new(ring_map, RING_SIZE)?;
+    let ring = ring::Ring::new(ring_map, ring_size)?;
     let mut links = Vec::new();
     if attach_them {
         links.push(attach(&prog, c"sys_exit")?);
@@ -357,6 +370,17 @@ pub(crate) fn decode(b: &[u8]) -> Option<Rec> {
 
 #[cfg(test)]
 mod tests {
+    /// A ring of another size is a power of two from a page to the default, refused before
+    /// anything is loaded otherwise.
+    #[test]
+    fn a_ring_of_a_size_the_kernel_would_refuse_is_refused_first() {
+        for bytes in [0, 1000, 4096 + 1, 3 << 12, super::RING_SIZE * 2] {
+            let e = super::attach_to(std::process::id() as i32, bytes).unwrap_err();
+            assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput, "{bytes}: {e}");
+            assert!(e.to_string().contains("power of two"), "{e}");
+        }
+    }
+
     #[test]
     fn an_empty_path_read_as_zero_bytes_is_empty_and_a_failed_read_is_lost() {
         let record = |len: i32, path: &[u8]| {
