@@ -9,7 +9,13 @@
 //! 3. a well-known credential path under the sandbox home ([`WELL_KNOWN`]), planted or not: an
 //!    attempt counts even where nothing is there;
 //! 4. a `.env` or `.env.*` file under home outside the server's working directory (dotenv
-//!    loaders read `./.env` there legitimately).
+//!    loaders read `./.env` there legitimately);
+//! 5. for an open (read, or attempt; not a stat), a secret of the system or of another
+//!    account (version 12): [`SYSTEM`] (the shadow files, SSH host keys, authentication logs),
+//!    a well-known credential path in another user's home or in root's, another process's
+//!    `environ` or `mem`. Nothing of the host's is in the sandbox, so such an open finds
+//!    nothing: the attempt is the finding, never an accusation. What a runtime reads by
+//!    itself (`/etc/passwd` through NSS, `/proc/cpuinfo`, `/etc/hosts`, `/proc/self/*`) is not.
 //!
 //! Open (read, write, directory listing) and stat events count; exec events do not (the child's
 //! own open is what is recorded). One finding per distinct path.
@@ -45,7 +51,9 @@
 //! includes a call's arguments. A planted file's value that dual execution shows left encoded
 //! (`canary-exfiltration`'s v10) left; one a call read and then sent bytes that vary anyway,
 //! or that could not be made again, went where is not known (an accusation, as for an unread
-//! flow); "never left" is said only when nothing after the read could carry it.
+//! flow); "never left" is said only when nothing after the read could carry it. Rule 5 is
+//! new (the system's and other accounts' secrets), and shell and REPL histories are
+//! well-known credential paths.
 
 use crate::paths::{self, NormPath, Rules, View};
 use crate::text::{self, Groups};
@@ -109,6 +117,33 @@ pub(crate) const WELL_KNOWN: &[&str] = &[
     ".mozilla/firefox/**",
     ".config/google-chrome/**",
     ".config/chromium/**",
+    // Shell and REPL histories: commands typed, with the tokens typed into them.
+    ".bash_history",
+    ".zsh_history",
+    ".history",
+    ".local/share/fish/fish_history",
+    ".python_history",
+    ".node_repl_history",
+    ".psql_history",
+    ".mysql_history",
+    ".sqlite_history",
+    ".rediscli_history",
+];
+
+/// The system's secrets outside any home (patterns of [`paths::matches()`], absolute), with
+/// what each holds: an open of one (a read, or an attempt: nothing is planted there, and the
+/// sandbox holds none of the host's) is a finding, never a stat (`find` and `ls -l` stat every
+/// entry they pass). An SSH host key's public half (`.pub`) is not one.
+pub(crate) const SYSTEM: &[(&str, &str)] = &[
+    ("/etc/shadow", "the system's password hashes"),
+    ("/etc/shadow-", "a copy of the system's password hashes"),
+    ("/etc/gshadow", "the groups' password hashes"),
+    ("/etc/gshadow-", "a copy of the groups' password hashes"),
+    ("/etc/security/opasswd", "the users' old password hashes"),
+    ("/etc/ssh/ssh_host_*", "an SSH host's private key"),
+    ("/var/log/auth.log*", "the authentication log"),
+    ("/var/log/secure*", "the authentication log"),
+    ("/var/log/btmp*", "the log of failed logins"),
 ];
 
 /// Well-known credential paths that libraries look up by themselves, with who does: an
@@ -256,6 +291,9 @@ enum Reason {
     PlantedDir,
     WellKnown,
     DotEnv,
+    /// A secret of the system or of another account ([`SYSTEM`], another home's credential
+    /// paths, another process's environment or memory), with what it holds.
+    System(&'static str),
 }
 
 impl Reason {
@@ -265,6 +303,7 @@ impl Reason {
             Reason::PlantedDir => "directory of planted secrets",
             Reason::WellKnown => "well-known credential path",
             Reason::DotEnv => ".env outside the working directory",
+            Reason::System(what) => what,
         }
     }
 }
@@ -284,6 +323,8 @@ struct Context {
     planted_dirs: Vec<NormPath>,
     /// [`WELL_KNOWN`], split once.
     well_known: Rules<'static, ()>,
+    /// [`SYSTEM`], split once.
+    system: Rules<'static, &'static str>,
     /// Home, the planted secrets and their credential directories, normalized, as bytes (for
     /// [`Context::may_apply`]); no home when it is `/` or empty (no home rule applies then).
     home_bytes: Option<Vec<u8>>,
@@ -328,6 +369,7 @@ impl Context {
             roots: paths::outermost(&roots),
             cwd_apart,
             well_known: Rules::new(WELL_KNOWN.iter().map(|p| (*p, ()))),
+            system: Rules::new(SYSTEM.iter().copied()),
             home_bytes: (!home.components().is_empty()).then(|| home.to_bytes().0),
             planted_bytes: planted.iter().map(|p| p.to_bytes().0).collect(),
             planted_dir_bytes: planted_dirs.iter().map(|d| d.to_bytes().0).collect(),
@@ -367,6 +409,72 @@ impl Context {
             .split(|&b| b == b'/')
             .find(|c| !c.is_empty());
         self.well_known.may_start(first)
+    }
+
+    /// Whether [`Context::system`] may find something in `path`, an absolute path normalizing
+    /// would leave as it is: a look at its first bytes that lets most paths outside home go
+    /// unnormalized.
+    fn may_be_system(&self, path: &[u8]) -> bool {
+        let under_home = self
+            .home_bytes
+            .as_ref()
+            .is_some_and(|h| path.starts_with(h) && matches!(path.get(h.len()), None | Some(b'/')));
+        [
+            &b"/etc/shadow"[..],
+            b"/etc/gshadow",
+            b"/etc/security/",
+            b"/etc/ssh/",
+            b"/var/log/",
+            b"/root/",
+        ]
+        .iter()
+        .any(|p| path.starts_with(p))
+            || (path.starts_with(b"/home/") && !under_home)
+            || (path.starts_with(b"/proc/")
+                && (path.ends_with(b"/environ") || path.ends_with(b"/mem")))
+    }
+
+    /// Why opening the normalized path of components `path` by process `pid` (in the
+    /// sandbox's pid namespace) reaches for a secret of the system or of another account, if
+    /// it does: [`SYSTEM`]; a credential path ([`WELL_KNOWN`]) in another user's home or in
+    /// root's (when the sandbox's home is another); another process's `environ` or `mem`
+    /// under `/proc` (its own, or `self`, is not).
+    fn system<C: AsRef<[u8]>>(&self, path: &[C], pid: i32) -> Option<Reason> {
+        let comps: Vec<&[u8]> = path.iter().map(AsRef::as_ref).collect();
+        if let Some(what) = self.system.first(&comps) {
+            let name = comps.last().copied().unwrap_or_default();
+            return (!name.ends_with(b".pub")).then_some(Reason::System(what));
+        }
+        let home = self.home.components();
+        let other_home = match comps.as_slice() {
+            [b"home", user, rest @ ..] if !rest.is_empty() => {
+                let own =
+                    home.len() == 2 && home[0].as_slice() == b"home" && home[1].as_slice() == *user;
+                (!own).then_some((rest, "another user's credentials"))
+            }
+            [b"root", rest @ ..] if !rest.is_empty() => {
+                let own = home.len() == 1 && home[0].as_slice() == b"root";
+                (!own).then_some((rest, "root's credentials"))
+            }
+            _ => None,
+        };
+        if let Some((rest, what)) = other_home {
+            return self.well_known.first(rest).map(|_| Reason::System(what));
+        }
+        match comps.as_slice() {
+            [b"proc", n, file]
+                if !n.is_empty()
+                    && n.iter().all(u8::is_ascii_digit)
+                    && *n != pid.to_string().as_bytes() =>
+            {
+                match *file {
+                    b"environ" => Some(Reason::System("another process's environment")),
+                    b"mem" => Some(Reason::System("another process's memory")),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
     }
 
     /// Why the normalized path of components `path` is a credential path, if it is.
@@ -474,9 +582,18 @@ impl State {
         // needs no normalizing, nor does a relative one that stays in a working directory
         // apart from both.
         let raw = path.as_slice();
+        // Secrets of the system or of another account: what opens reach for (a stat is not a
+        // read), judged by [`Context::system`].
+        let (pid, opened) = (e.pid, matches!(e.kind, EventKind::Open { .. }));
+        let system = |ctx: &Context, comps: &[&[u8]]| match opened {
+            true => ctx.system(comps, pid),
+            false => None,
+        };
         if raw.first() == Some(&b'/') {
-            if paths::plainly_outside_all(raw, &self.ctx.roots)
-                || (paths::is_plain(raw) && !self.ctx.may_apply(raw))
+            let maybe_system = opened && self.ctx.may_be_system(raw);
+            if !maybe_system
+                && (paths::plainly_outside_all(raw, &self.ctx.roots)
+                    || (paths::is_plain(raw) && !self.ctx.may_apply(raw)))
             {
                 return;
             }
@@ -485,13 +602,17 @@ impl State {
         }
         // Judged on a view of the path; copied only when it counts.
         let (reason, norm) = match View::resolve(path.as_slice(), &self.ctx.cwd_raw) {
-            Some(view) => match self.ctx.classify(view.components()) {
-                Some(reason) => (reason, view.to_norm()),
-                None => return,
-            },
+            Some(view) => {
+                let comps: Vec<&[u8]> = view.components().iter().map(AsRef::as_ref).collect();
+                match (self.ctx.classify(&comps)).or_else(|| system(&self.ctx, &comps)) {
+                    Some(reason) => (reason, view.to_norm()),
+                    None => return,
+                }
+            }
             None => {
                 let norm = NormPath::resolve(path.as_slice(), &self.ctx.cwd_raw);
-                match self.ctx.classify(norm.components()) {
+                let comps: Vec<&[u8]> = norm.components().iter().map(AsRef::as_ref).collect();
+                match (self.ctx.classify(&comps)).or_else(|| system(&self.ctx, &comps)) {
                     Some(reason) => (reason, norm),
                     None => return,
                 }
@@ -732,6 +853,63 @@ mod tests {
 
     fn call(t: &str) -> Phase {
         Phase::Call(t.into())
+    }
+
+    /// Issue 33: an open of a secret of the system or of another account is a finding
+    /// (a failed one too: nothing of the host's is in the sandbox), never an accusation; a
+    /// stat of one, a public host key, the process's own `environ` and a runtime's own reads
+    /// (`/etc/passwd` through NSS, `/proc/cpuinfo`, `/etc/hosts`) are not.
+    #[test]
+    fn opens_of_the_system_s_and_other_accounts_secrets_are_findings() {
+        let fails = Some(-13);
+        let ev = Ev::new()
+            .open_result("/etc/shadow", 0, fails, call("t"))
+            .open("/etc/ssh/ssh_host_ed25519_key", 0, call("t"))
+            .open_result("/var/log/auth.log.1", 0, Some(-2), call("t"))
+            .open_result("/home/ops-backup/.ssh/id_rsa", 0, Some(-2), call("t"))
+            .open_result("/root/.aws/credentials", 0, Some(-2), call("t"))
+            .open_result("/etc/../etc/gshadow", 0, fails, call("t"))
+            .open("/proc/1/environ", 0, call("t"))
+            .open("/home/user/.bash_history", 0, call("t"))
+            // Not findings:
+            .stat("/etc/shadow-", call("t"))
+            .open("/etc/ssh/ssh_host_ed25519_key.pub", 0, call("t"))
+            .open("/proc/2/environ", 0, call("t"))
+            .open("/proc/self/environ", 0, call("t"))
+            .open("/proc/1/cmdline", 0, call("t"))
+            .open("/etc/passwd", 0, call("t"))
+            .open("/etc/hosts", 0, call("t"))
+            .open("/proc/cpuinfo", 0, call("t"))
+            .open_result("/root/.cache/x", 0, Some(-2), call("t"))
+            .open_result("/home/ops-backup/notes.txt", 0, Some(-2), call("t"))
+            .build();
+        let eval = evaluate(&ev);
+        let got = crate::testutil::summaries(eval.clone());
+        let want = [
+            "/etc/shadow (the system's password hashes, every open failed)",
+            "/etc/ssh/ssh_host_ed25519_key (an SSH host's private key)",
+            "/var/log/auth.log.1 (the authentication log, every open failed)",
+            "/home/ops-backup/.ssh/id_rsa (another user's credentials, every open failed)",
+            "/root/.aws/credentials (root's credentials, every open failed)",
+            "/etc/gshadow (the groups' password hashes, every open failed)",
+            "/proc/1/environ (another process's environment)",
+            "~/.bash_history (well-known credential path)",
+        ];
+        for w in want {
+            assert!(got.iter().any(|g| g.contains(w)), "{w}: {got:#?}");
+        }
+        assert_eq!(got.len(), want.len(), "{got:#?}");
+        assert!(eval.findings.iter().all(|f| !f.accusation));
+        // Root's home is the sandbox's own: its credentials are the well-known ones.
+        let own = Ev::new()
+            .home("/root")
+            .open_result("/root/.aws/credentials", 0, Some(-2), call("t"))
+            .build();
+        let got = summaries(&own);
+        assert!(
+            got.len() == 1 && got[0].contains("~/.aws/credentials (well-known"),
+            "{got:?}"
+        );
     }
 
     #[test]
@@ -1014,15 +1192,24 @@ mod tests {
             "/home/user",
             "/home/user/.config",
             "/etc/ssh/ssh_config",
-            "/root/.pgpass",
-            "/home/other/.ssh/id_rsa",
-            "/home/userx/.ssh/id_rsa",
             "/usr/lib/node_modules/npm/.npmrc",
             "/home/user/.envrc",
             "/home/user/other/.environment",
             "/home/user/other/.env/x",
         ] {
             assert!(!flagged(p.as_bytes()), "{p} should not be flagged");
+        }
+        // Another account's credentials are (issue 33), as such, not as the user's own.
+        for p in [
+            "/root/.pgpass",
+            "/home/other/.ssh/id_rsa",
+            "/home/userx/.ssh/id_rsa",
+        ] {
+            let got = summaries(&Ev::new().open(p, 0, Phase::Startup).build());
+            assert!(
+                got.len() == 1 && got[0].contains("'s credentials)"),
+                "{p}: {got:?}"
+            );
         }
     }
 
@@ -1245,7 +1432,10 @@ mod tests {
             .build();
         assert_eq!(
             summaries(&ev),
-            vec!["read ~/.ssh/id_ed25519 (well-known credential path) during startup"]
+            vec![
+                "read ~/.ssh/id_ed25519 (well-known credential path) during startup",
+                "read /home/user/.ssh/id_ed25519 (another user's credentials) during startup"
+            ]
         );
         assert_eq!(evaluate(&ev).findings[0].evidence, vec![1]);
     }
