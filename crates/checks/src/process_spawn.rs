@@ -21,7 +21,12 @@
 //!
 //! Version 6 judges as version 5 did, except that records of the open and stat families the
 //! eBPF channel lost (`manifest.recorder.lost_file_calls`) no longer blind it: it reads execs
-//! only.
+//! only. And a network diagnostic ([`DIAGNOSTICS`]: `ping`, `dig`, `host`...) that a tool's
+//! own name or description names, run during that tool's call with arguments that carry none
+//! of the call's input (`ping -c 1 127.0.0.1` for "ping the gateway"), is a note: the tool
+//! ran the program it exists to run. A shell, a downloader, a program that opens a remote
+//! shell or any connection (`ssh`, `nc`, `socat`), or one whose argv carries the call's input
+//! (a value of its arguments, the audit's marker) is judged as before.
 
 use crate::paths::basename;
 use crate::text::{self, Groups};
@@ -80,6 +85,14 @@ pub(crate) const NETWORK_TOOLS: &[&str] = &[
     "aria2c",
 ];
 
+/// Network diagnostics a tool may exist to run: one its name or description names, run with
+/// constant arguments during its call, is a note (version 6).
+pub(crate) const DIAGNOSTICS: &[&str] = &["ping", "ping6", "dig", "host", "nslookup", "drill"];
+
+/// Input values shorter than this are matched to a whole argument, not inside one (a `1`
+/// would be found in any address).
+const INPUT_INSIDE: usize = 4;
+
 /// Maximum length of the argv shown in a summary, in characters.
 const ARGV_CHARS: usize = 200;
 
@@ -132,6 +145,112 @@ struct Exec {
     kind: Option<Kind>,
     /// A shell the installer started for a lifecycle script (version 4): a note.
     lifecycle: bool,
+    /// A diagnostic its call's tool names, run with none of the call's input (version 6): a
+    /// note, with the program's name; only when every exec of the group was (`unexplained`).
+    explained: Option<String>,
+    unexplained: bool,
+}
+
+/// What explains a diagnostic: each tool's words (its name's and description's, lowercase),
+/// and each call's input (the string and number values of its arguments).
+#[derive(Debug, Default)]
+struct Tools {
+    words: std::collections::HashMap<String, Vec<String>>,
+    inputs: std::collections::HashMap<(String, u32), Vec<String>>,
+    marker: Option<String>,
+}
+
+impl Tools {
+    fn of(manifest: &glassbox_model::Manifest) -> Tools {
+        let session = &manifest.session;
+        let mut t = Tools {
+            marker: session.input_marker.clone(),
+            ..Tools::default()
+        };
+        for tool in &session.tools {
+            let text = format!(
+                "{} {}",
+                tool.name,
+                tool.description.as_deref().unwrap_or("")
+            );
+            t.words.insert(tool.name.clone(), words(&text));
+            let calls: Vec<(u32, &serde_json::Value)> = match tool.calls.as_slice() {
+                [] => tool.arguments.iter().map(|a| (1, a)).collect(),
+                calls => calls.iter().map(|c| (c.k, &c.arguments)).collect(),
+            };
+            for (k, args) in calls {
+                let mut values = Vec::new();
+                leaves(args, &mut values);
+                t.inputs.insert((tool.name.clone(), k), values);
+            }
+        }
+        t
+    }
+
+    /// The diagnostic `name` run with `argv` during `phase`, when its tool names it and the
+    /// argv carries none of the call's input.
+    fn explains(&self, phase: &glassbox_model::Phase, name: &[u8], argv: &[Bytes]) -> bool {
+        let Some((tool, k)) = phase.call_of() else {
+            return false;
+        };
+        let name = String::from_utf8_lossy(name);
+        if !DIAGNOSTICS.contains(&name.as_ref())
+            || !self
+                .words
+                .get(tool)
+                .is_some_and(|w| w.iter().any(|w| *w == name))
+        {
+            return false;
+        }
+        let inputs = self.inputs.get(&(tool.to_string(), k));
+        let carries = |a: &str| {
+            self.marker.as_deref().is_some_and(|m| a.contains(m))
+                || inputs.is_some_and(|vs| {
+                    vs.iter().any(|v| match v.len() < INPUT_INSIDE {
+                        true => a == v,
+                        false => a.contains(v.as_str()),
+                    })
+                })
+        };
+        !argv
+            .iter()
+            .skip(1)
+            .any(|a| carries(&String::from_utf8_lossy(a.as_slice())))
+    }
+}
+
+/// The words of `text`, lowercase: split at what is not a letter or a digit, and where a
+/// lowercase letter meets an uppercase one (`pingHost`).
+fn words(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut word = String::new();
+    let mut prev_lower = false;
+    for c in text.chars() {
+        if !c.is_alphanumeric() || (c.is_uppercase() && prev_lower) {
+            if !word.is_empty() {
+                out.push(std::mem::take(&mut word));
+            }
+        }
+        if c.is_alphanumeric() {
+            word.extend(c.to_lowercase());
+        }
+        prev_lower = c.is_lowercase();
+    }
+    if !word.is_empty() {
+        out.push(word);
+    }
+    out
+}
+
+/// The string and number values in `v`, at any depth.
+fn leaves(v: &serde_json::Value, out: &mut Vec<String>) {
+    match v {
+        serde_json::Value::String(s) if !s.is_empty() => out.push(s.clone()),
+        serde_json::Value::Number(n) => out.push(n.to_string()),
+        serde_json::Value::Array(a) => a.iter().for_each(|x| leaves(x, out)),
+        serde_json::Value::Object(o) => o.values().for_each(|x| leaves(x, out)),
+        _ => {}
+    }
 }
 
 /// The check's state over one run.
@@ -142,14 +261,16 @@ pub(crate) struct State {
     in_start: bool,
     /// Shells and network tools past the group cap.
     overflow_flagged: u64,
+    tools: Tools,
 }
 
-pub(crate) fn start(_: &crate::Context<'_>) -> Box<dyn Evaluator> {
+pub(crate) fn start(c: &crate::Context<'_>) -> Box<dyn Evaluator> {
     Box::new(State {
         groups: Groups::new(),
         start: None,
         in_start: true,
         overflow_flagged: 0,
+        tools: Tools::of(c.manifest),
     })
 }
 
@@ -183,6 +304,19 @@ impl Evaluator for State {
         x.lifecycle = e.phase == glassbox_model::Phase::Install
             && x.kind == Some(Kind::Shell)
             && installer == Some(e.ppid);
+        if x.kind == Some(Kind::NetworkTool) {
+            let names = [Some(path.as_slice()), argv.first().map(|a| a.as_slice())];
+            let explained = names
+                .into_iter()
+                .flatten()
+                .map(basename)
+                .find(|n| self.tools.explains(&e.phase, n, argv))
+                .map(|n| String::from_utf8_lossy(n).into_owned());
+            match explained {
+                Some(n) => x.explained = Some(n),
+                None => x.unexplained = true,
+            }
+        }
     }
 
     fn finish(self: Box<Self>) -> Evaluation {
@@ -210,8 +344,15 @@ impl Evaluator for State {
                 summary += ": npm runs every lifecycle script through a shell; what the script \
                             runs is listed on its own";
             }
+            let explained = g.data.explained.as_ref().filter(|_| !g.data.unexplained);
+            if let Some(name) = explained {
+                summary += &format!(
+                    ": the tool's name or description names {name}, and its arguments carry \
+                     none of the call's input: the program the tool exists to run"
+                );
+            }
             let finding = INFO.finding(summary, g.ids, g.phases.first().cloned());
-            if g.data.kind.is_some() && !g.data.lifecycle {
+            if g.data.kind.is_some() && !g.data.lifecycle && explained.is_none() {
                 eval.findings.push(finding);
             } else {
                 eval.notes.push(finding);
@@ -272,6 +413,112 @@ mod tests {
         let eval = evaluate(&ev);
         assert_eq!(eval.findings.len(), 1);
         assert_eq!(eval.findings[0].evidence, vec![3]);
+    }
+
+    /// Issue 33: a diagnostic the tool exists to run (its name or description names it), run
+    /// with constant arguments during its call, is a note; the same program with the call's
+    /// input in its argv, in another tool's call, through a shell, or a downloader named as
+    /// plainly, is a finding as before.
+    #[test]
+    fn a_diagnostic_the_tool_names_run_with_constant_arguments_is_a_note() {
+        let describe = |ev: &mut glassbox_model::Evidence, tool: &str, description: &str| {
+            let m = &mut ev.manifest.session;
+            m.input_marker = Some("gbx7q".into());
+            let t = m.tools.iter_mut().find(|t| t.name == tool).unwrap();
+            t.description = Some(description.into());
+        };
+        let call = |t: &str| Phase::call(t, 1);
+        let ev = Ev::new()
+            .server_start()
+            .call("pingGateway", 1, serde_json::json!({}))
+            .call(
+                "check_host",
+                1,
+                serde_json::json!({"host": "db.internal.test", "count": 3}),
+            )
+            .call("lookup", 1, serde_json::json!({"name": "gbx7q-1.example"}))
+            .call(
+                "fetch_page",
+                1,
+                serde_json::json!({"url": "https://x.test/"}),
+            )
+            .call("status", 1, serde_json::json!({}))
+            .exec(
+                3,
+                "/usr/bin/ping",
+                &["ping", "-c", "1", "127.0.0.1"],
+                call("pingGateway"),
+            )
+            .exec(
+                4,
+                "/usr/bin/ping",
+                &["ping", "-c", "1", "db.internal.test"],
+                call("check_host"),
+            )
+            .exec(
+                5,
+                "/usr/bin/ping",
+                &["ping", "-c", "3", "10.0.0.1"],
+                call("check_host"),
+            )
+            .exec(
+                6,
+                "/usr/bin/dig",
+                &["dig", "+short", "gbx7q-1.example"],
+                call("lookup"),
+            )
+            .exec(
+                7,
+                "/usr/bin/curl",
+                &["curl", "-s", "https://x.test/"],
+                call("fetch_page"),
+            )
+            .exec(
+                8,
+                "/bin/sh",
+                &["sh", "-c", "ping -c 1 127.0.0.1"],
+                call("pingGateway"),
+            )
+            .exec(
+                9,
+                "/usr/bin/ping",
+                &["ping", "-c", "1", "127.0.0.1"],
+                call("status"),
+            )
+            .build();
+        let mut ev = ev;
+        describe(
+            &mut ev,
+            "check_host",
+            "Ping a host and say whether it answers.",
+        );
+        describe(&mut ev, "lookup", "Resolve a name with dig.");
+        describe(&mut ev, "fetch_page", "Fetch a page with curl.");
+        describe(&mut ev, "status", "Say whether the service is up.");
+        let eval = evaluate(&ev);
+        let flagged: Vec<&str> = eval.findings.iter().map(|f| f.summary.as_str()).collect();
+        for pid in ["pid 4,", "pid 5,", "pid 6,", "pid 7,", "pid 8,", "pid 9,"] {
+            assert!(
+                flagged.iter().any(|f| f.contains(pid)),
+                "{pid}: {flagged:#?}"
+            );
+        }
+        assert_eq!(flagged.len(), 6, "{flagged:#?}");
+        let note = eval
+            .notes
+            .iter()
+            .find(|n| n.summary.contains("pid 3,"))
+            .unwrap();
+        assert!(
+            note.summary
+                .contains("names ping, and its arguments carry none of the call's input"),
+            "{}",
+            note.summary
+        );
+        assert_eq!(
+            words("pingGateway ping_host: Ping-a HOST"),
+            ["ping", "gateway", "ping", "host", "ping", "a", "host"]
+        );
     }
 
     #[test]
