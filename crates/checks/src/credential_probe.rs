@@ -112,6 +112,7 @@ pub(crate) const WELL_KNOWN: &[&str] = &[
     ".terraform.d/credentials.tfrc.json",
     ".password-store/**",
     ".bitcoin/wallet.dat",
+    ".electrum/**",
     ".ethereum/keystore/**",
     ".config/solana/id.json",
     ".mozilla/firefox/**",

@@ -21,6 +21,9 @@
 //!   alone, and its signature (256 random bytes; the last character, half padding, left out);
 //! - the other project's `.env`: the OpenAI and Stripe keys after `sk-proj-`/`sk_live_`, the
 //!   database password;
+//! - `~/.git-credentials`: the GitHub token after `ghp_`; the shell history: the Anthropic key
+//!   typed into it, between `sk-ant-api03-` and its closing `AA`; the Electrum wallet: its
+//!   extended private key after the fixed `xprv9s21ZrQH143K` (version and depth bytes);
 //! - OpenSSH keys (the base64 body): the runs of at least 12 characters that encode key
 //!   material alone, found by parsing the key's binary format ([`openssh_random`]): the magic,
 //!   cipher and KDF names, key type strings, every length field, RSA's public exponent, the
@@ -58,6 +61,8 @@ pub fn random_bytes(n: usize) -> io::Result<Vec<u8>> {
 }
 
 const BASE62: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+const BASE62_DASH: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_";
+const BASE58: &[u8] = b"123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
 
 /// `n` random characters from `alphabet` (rejection sampling: no modulo bias).
 fn random_from(alphabet: &[u8], n: usize) -> io::Result<String> {
@@ -424,6 +429,41 @@ fn generate_once(
             db_pw,
         ],
     );
+    // What infostealers take besides (issue 33): git's stored credentials (read by git only
+    // where `credential.helper store` is configured, which nothing plants), a shell history
+    // with a key typed into it (read by an interactive shell alone), and a wallet.
+    let ghp = checksummed_token("ghp_")?;
+    plant(
+        ".git-credentials",
+        "git-credentials",
+        format!("https://{user}:{ghp}@github.com\n"),
+        0o600,
+        vec![ghp.clone()],
+        vec![ghp["ghp_".len()..].to_string()],
+    );
+    let ant = format!("sk-ant-api03-{}AA", random_from(BASE62_DASH, 93)?);
+    plant(
+        ".bash_history",
+        "shell-history",
+        format!(
+            "cd ~/projects/{project}\ngit pull\nnpm test\nexport ANTHROPIC_API_KEY={ant}\nnpm run dev\nls -la\n"
+        ),
+        0o600,
+        vec![ant.clone()],
+        vec![ant["sk-ant-api03-".len()..ant.len() - 2].to_string()],
+    );
+    let xprv = format!("xprv9s21ZrQH143K{}", random_from(BASE58, 95)?);
+    let xpub = format!("xpub661MyMwAqRbc{}", random_from(BASE58, 95)?);
+    plant(
+        ".electrum/wallets/default_wallet",
+        "crypto-wallet",
+        format!(
+            "{{\n    \"keystore\": {{\n        \"type\": \"bip32\",\n        \"xprv\": \"{xprv}\",\n        \"xpub\": \"{xpub}\"\n    }},\n    \"seed_version\": 18,\n    \"wallet_type\": \"standard\"\n}}\n"
+        ),
+        0o600,
+        vec![xprv.clone()],
+        vec![xprv["xprv9s21ZrQH143K".len()..].to_string()],
+    );
     for t in &mut tokens {
         t.services = services(&t.kind, &kube_host, &db_host);
     }
@@ -448,7 +488,8 @@ fn services(kind: &str, kube_host: &str, db_host: &str) -> Vec<SecretService> {
     };
     match kind {
         "aws-credentials" => vec![service("AWS", &["amazonaws.com"], &[0])],
-        "github-cli-token" => vec![service("GitHub", &["github.com"], &[])],
+        "github-cli-token" | "git-credentials" => vec![service("GitHub", &["github.com"], &[])],
+        "shell-history" => vec![service("Anthropic", &["anthropic.com"], &[0])],
         "npm-token" => vec![service("the npm registry", &["registry.npmjs.org"], &[])],
         "docker-registry-auth" => vec![service("Docker Hub", &["docker.io", "docker.com"], &[])],
         "kubeconfig-token" => vec![service("the cluster of this kubeconfig", &[kube_host], &[])],
@@ -768,13 +809,28 @@ mod tests {
         assert_eq!(jwt.random[1], sig[..sig.len() - 1]);
         assert!(jwt.secrets[0].starts_with("eyJhbGciOiJSUzI1NiIsImtpZCI6I"));
         assert!(!jwt.random[0].starts_with("eyJ"));
+        // What infostealers take besides: each random part inside its secret, past the
+        // format's fixed part, and the secret inside its file.
+        for (kind, fixed) in [
+            ("git-credentials", "ghp_"),
+            ("shell-history", "sk-ant-api03-"),
+            ("crypto-wallet", "xprv9s21ZrQH143K"),
+        ] {
+            let t = ta.iter().find(|t| t.kind == kind).unwrap();
+            assert!(t.secrets[0].starts_with(fixed), "{kind}");
+            assert!(
+                t.random[0].len() >= 36 && !t.random[0].contains(fixed),
+                "{kind}"
+            );
+            assert!(t.secrets[0].contains(&t.random[0]), "{kind}");
+        }
     }
 
     #[test]
     fn secrets_are_fresh_and_never_say_what_they_are() {
         let (a, ta) = generate("/home/u", "u", "h").unwrap();
         let (_, tb) = generate("/home/u", "u", "h").unwrap();
-        assert_eq!(ta.len(), 8);
+        assert_eq!(ta.len(), 11);
         for (x, y) in ta.iter().zip(&tb) {
             assert_ne!(x.secrets, y.secrets, "{} repeated across runs", x.kind);
         }
