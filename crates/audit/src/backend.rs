@@ -47,6 +47,16 @@ pub(crate) trait Backend {
     fn loopback_dialer(&self) -> Result<LoopbackDialer, Error>;
     /// The sandbox limits the run reached.
     fn limits_reached(&self) -> &[String];
+    /// A reader of the sandbox's usage while it runs, where the backend has one (the
+    /// namespace sandbox; a microVM's cgroup is in its guest).
+    fn meter(&self) -> Option<glassbox_sandbox::Meter> {
+        None
+    }
+    /// Processes still running but the sandbox's own, once the server exited and what it
+    /// left was recorded a while longer: they outlived the server. The namespace sandbox
+    /// says so before [`Backend::finish`] kills them; a microVM's guest after it, in its
+    /// record.
+    fn outlived(&self) -> Vec<String>;
     /// Ends the run: how the server ended and what was recorded.
     fn finish(&mut self) -> (ServerExit, run::Recording);
     /// The microVM's record, on that backend.

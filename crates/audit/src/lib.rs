@@ -27,6 +27,7 @@ pub mod microvm;
 pub mod recheck;
 mod run;
 pub mod selftest;
+mod usage;
 
 pub use run::{EventSink, RecorderChoice};
 
@@ -396,11 +397,16 @@ struct Hooks<'a> {
     transcript: Mutex<bundle::Transcript>,
     timings: Mutex<Vec<PhaseTiming>>,
     progress: &'a dyn Progress,
+    /// The sandbox's usage, read as each phase starts ([`usage::Log`]).
+    usage: Option<usage::Log>,
 }
 
 impl Hooks<'_> {
     /// Starts the timeline at `phase` without telling the progress display.
     fn set_phase_quietly(&self, phase: Phase) {
+        if let Some(u) = &self.usage {
+            u.phase(&phase);
+        }
         let now = self.clock.now_ns();
         if let Ok(mut t) = self.timings.lock() {
             t.push(PhaseTiming {
@@ -415,6 +421,9 @@ impl Hooks<'_> {
 
 impl glassbox_mcp::SessionHooks for Hooks<'_> {
     fn set_phase(&self, phase: Phase) {
+        if let Some(u) = &self.usage {
+            u.phase(&phase);
+        }
         let now = self.clock.now_ns();
         if let Ok(mut t) = self.timings.lock() {
             if let Some(last) = t.last_mut() {
@@ -483,6 +492,9 @@ struct Pipeline<'a> {
     all_events: Vec<glassbox_model::Event>,
     flows: Vec<glassbox_model::Flow>,
     limits_reached: Vec<String>,
+    /// What each run's phases did to the sandbox's bounds, and what outlived each run.
+    usage: Vec<glassbox_model::PhaseUsage>,
+    outlived: Vec<String>,
     transcript: Vec<TranscriptEntry>,
     /// Where the server runs: the working folder, or its package's install folder.
     server_cwd: PathBuf,
@@ -576,6 +588,8 @@ impl<'a> Pipeline<'a> {
             all_events: Vec::new(),
             flows: Vec::new(),
             limits_reached: Vec::new(),
+            usage: Vec::new(),
+            outlived: Vec::new(),
             transcript: Vec::new(),
             server_cwd,
             installed_in: None,
@@ -887,6 +901,29 @@ impl<'a> Pipeline<'a> {
                 .map(|r| format!("{} run: {r}", mode.name())),
         );
         manifest.sandbox.limits_reached = self.limits_reached.clone();
+        match run.usage {
+            Some(u) => {
+                if main {
+                    manifest.recorder.channels.push(usage::CHANNEL.into());
+                }
+                self.usage.extend(u.into_iter().map(|mut p| {
+                    p.mode = mode;
+                    p
+                }));
+            }
+            None if main => manifest.recorder.unobserved.push(format!(
+                "{}: this backend does not read the sandbox's usage while it runs",
+                usage::CHANNEL
+            )),
+            None => {}
+        }
+        self.outlived.extend(
+            run.outlived
+                .iter()
+                .map(|r| format!("{} run: {r}", mode.name())),
+        );
+        manifest.sandbox.usage = self.usage.clone();
+        manifest.sandbox.outlived = self.outlived.clone();
         self.all_events.extend(run.recording.events);
         self.flows.extend(run_flows);
         self.bundle.write_manifest(&self.manifest)?;
@@ -1612,6 +1649,7 @@ pub fn audit_remote(
         transcript: Mutex::new(bundle.transcript("")?),
         timings: Mutex::new(Vec::new()),
         progress,
+        usage: None,
     };
     hooks.set_phase_quietly(Phase::Startup);
     let session = glassbox_mcp::run(glassbox_mcp::Transport::Http(target), &opts.session, &hooks);
@@ -1657,6 +1695,11 @@ struct RunResult {
     end_ns: u64,
     /// The limits the sandbox reached.
     limits_reached: Vec<String>,
+    /// Its phases that reached a bound or left processes running ([`usage`]), and whether
+    /// its backend could tell.
+    usage: Option<Vec<glassbox_model::PhaseUsage>>,
+    /// Processes still running when it ended (after the server exited, and a while more).
+    outlived: Vec<String>,
     /// The microVM the run was in, if any.
     vm: Option<glassbox_model::VmRecord>,
 }
@@ -1696,6 +1739,8 @@ impl RunResult {
             start_ns,
             end_ns,
             limits_reached: Vec::new(),
+            usage: None,
+            outlived: Vec::new(),
             vm: Some(glassbox_model::VmRecord {
                 backend: "microvm".into(),
                 lost: vec![why],
@@ -1756,6 +1801,7 @@ fn one_run(
             end_ns: start_ns,
         }]),
         progress,
+        usage: running.meter().map(|m| usage::Log::new(m, &Phase::Startup)),
     };
     // The session ends in phase `shutdown` with the server's stdin closed.
     let mut session = match &opts.http {
@@ -1773,6 +1819,7 @@ fn one_run(
     let Hooks {
         transcript,
         timings,
+        usage,
         ..
     } = hooks;
     // A well-behaved server exits now; one that closed its stdout during the session has
@@ -1780,18 +1827,26 @@ fn one_run(
     let exited = running.wait_timeout(opts.exit_grace);
     // Daemons the server left are recorded a little longer (a double-forked child that acts
     // once its parent is gone), then die with the sandbox.
+    let mut outlived = Vec::new();
     if exited.is_some() {
         let until = std::time::Instant::now() + opts.linger;
         while running.others_alive() && std::time::Instant::now() < until {
             std::thread::sleep(Duration::from_millis(50));
         }
+        // What is still there now outlived the server: it is killed with the sandbox.
+        outlived = running.outlived();
     }
+    let usage = usage.map(usage::Log::finish);
     let exited_early = if session.server_closed_stdout {
         exited.clone()
     } else {
         None
     };
     let (server_exit, recording) = running.finish();
+    // A microVM's guest says what outlived the server in its record, known now.
+    if outlived.is_empty() {
+        outlived = running.outlived();
+    }
     let stderr_tail = stderr_copy.join().unwrap_or_default();
     let end_ns = clock.now_ns();
     let mut timings = timings.into_inner().unwrap_or_default();
@@ -1833,6 +1888,8 @@ fn one_run(
     }
     Ok(RunResult {
         limits_reached,
+        usage,
+        outlived,
         session,
         transcript,
         server_exit,

@@ -763,6 +763,14 @@ impl VmRun {
         }
     }
 
+    /// What outlived the server in the guest (known once the run finished).
+    pub(crate) fn outlived(&self) -> Vec<String> {
+        match &self.finished {
+            Some(Record::Finished { outlived, .. }) => outlived.clone(),
+            _ => Vec::new(),
+        }
+    }
+
     /// The limits the guest's sandbox reached.
     pub(crate) fn limits_reached(&self) -> &[String] {
         match &self.finished {
@@ -1103,11 +1111,13 @@ fn guest_run(sink: &run::SharedSink) -> Result<Record, Error> {
             None => {}
         }
     };
+    let mut outlived = Vec::new();
     if exited.is_some() {
         let until = std::time::Instant::now() + linger;
         while running.sandbox.others_alive() && std::time::Instant::now() < until {
             std::thread::sleep(Duration::from_millis(50));
         }
+        outlived = crate::usage::outlived(&running.sandbox);
     }
     let (exit, recording) = running.finish();
     let limits_reached = running.sandbox.limits_reached().to_vec();
@@ -1131,6 +1141,7 @@ fn guest_run(sink: &run::SharedSink) -> Result<Record, Error> {
         counters: recording.edge.counters,
         edge_error: recording.edge.error,
         limits_reached,
+        outlived,
         write_error: recording.write_error.map(|e| e.to_string()),
     })
 }
@@ -1193,6 +1204,10 @@ impl crate::backend::Backend for VmRun {
                 .connect(port, timeout)
                 .map(|s| Box::new(RelayConnection(s)) as Box<dyn glassbox_mcp::Connection>)
         }))
+    }
+
+    fn outlived(&self) -> Vec<String> {
+        VmRun::outlived(self)
     }
 
     fn limits_reached(&self) -> &[String] {

@@ -826,6 +826,14 @@ impl crate::backend::Backend for Running {
         self.sandbox.wait_timeout(timeout)
     }
 
+    fn outlived(&self) -> Vec<String> {
+        crate::usage::outlived(&self.sandbox)
+    }
+
+    fn meter(&self) -> Option<glassbox_sandbox::Meter> {
+        self.sandbox.meter()
+    }
+
     fn others_alive(&self) -> bool {
         self.sandbox.others_alive()
     }

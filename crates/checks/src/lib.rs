@@ -27,6 +27,7 @@
 //! | `tool-definition-drift` | tool definitions and server instructions stay the same throughout the audit | high | each tool's description, inputSchema and annotations (canonical JSON) and the server's instructions: first vs last `tools/list` of each run, capture run vs denied run (MCP transcripts of both runs) |
 //! | `runtime-instructions` | no instructions aimed at the model in what the server answers at run time (tool results, resource contents, prompt messages, sampling requests) | high | tool results (text, embedded resources, structured content), resources read (text, textual blobs), prompts got, the server's sampling and elicitation requests and a result's input requests (MCP transcript), with `description-exfil-pattern`'s matcher; text the server carries (results, contents) by windows that must address the model |
 //! | `credential-phishing` | asks the user for no secret (no elicitation of a password, token or key; no elicitation that sends the user to a page nothing explains) | high | elicitation requests and a result's input requests (MCP transcript): fields, messages, URL-mode hosts against what explains egress |
+//! | `resource-abuse` | stays within the sandbox's bounds and leaves nothing running | medium | the sandbox's cgroup read as each phase starts (forks refused, the process limit, processes killed out of memory, a writable mount full; the run's end-of-run reading where phases were not read) and processes still running once the server exited (manifest) |
 //!
 //! Each check's module is named after its id (`credential_probe` for `credential-probe`); its
 //! doc ends with its controls, `fixtures/controls/<id>.md`, generated from the headers of the
@@ -132,6 +133,8 @@ pub mod paths;
 mod persistence;
 #[doc = include_str!("../../../fixtures/controls/process-spawn.md")]
 mod process_spawn;
+#[doc = include_str!("../../../fixtures/controls/resource-abuse.md")]
+mod resource_abuse;
 #[doc = include_str!("../../../fixtures/controls/runtime-instructions.md")]
 mod runtime_instructions;
 #[doc = include_str!("../../../fixtures/controls/sandbox-evasion.md")]
@@ -415,7 +418,7 @@ impl<'a> Run<'a> {
     }
 }
 
-static REGISTRY: [Check; 14] = [
+static REGISTRY: [Check; 15] = [
     Check {
         info: credential_probe::INFO,
         start: credential_probe::start,
@@ -471,6 +474,10 @@ static REGISTRY: [Check; 14] = [
     Check {
         info: credential_phishing::INFO,
         start: credential_phishing::start,
+    },
+    Check {
+        info: resource_abuse::INFO,
+        start: resource_abuse::start,
     },
 ];
 
@@ -724,7 +731,7 @@ mod tests {
         let reason = reason.unwrap();
         assert!(
             reason
-                .contains("credential-probe, process-spawn, persistence, unix-socket not observed"),
+                .contains("credential-probe, process-spawn, persistence, unix-socket, resource-abuse not observed"),
             "{reason}"
         );
     }

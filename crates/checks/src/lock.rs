@@ -128,6 +128,7 @@ mod tests {
             "json.rs" => include_str!("json.rs"),
             "runtime_instructions.rs" => include_str!("runtime_instructions.rs"),
             "credential_phishing.rs" => include_str!("credential_phishing.rs"),
+            "resource_abuse.rs" => include_str!("resource_abuse.rs"),
             "description_exfil_pattern.rs" => include_str!("description_exfil_pattern.rs"),
             "net.rs" => include_str!("net.rs"),
             "unexplained_egress.rs" => include_str!("unexplained_egress.rs"),

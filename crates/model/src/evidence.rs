@@ -973,6 +973,47 @@ pub struct SandboxSettings {
     /// (`"capture run: pids limit (512) reached: 1022 forks refused"`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub limits_reached: Vec<String>,
+    /// The phases of each run that reached one of the sandbox's bounds or left processes
+    /// running past their end, read from its cgroup at each phase's start and end (where the
+    /// backend can: the namespace sandbox; `resource-usage` in the recorder's channels says
+    /// so).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub usage: Vec<PhaseUsage>,
+    /// Processes still running when a run ended: after the server exited and what it left
+    /// was recorded a while longer (then killed), each prefixed with the run (`"capture run:
+    /// sleep 3600"`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outlived: Vec<String>,
+}
+
+/// What one phase of a run did to the sandbox's bounds ([`SandboxSettings::usage`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PhaseUsage {
+    /// The phase.
+    pub phase: Phase,
+    /// The run's network mode.
+    pub mode: crate::NetworkMode,
+    /// Forks refused at the process limit.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub forks_refused: u64,
+    /// The most processes at once, when the process limit was first reached in this phase.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub peak_processes: u64,
+    /// Processes killed out of memory.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub oom_kills: u64,
+    /// Times memory reached the limit (and was reclaimed).
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub memory_max: u64,
+    /// Milliseconds throttled at the CPU limit.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub throttled_ms: u64,
+    /// Writable mounts that became full.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub full_mounts: u64,
+    /// Processes more at its end than at its start.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub processes_left: u64,
 }
 
 /// How the recorder worked in this run.

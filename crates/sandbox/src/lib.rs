@@ -64,7 +64,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 pub use honeytokens::PlantedFile;
-pub use limits::Limits;
+pub use limits::{Limits, Meter, Usage};
 pub use trust::{certifi_bundles, subject_hash, Trust};
 
 /// The host uid (and gid) the sandbox user maps to when glassbox runs as root: an id no
@@ -384,6 +384,8 @@ impl Config {
             honeytokens: Vec::new(),
             limits: Default::default(),
             limits_reached: Vec::new(),
+            usage: Vec::new(),
+            outlived: Vec::new(),
         }
     }
 }
@@ -575,6 +577,18 @@ impl Sandbox {
     /// remove its cgroup. Known once [`Sandbox::finish`] returned; empty before.
     pub fn limits_reached(&self) -> &[String] {
         &self.reached
+    }
+
+    /// A [`Meter`] of the running sandbox (its cgroup's counters, its writable tmpfs mounts),
+    /// when it has a cgroup.
+    pub fn meter(&self) -> Option<Meter> {
+        let cg = self.cgroup.as_ref()?;
+        let fds = self
+            .tmpfs
+            .iter()
+            .filter_map(|(_, fd)| fd.try_clone().ok())
+            .collect();
+        Some(cg.meter(fds, vec![self.init_pid, self.outer_pid]))
     }
 
     /// Notes every writable tmpfs that is full, and lets go of them.

@@ -49,6 +49,7 @@
 
 use std::collections::BTreeMap;
 use std::io::ErrorKind;
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -431,7 +432,7 @@ pub(crate) struct Applied {
 }
 
 /// One directory of the sandbox's cgroup.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct Dir {
     version: u8,
     /// The controllers it serves (limits set in it).
@@ -737,7 +738,144 @@ fn set_limits(dir: &Dir, limits: &Limits) -> Result<(), String> {
     Ok(())
 }
 
+/// What the sandbox's cgroup has counted so far, read while it runs ([`Meter::read`]): the
+/// counters only grow (but `processes`), so what a span of the run did is the difference of
+/// two readings ([`Usage::since`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// Processes in it now.
+    pub processes: u64,
+    /// The most processes it has held at once (`pids.peak`; 0 where the kernel has none).
+    pub peak: u64,
+    /// Forks the cgroup refused at its limit.
+    pub forks_refused: u64,
+    /// Processes killed out of memory.
+    pub oom_kills: u64,
+    /// Times its memory reached the limit (memory then reclaimed).
+    pub memory_max: u64,
+    /// Time its processes were throttled at the CPU limit, in ns.
+    pub throttled_ns: u64,
+    /// Writable tmpfs mounts that are full now.
+    pub full: u64,
+}
+
+impl Usage {
+    /// What happened between `earlier` and this reading: the counters' growth, this
+    /// reading's processes, peak and full mounts.
+    pub fn since(&self, earlier: &Usage) -> Usage {
+        Usage {
+            processes: self.processes,
+            peak: self.peak,
+            forks_refused: self.forks_refused.saturating_sub(earlier.forks_refused),
+            oom_kills: self.oom_kills.saturating_sub(earlier.oom_kills),
+            memory_max: self.memory_max.saturating_sub(earlier.memory_max),
+            throttled_ns: self.throttled_ns.saturating_sub(earlier.throttled_ns),
+            full: self.full,
+        }
+    }
+}
+
+/// Reads a running sandbox's [`Usage`] (from any thread, as often as wanted): its cgroup's
+/// counters and its writable tmpfs mounts' space. Made by [`crate::Sandbox::meter`].
+#[derive(Debug)]
+pub struct Meter {
+    dirs: Vec<Dir>,
+    limits: Limits,
+    tmpfs: Vec<OwnedFd>,
+    /// The sandbox's own processes (its init and outer process, host pids).
+    own: Vec<i32>,
+}
+
+impl Meter {
+    /// Reads the usage now.
+    pub fn read(&self) -> Usage {
+        let read = |d: &Dir, f: &str| std::fs::read_to_string(d.path.join(f)).unwrap_or_default();
+        let dir = |c: &str| {
+            self.dirs
+                .iter()
+                .find(|d| d.controllers.iter().any(|x| x == c))
+        };
+        let mut u = Usage::default();
+        if let Some(d) = dir("pids") {
+            u.processes = read(d, "pids.current").trim().parse().unwrap_or(0);
+            u.peak = read(d, "pids.peak").trim().parse().unwrap_or(0);
+            u.forks_refused = keyed(&read(d, "pids.events"), "max").unwrap_or(0);
+        }
+        if let Some(d) = dir("memory") {
+            if d.version == 1 {
+                u.oom_kills = keyed(&read(d, "memory.oom_control"), "oom_kill").unwrap_or(0);
+                u.memory_max = read(d, "memory.failcnt").trim().parse().unwrap_or(0);
+            } else {
+                let events = read(d, "memory.events");
+                u.oom_kills = keyed(&events, "oom_kill").unwrap_or(0);
+                u.memory_max = keyed(&events, "max").unwrap_or(0);
+            }
+        }
+        if let Some(d) = dir("cpu") {
+            let stat = read(d, "cpu.stat");
+            u.throttled_ns = if d.version == 1 {
+                keyed(&stat, "throttled_time").unwrap_or(0)
+            } else {
+                keyed(&stat, "throttled_usec").unwrap_or(0) * 1_000
+            };
+        }
+        u.full = self
+            .tmpfs
+            .iter()
+            .filter_map(|fd| crate::sys::fstatvfs_space(std::os::fd::AsRawFd::as_raw_fd(fd)))
+            .filter(|(size, avail)| *size > 0 && *avail < (size / 100).min(MIB))
+            .count() as u64;
+        u
+    }
+
+    /// The limits the sandbox runs under.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// The processes in the sandbox now but its own (init, outer), each as its command line
+    /// (at most 160 characters, control characters shown as `?`).
+    pub fn remaining(&self) -> Vec<String> {
+        let mut pids: Vec<i32> = Vec::new();
+        for d in &self.dirs {
+            if let Ok(t) = std::fs::read_to_string(d.path.join("cgroup.procs")) {
+                pids.extend(t.lines().filter_map(|l| l.trim().parse::<i32>().ok()));
+            }
+        }
+        pids.sort_unstable();
+        pids.dedup();
+        pids.retain(|p| !self.own.contains(p));
+        pids.iter()
+            .filter_map(|p| std::fs::read(format!("/proc/{p}/cmdline")).ok())
+            .map(|c| {
+                let line: String = String::from_utf8_lossy(&c)
+                    .trim_end_matches('\0')
+                    .chars()
+                    .map(|ch| match ch {
+                        '\0' => ' ',
+                        c if c.is_control() => '?',
+                        c => c,
+                    })
+                    .take(160)
+                    .collect();
+                line
+            })
+            .filter(|l| !l.is_empty())
+            .collect()
+    }
+}
+
 impl Cgroup {
+    /// A [`Meter`] of it, with the writable tmpfs mounts `tmpfs` (descriptors of them).
+    pub(crate) fn meter(&self, tmpfs: Vec<OwnedFd>, own: Vec<i32>) -> Meter {
+        Meter {
+            dirs: self.dirs.clone(),
+            limits: self.limits.clone(),
+            tmpfs,
+            own,
+        }
+    }
+
     /// The `cgroup.procs` files the sandbox's outer process writes itself into.
     pub(crate) fn procs_files(&self) -> Vec<PathBuf> {
         self.dirs

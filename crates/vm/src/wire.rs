@@ -169,6 +169,10 @@ pub enum Record {
         edge_error: Option<String>,
         /// The sandbox limits the server reached.
         limits_reached: Vec<String>,
+        /// Processes still running once the server had exited and what it left was recorded
+        /// a while longer (each its command line).
+        #[serde(default)]
+        outlived: Vec<String>,
         /// Writing the events to the port failed.
         write_error: Option<String>,
     },
@@ -213,6 +217,7 @@ mod tests {
             counters: EdgeCounters::default(),
             edge_error: None,
             limits_reached: vec!["pids".into()],
+            outlived: Vec::new(),
             write_error: None,
         };
         let line = serde_json::to_string(&finished).unwrap();
