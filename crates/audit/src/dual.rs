@@ -127,17 +127,22 @@ fn readable(f: &Flow) -> bool {
     !f.exchanges.is_empty() || !f.cleartext.as_slice().is_empty() || f.tls.is_none()
 }
 
-/// Whether `f` went to `host` or under it (by its SNI, HTTP Host or DNS name).
+/// Whether `f` went to `host` or under it (by its SNI, HTTP Host or DNS name, or the name a
+/// DNS question asked: looking up a secret's own service is no reason to make a call again).
 fn to_host(f: &Flow, host: &str) -> bool {
     let host = host.to_ascii_lowercase();
-    let names = [f.sni.as_ref(), f.dns_name.as_ref()]
-        .into_iter()
-        .flatten()
-        .map(|b| b.to_lossy().to_ascii_lowercase())
-        .chain(f.http.iter().filter_map(|h| h.host.as_ref()).map(|b| {
-            let h = b.to_lossy().to_ascii_lowercase();
-            h.split(':').next().unwrap_or("").to_string()
-        }));
+    let names = [
+        f.sni.as_ref(),
+        f.dns_name.as_ref(),
+        f.dns.as_ref().map(|q| &q.name),
+    ]
+    .into_iter()
+    .flatten()
+    .map(|b| b.to_lossy().to_ascii_lowercase())
+    .chain(f.http.iter().filter_map(|h| h.host.as_ref()).map(|b| {
+        let h = b.to_lossy().to_ascii_lowercase();
+        h.split(':').next().unwrap_or("").to_string()
+    }));
     names
         .into_iter()
         .any(|n| n == host || n.ends_with(&format!(".{host}")))
@@ -160,12 +165,22 @@ fn in_phase<'a>(
     })
 }
 
+/// What one run sent to a call's destinations ([`sent`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Sent {
+    /// Every flow's bytes, by destination and then in time order.
+    pub bytes: Vec<u8>,
+    /// How many flows.
+    pub flows: u64,
+    /// SHA-256 of the flows' bytes taken each on its own, in sorted order: two runs that sent
+    /// the same flows in another order (concurrent requests) compare equal.
+    pub sha256: String,
+}
+
 /// What the flows of mode `mode` sent to `destinations` over the whole run, by destination
 /// and then in order: each request's method, target and body; a DNS question's name; else
 /// what the edge decrypted; else the payload of a flow that was not TLS.
-pub(crate) fn sent(flows: &[Flow], destinations: &[String], mode: NetworkMode) -> (Vec<u8>, u64) {
-    let mut out = Vec::new();
-    let mut n = 0;
+pub(crate) fn sent(flows: &[Flow], destinations: &[String], mode: NetworkMode) -> Sent {
     let mut fs: Vec<(String, &Flow)> = flows
         .iter()
         .filter(|f| f.mode == mode)
@@ -173,8 +188,10 @@ pub(crate) fn sent(flows: &[Flow], destinations: &[String], mode: NetworkMode) -
         .filter(|(d, _)| destinations.contains(d))
         .collect();
     fs.sort_by(|(a, f), (b, g)| a.cmp(b).then(f.t_ns.cmp(&g.t_ns)));
-    for (_, f) in fs {
-        n += 1;
+    let mut chunks: Vec<Vec<u8>> = Vec::new();
+    for (d, f) in &fs {
+        let mut out = d.as_bytes().to_vec();
+        out.push(b'\n');
         if !f.exchanges.is_empty() {
             for x in &f.exchanges {
                 out.extend_from_slice(x.method.as_bytes());
@@ -195,29 +212,41 @@ pub(crate) fn sent(flows: &[Flow], destinations: &[String], mode: NetworkMode) -
         }
         // TLS the edge did not read: its handshake is random by design, and what it carried
         // unknown (it is an unread flow to the checks anyway).
+        chunks.push(out);
     }
-    (out, n)
+    let bytes = chunks.concat();
+    chunks.sort();
+    let mut h = Sha256::new();
+    for c in &chunks {
+        h.update((c.len() as u64).to_le_bytes());
+        h.update(c);
+    }
+    Sent {
+        bytes,
+        flows: fs.len() as u64,
+        sha256: hex(&h.finalize()),
+    }
 }
 
 /// The record of one call made again: what it sent in each run, and how much of the original
 /// differs from the fresh run's.
 pub(crate) fn record(
     c: Candidate,
-    original: (&[u8], u64),
-    same: Option<(&[u8], u64)>,
-    fresh: Option<(&[u8], u64)>,
+    original: &Sent,
+    same: Option<&Sent>,
+    fresh: Option<&Sent>,
     note: Option<String>,
 ) -> DualRecord {
-    let run = |name: &str, (bytes, flows): (&[u8], u64)| DualRun {
+    let run = |name: &str, s: &Sent| DualRun {
         run: name.to_string(),
-        bytes: bytes.len() as u64,
-        sha256: hex(&Sha256::digest(bytes)),
-        flows,
+        bytes: s.bytes.len() as u64,
+        sha256: s.sha256.clone(),
+        flows: s.flows,
     };
     let mut runs = vec![run("original", original)];
     runs.extend(same.map(|s| run("same", s)));
     runs.extend(fresh.map(|f| run("fresh", f)));
-    let varying = fresh.map_or(0, |(f, _)| varying(original.0, f));
+    let varying = fresh.map_or(0, |f| varying(&original.bytes, &f.bytes));
     DualRecord {
         phase: c.phase,
         secrets: c.secrets,
@@ -326,6 +355,24 @@ mod tests {
             &tokens,
         );
         assert!(own.is_empty(), "{own:?}");
+        // Nor does a DNS question for it (the lookup before the request): with fresh secrets
+        // the service's own name may change (a kubeconfig's cluster), which would read as the
+        // secret carried.
+        let lookup = Flow {
+            dns: Some(glassbox_model::DnsQuery {
+                name: Bytes::from("sts.amazonaws.com"),
+                qtype: "A".into(),
+                answers: Vec::new(),
+            }),
+            ..flow("sts.amazonaws.com")
+        };
+        let lookup = Flow {
+            sni: None,
+            exchanges: Vec::new(),
+            ..lookup
+        };
+        let own = candidates(&run, &events, &[lookup], &timings, &tokens);
+        assert!(own.is_empty(), "{own:?}");
         assert!(candidates(&run, &events, &[], &timings, &tokens).is_empty());
         // One that carries the secret as is: found already, nothing to tell.
         let mut plain = flow("collect.example");
@@ -338,8 +385,11 @@ mod tests {
         let startup = [open(1, Phase::Startup)];
         let flows = [flow("collect.example")];
         assert!(candidates(&run, &startup, &flows, &timings, &tokens).is_empty());
-        let (got, n) = sent(&flows, &want.destinations, NetworkMode::Capture);
-        assert_eq!((got.as_slice(), n), (&b"POST /up\nopaque\n"[..], 1));
+        let got = sent(&flows, &want.destinations, NetworkMode::Capture);
+        assert_eq!(
+            (got.bytes.as_slice(), got.flows),
+            (&b"collect.example\nPOST /up\nopaque\n"[..], 1)
+        );
     }
 
     /// What a run sent is measured by destination over the whole run: a flow that began
@@ -376,8 +426,30 @@ mod tests {
         ];
         assert_eq!(destination(&early[0]), "flags.vendor.example");
         let a = sent(&early, &dests, NetworkMode::Capture);
-        assert_eq!(a, (b"GET /v2\n".to_vec(), 1));
+        assert_eq!(
+            (a.bytes.as_slice(), a.flows),
+            (&b"flags.vendor.example\nGET /v2\n"[..], 1)
+        );
         assert_eq!(a, sent(&late, &dests, NetworkMode::Capture));
+        // Two requests to one host made in the other order (concurrently) compare equal.
+        let one = flow(5, "flags.vendor.example", NetworkMode::Capture, "GET /a\n");
+        let two = flow(6, "flags.vendor.example", NetworkMode::Capture, "GET /b\n");
+        let swapped = [
+            Flow {
+                t_ns: 6,
+                ..one.clone()
+            },
+            Flow {
+                t_ns: 5,
+                ..two.clone()
+            },
+        ];
+        let (x, y) = (
+            sent(&[one, two], &dests, NetworkMode::Capture),
+            sent(&swapped, &dests, NetworkMode::Capture),
+        );
+        assert_eq!(x.sha256, y.sha256);
+        assert_ne!(x.bytes, y.bytes);
     }
 
     #[test]
@@ -386,15 +458,20 @@ mod tests {
         assert_eq!(varying(b"same", b"same"), 0);
         assert_eq!(varying(b"ab", b"abcd"), 2);
         assert_eq!(varying(b"", b"xyz"), 3);
+        let s = |b: &[u8]| Sent {
+            bytes: b.to_vec(),
+            flows: 1,
+            sha256: hex(&Sha256::digest(b)),
+        };
         let r = record(
             Candidate {
                 phase: Phase::call("t", 1),
                 secrets: vec!["/h/.ssh/id".into()],
                 destinations: vec!["c.example".into()],
             },
-            (b"aXb", 1),
-            Some((b"aXb", 1)),
-            Some((b"aYb", 1)),
+            &s(b"aXb"),
+            Some(&s(b"aXb")),
+            Some(&s(b"aYb")),
             None,
         );
         assert_eq!(r.varying, 1);

@@ -954,7 +954,7 @@ impl<'a> Pipeline<'a> {
             return Ok(());
         }
         // The capture run's flows only (the denied run's are of another mode).
-        let original: Vec<(Vec<u8>, u64)> = candidates
+        let original: Vec<dual::Sent> = candidates
             .iter()
             .map(|c| dual::sent(&self.flows, &c.destinations, NetworkMode::Capture))
             .collect();
@@ -983,13 +983,7 @@ impl<'a> Pipeline<'a> {
                 [] => Some(why_not.to_string()),
                 runs => runs.iter().find_map(|r| r.as_ref().err().cloned()),
             };
-            let rec = dual::record(
-                c,
-                (&original[i].0, original[i].1),
-                same.as_ref().map(|(b, n)| (b.as_slice(), *n)),
-                fresh.as_ref().map(|(b, n)| (b.as_slice(), *n)),
-                note,
-            );
+            let rec = dual::record(c, &original[i], same.as_ref(), fresh.as_ref(), note);
             self.manifest.dual.push(rec);
         }
         self.bundle.write_manifest(&self.manifest)?;

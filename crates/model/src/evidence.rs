@@ -1267,7 +1267,8 @@ pub struct DualRun {
     pub run: String,
     /// How many bytes.
     pub bytes: u64,
-    /// Their SHA-256, hex.
+    /// SHA-256 of its flows' bytes, each flow's taken on its own and in sorted order (two
+    /// runs that sent the same flows in another order compare equal), hex.
     pub sha256: String,
     /// The flows they came from (the capture run's flow ids for `original`; the rerun's own
     /// numbering otherwise).
