@@ -1763,6 +1763,9 @@ fn one_run(
     started: &mut dyn FnMut(&glassbox_model::SandboxSettings, &str) -> Result<(), Error>,
 ) -> Result<RunResult, Error> {
     let clock = plan.clock.clone();
+    // Every run starts in its own start-up: the clock is the audit's, and still holds the
+    // phase the run before ended in (its shutdown), which the server's first calls would get.
+    clock.set_phase(Phase::Startup);
     let start_ns = clock.now_ns();
     let RunFiles {
         bundle,

@@ -115,6 +115,16 @@ fn packets_to_documentation_addresses_reach_the_edge_and_no_host_interface() {
     }
     for r in &a.evidence.manifest.network.runs {
         assert!(r.isolation_verified, "{:?}", r.isolation);
+        // Each run starts in its own start-up, not in the run before's shutdown.
+        let first = (a.evidence.events.iter())
+            .find(|e| e.id >= r.first_event && e.id < r.end_event)
+            .expect("the run's events");
+        assert_eq!(
+            first.phase,
+            glassbox_model::Phase::Startup,
+            "{:?}: {first:?}",
+            r.mode
+        );
     }
 
     // Nothing of it on any host interface.
