@@ -988,7 +988,18 @@ pub fn guest_main() -> Result<i32, Error> {
     Ok(0)
 }
 
+/// Says on the guest's console how far the guest glassbox got (the kernel's log, at a level a
+/// quiet console prints): a guest that never reports the server started is killed, and the
+/// console's last lines are in the reason, so they name the step it stopped in.
+fn guest_step(what: &str) {
+    use std::io::Write as _;
+    if let Ok(mut k) = std::fs::OpenOptions::new().write(true).open("/dev/kmsg") {
+        let _ = k.write_all(format!("<3>glassbox guest: {what}\n").as_bytes());
+    }
+}
+
 fn guest_run(sink: &run::SharedSink) -> Result<Record, Error> {
+    guest_step("reading the request");
     // The request: the first line of stdin. What the reader buffered past it is the server's.
     let mut input = BufReader::new(std::io::stdin());
     let mut line = String::new();
@@ -997,6 +1008,7 @@ fn guest_run(sink: &run::SharedSink) -> Result<Record, Error> {
         .map_err(|e| Error::Internal(format!("cannot read the request: {e}")))?;
     let req: GuestRequest = serde_json::from_str(&line)
         .map_err(|e| Error::Internal(format!("unreadable request from the host: {e}")))?;
+    guest_step("request read; starting the sandbox and the server");
     let target = resolved(req.target);
     let choice = match req.recorder.as_str() {
         "notify" => RecorderChoice::Notify,
@@ -1051,6 +1063,7 @@ fn guest_run(sink: &run::SharedSink) -> Result<Record, Error> {
         .as_ref()
         .map(|e| (e.isolation.clone(), e.canary_sockets.clone()))
         .unwrap_or_default();
+    guest_step("the server started");
     sink.record(&Record::Started {
         guest_now_ns: clock.now_ns(),
         settings: running.settings.clone(),
