@@ -146,9 +146,10 @@ struct Exec {
     /// A shell the installer started for a lifecycle script (version 4): a note.
     lifecycle: bool,
     /// A diagnostic its call's tool names, run with none of the call's input (version 6): a
-    /// note, with the program's name; only when every exec of the group was (`unexplained`).
+    /// note, with the program's name. Decided by the group's first exec: the rest are the same
+    /// `PATH` search, whose last failed attempt the recorder may stamp later (once it learns
+    /// the result), in a phase after the call.
     explained: Option<String>,
-    unexplained: bool,
 }
 
 /// What explains a diagnostic: each tool's words (its name's and description's, lowercase),
@@ -295,6 +296,7 @@ impl Evaluator for State {
             }
             return;
         };
+        let first = x.path.as_slice().is_empty();
         x.path = path.clone();
         x.ppid = e.ppid;
         x.kind = classify(path, argv);
@@ -302,18 +304,14 @@ impl Evaluator for State {
         x.lifecycle = e.phase == glassbox_model::Phase::Install
             && x.kind == Some(Kind::Shell)
             && installer == Some(e.ppid);
-        if x.kind == Some(Kind::NetworkTool) {
+        if first && x.kind == Some(Kind::NetworkTool) {
             let names = [Some(path.as_slice()), argv.first().map(|a| a.as_slice())];
-            let explained = names
+            x.explained = names
                 .into_iter()
                 .flatten()
                 .map(basename)
                 .find(|n| self.tools.explains(&e.phase, n, argv))
                 .map(|n| String::from_utf8_lossy(n).into_owned());
-            match explained {
-                Some(n) => x.explained = Some(n),
-                None => x.unexplained = true,
-            }
         }
     }
 
@@ -342,7 +340,7 @@ impl Evaluator for State {
                 summary += ": npm runs every lifecycle script through a shell; what the script \
                             runs is listed on its own";
             }
-            let explained = g.data.explained.as_ref().filter(|_| !g.data.unexplained);
+            let explained = g.data.explained.as_ref();
             if let Some(name) = explained {
                 summary += &format!(
                     ": the tool's name or description names {name}, and its arguments carry \
@@ -443,9 +441,17 @@ mod tests {
             .call("status", 1, serde_json::json!({}))
             .exec(
                 3,
-                "/usr/bin/ping",
+                "/usr/local/bin/ping",
                 &["ping", "-c", "1", "127.0.0.1"],
                 call("pingGateway"),
+            )
+            // The search's last attempt, stamped once the recorder learnt its result: after
+            // the call (seen under load, with seccomp notification).
+            .exec(
+                3,
+                "/usr/bin/ping",
+                &["ping", "-c", "1", "127.0.0.1"],
+                Phase::Shutdown,
             )
             .exec(
                 4,
