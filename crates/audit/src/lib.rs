@@ -895,11 +895,14 @@ impl<'a> Pipeline<'a> {
             manifest.session = run.session;
             self.transcript = run.transcript;
         }
-        self.limits_reached.extend(
-            run.limits_reached
+        // What the sandbox said of this run, each line prefixed with the run.
+        let of_run = |lines: &[String]| -> Vec<String> {
+            lines
                 .iter()
-                .map(|r| format!("{} run: {r}", mode.name())),
-        );
+                .map(|r| format!("{} run: {r}", mode.name()))
+                .collect()
+        };
+        self.limits_reached.extend(of_run(&run.limits_reached));
         manifest.sandbox.limits_reached = self.limits_reached.clone();
         match run.usage {
             Some(u) => {
@@ -917,11 +920,7 @@ impl<'a> Pipeline<'a> {
             )),
             None => {}
         }
-        self.outlived.extend(
-            run.outlived
-                .iter()
-                .map(|r| format!("{} run: {r}", mode.name())),
-        );
+        self.outlived.extend(of_run(&run.outlived));
         manifest.sandbox.usage = self.usage.clone();
         manifest.sandbox.outlived = self.outlived.clone();
         self.all_events.extend(run.recording.events);

@@ -91,7 +91,7 @@ pub(crate) fn phases(samples: &[(Phase, Usage)], end: Usage, pids: Option<u64>) 
 /// what it left was recorded a while longer: they outlived it.
 pub(crate) fn outlived(sandbox: &glassbox_sandbox::Sandbox) -> Vec<String> {
     match sandbox.others_alive() {
-        true => sandbox.meter().map(|m| m.remaining()).unwrap_or_default(),
+        true => sandbox.remaining(),
         false => Vec::new(),
     }
 }

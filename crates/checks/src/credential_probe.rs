@@ -478,6 +478,14 @@ impl Context {
         }
     }
 
+    /// Why the normalized path of components `path` counts: a rule of home ([`Self::classify`]),
+    /// else, for an open by process `opener`, a secret of the system or of another account
+    /// ([`Self::system`], the rarer question, asked only then).
+    fn reason<C: AsRef<[u8]>>(&self, path: &[C], opener: Option<i32>) -> Option<Reason> {
+        self.classify(path)
+            .or_else(|| opener.and_then(|pid| self.system(path, pid)))
+    }
+
     /// Why the normalized path of components `path` is a credential path, if it is.
     fn classify<C: AsRef<[u8]>>(&self, path: &[C]) -> Option<Reason> {
         if self
@@ -586,10 +594,6 @@ impl State {
         // Secrets of the system or of another account: what opens reach for (a stat is not a
         // read), judged by [`Context::system`].
         let (pid, opened) = (e.pid, matches!(e.kind, EventKind::Open { .. }));
-        let system = |ctx: &Context, comps: &[&[u8]]| match opened {
-            true => ctx.system(comps, pid),
-            false => None,
-        };
         if raw.first() == Some(&b'/') {
             let maybe_system = opened && self.ctx.may_be_system(raw);
             if !maybe_system
@@ -604,16 +608,16 @@ impl State {
         // Judged on a view of the path; copied only when it counts.
         let (reason, norm) = match View::resolve(path.as_slice(), &self.ctx.cwd_raw) {
             Some(view) => {
-                let comps: Vec<&[u8]> = view.components().iter().map(AsRef::as_ref).collect();
-                match (self.ctx.classify(&comps)).or_else(|| system(&self.ctx, &comps)) {
+                let comps = view.components();
+                match self.ctx.reason(comps, opened.then_some(pid)) {
                     Some(reason) => (reason, view.to_norm()),
                     None => return,
                 }
             }
             None => {
                 let norm = NormPath::resolve(path.as_slice(), &self.ctx.cwd_raw);
-                let comps: Vec<&[u8]> = norm.components().iter().map(AsRef::as_ref).collect();
-                match (self.ctx.classify(&comps)).or_else(|| system(&self.ctx, &comps)) {
+                let comps = norm.components();
+                match self.ctx.reason(comps, opened.then_some(pid)) {
                     Some(reason) => (reason, norm),
                     None => return,
                 }

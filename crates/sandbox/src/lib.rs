@@ -588,7 +588,34 @@ impl Sandbox {
             .iter()
             .filter_map(|(_, fd)| fd.try_clone().ok())
             .collect();
-        Some(cg.meter(fds, vec![self.init_pid, self.outer_pid]))
+        Some(cg.meter(fds))
+    }
+
+    /// The processes in the sandbox now but its own (init, outer), each as its command line
+    /// (at most 160 characters, control characters shown as `?`): once the server has exited,
+    /// what outlived it.
+    pub fn remaining(&self) -> Vec<String> {
+        let Some(cg) = &self.cgroup else {
+            return Vec::new();
+        };
+        cg.procs()
+            .into_iter()
+            .filter(|p| *p != self.init_pid && *p != self.outer_pid)
+            .filter_map(|p| std::fs::read(format!("/proc/{p}/cmdline")).ok())
+            .map(|c| {
+                String::from_utf8_lossy(&c)
+                    .trim_end_matches('\0')
+                    .chars()
+                    .map(|ch| match ch {
+                        '\0' => ' ',
+                        c if c.is_control() => '?',
+                        c => c,
+                    })
+                    .take(160)
+                    .collect::<String>()
+            })
+            .filter(|l| !l.is_empty())
+            .collect()
     }
 
     /// Notes every writable tmpfs that is full, and lets go of them.
@@ -597,8 +624,7 @@ impl Sandbox {
             let Some((size, avail)) = sys::fstatvfs_space(fd.as_raw_fd()) else {
                 continue;
             };
-            // Full: less than 1% or 1 MiB left, whichever is less.
-            if size > 0 && avail < (size / 100).min(limits::MIB) {
+            if limits::is_full(size, avail) {
                 let full = format!("{m} is full ({} tmpfs)", limits::format_size(size));
                 if !self.reached.contains(&full) {
                     self.reached.push(full);

@@ -782,48 +782,17 @@ pub struct Meter {
     dirs: Vec<Dir>,
     limits: Limits,
     tmpfs: Vec<OwnedFd>,
-    /// The sandbox's own processes (its init and outer process, host pids).
-    own: Vec<i32>,
 }
 
 impl Meter {
     /// Reads the usage now.
     pub fn read(&self) -> Usage {
-        let read = |d: &Dir, f: &str| std::fs::read_to_string(d.path.join(f)).unwrap_or_default();
-        let dir = |c: &str| {
-            self.dirs
-                .iter()
-                .find(|d| d.controllers.iter().any(|x| x == c))
-        };
-        let mut u = Usage::default();
-        if let Some(d) = dir("pids") {
-            u.processes = read(d, "pids.current").trim().parse().unwrap_or(0);
-            u.peak = read(d, "pids.peak").trim().parse().unwrap_or(0);
-            u.forks_refused = keyed(&read(d, "pids.events"), "max").unwrap_or(0);
-        }
-        if let Some(d) = dir("memory") {
-            if d.version == 1 {
-                u.oom_kills = keyed(&read(d, "memory.oom_control"), "oom_kill").unwrap_or(0);
-                u.memory_max = read(d, "memory.failcnt").trim().parse().unwrap_or(0);
-            } else {
-                let events = read(d, "memory.events");
-                u.oom_kills = keyed(&events, "oom_kill").unwrap_or(0);
-                u.memory_max = keyed(&events, "max").unwrap_or(0);
-            }
-        }
-        if let Some(d) = dir("cpu") {
-            let stat = read(d, "cpu.stat");
-            u.throttled_ns = if d.version == 1 {
-                keyed(&stat, "throttled_time").unwrap_or(0)
-            } else {
-                keyed(&stat, "throttled_usec").unwrap_or(0) * 1_000
-            };
-        }
+        let mut u = counters(&self.dirs);
         u.full = self
             .tmpfs
             .iter()
             .filter_map(|fd| crate::sys::fstatvfs_space(std::os::fd::AsRawFd::as_raw_fd(fd)))
-            .filter(|(size, avail)| *size > 0 && *avail < (size / 100).min(MIB))
+            .filter(|(size, avail)| is_full(*size, *avail))
             .count() as u64;
         u
     }
@@ -832,47 +801,58 @@ impl Meter {
     pub fn limits(&self) -> &Limits {
         &self.limits
     }
+}
 
-    /// The processes in the sandbox now but its own (init, outer), each as its command line
-    /// (at most 160 characters, control characters shown as `?`).
-    pub fn remaining(&self) -> Vec<String> {
-        let mut pids: Vec<i32> = Vec::new();
-        for d in &self.dirs {
-            if let Ok(t) = std::fs::read_to_string(d.path.join("cgroup.procs")) {
-                pids.extend(t.lines().filter_map(|l| l.trim().parse::<i32>().ok()));
-            }
-        }
-        pids.sort_unstable();
-        pids.dedup();
-        pids.retain(|p| !self.own.contains(p));
-        pids.iter()
-            .filter_map(|p| std::fs::read(format!("/proc/{p}/cmdline")).ok())
-            .map(|c| {
-                let line: String = String::from_utf8_lossy(&c)
-                    .trim_end_matches('\0')
-                    .chars()
-                    .map(|ch| match ch {
-                        '\0' => ' ',
-                        c if c.is_control() => '?',
-                        c => c,
-                    })
-                    .take(160)
-                    .collect();
-                line
-            })
-            .filter(|l| !l.is_empty())
-            .collect()
+/// Whether a file system of `size` bytes with `avail` left is full: less than 1% or 1 MiB
+/// left, whichever is less.
+pub(crate) fn is_full(size: u64, avail: u64) -> bool {
+    size > 0 && avail < (size / 100).min(MIB)
+}
+
+/// The directory of `dirs` that serves `controller`.
+fn dir_of<'a>(dirs: &'a [Dir], controller: &str) -> Option<&'a Dir> {
+    dirs.iter()
+        .find(|d| d.controllers.iter().any(|c| c == controller))
+}
+
+/// What the cgroup of `dirs` has counted (all of [`Usage`] but the full mounts), read now:
+/// what [`Meter::read`] reads as a run goes, and [`Cgroup::reached`] once it is over.
+fn counters(dirs: &[Dir]) -> Usage {
+    let read = |d: &Dir, f: &str| std::fs::read_to_string(d.path.join(f)).unwrap_or_default();
+    let mut u = Usage::default();
+    if let Some(d) = dir_of(dirs, "pids") {
+        u.processes = read(d, "pids.current").trim().parse().unwrap_or(0);
+        u.peak = read(d, "pids.peak").trim().parse().unwrap_or(0);
+        u.forks_refused = keyed(&read(d, "pids.events"), "max").unwrap_or(0);
     }
+    if let Some(d) = dir_of(dirs, "memory") {
+        if d.version == 1 {
+            u.oom_kills = keyed(&read(d, "memory.oom_control"), "oom_kill").unwrap_or(0);
+            u.memory_max = read(d, "memory.failcnt").trim().parse().unwrap_or(0);
+        } else {
+            let events = read(d, "memory.events");
+            u.oom_kills = keyed(&events, "oom_kill").unwrap_or(0);
+            u.memory_max = keyed(&events, "max").unwrap_or(0);
+        }
+    }
+    if let Some(d) = dir_of(dirs, "cpu") {
+        let stat = read(d, "cpu.stat");
+        u.throttled_ns = if d.version == 1 {
+            keyed(&stat, "throttled_time").unwrap_or(0)
+        } else {
+            keyed(&stat, "throttled_usec").unwrap_or(0) * 1_000
+        };
+    }
+    u
 }
 
 impl Cgroup {
     /// A [`Meter`] of it, with the writable tmpfs mounts `tmpfs` (descriptors of them).
-    pub(crate) fn meter(&self, tmpfs: Vec<OwnedFd>, own: Vec<i32>) -> Meter {
+    pub(crate) fn meter(&self, tmpfs: Vec<OwnedFd>) -> Meter {
         Meter {
             dirs: self.dirs.clone(),
             limits: self.limits.clone(),
             tmpfs,
-            own,
         }
     }
 
@@ -885,7 +865,7 @@ impl Cgroup {
     }
 
     /// The processes in it now (host pids).
-    fn procs(&self) -> Vec<i32> {
+    pub(crate) fn procs(&self) -> Vec<i32> {
         let mut out: Vec<i32> = Vec::new();
         for d in &self.dirs {
             if let Ok(t) = std::fs::read_to_string(d.path.join("cgroup.procs")) {
@@ -898,21 +878,19 @@ impl Cgroup {
     }
 
     fn dir(&self, controller: &str) -> Option<&Dir> {
-        self.dirs
-            .iter()
-            .find(|d| d.controllers.iter().any(|c| c == controller))
+        dir_of(&self.dirs, controller)
     }
 
     /// The limits it reached, one sentence each (read once its processes are gone, before it
     /// is removed).
     pub(crate) fn reached(&self) -> Vec<String> {
         let read = |d: &Dir, f: &str| std::fs::read_to_string(d.path.join(f)).unwrap_or_default();
+        let u = counters(&self.dirs);
         let mut out = Vec::new();
-        if let (Some(d), Some(p)) = (self.dir("pids"), self.limits.pids) {
+        if let (Some(_), Some(p)) = (self.dir("pids"), self.limits.pids) {
             // RLIMIT_NPROC refuses first (see `apply`): the peak says the limit was reached,
             // the cgroup's count of refusals says how often, when it was the one refusing.
-            let refused = keyed(&read(d, "pids.events"), "max").unwrap_or(0);
-            let peak: u64 = read(d, "pids.peak").trim().parse().unwrap_or(0);
+            let (refused, peak) = (u.forks_refused, u.peak);
             if refused > 0 {
                 out.push(format!("pids limit ({p}) reached: {refused} forks refused"));
             } else if peak >= p {
@@ -922,21 +900,16 @@ impl Cgroup {
             }
         }
         if let (Some(d), Some(m)) = (self.dir("memory"), self.limits.memory) {
-            let (killed, hit) = if d.version == 1 {
+            // Version 1: reached when the peak usage is at the limit.
+            let killed = u.oom_kills;
+            let hit = if d.version == 1 {
                 let peak: u64 = read(d, "memory.max_usage_in_bytes")
                     .trim()
                     .parse()
                     .unwrap_or(0);
-                (
-                    keyed(&read(d, "memory.oom_control"), "oom_kill").unwrap_or(0),
-                    peak >= m,
-                )
+                peak >= m
             } else {
-                let events = read(d, "memory.events");
-                (
-                    keyed(&events, "oom_kill").unwrap_or(0),
-                    keyed(&events, "max").unwrap_or(0) > 0,
-                )
+                u.memory_max > 0
             };
             if killed > 0 {
                 out.push(format!(
@@ -951,13 +924,8 @@ impl Cgroup {
                 ));
             }
         }
-        if let (Some(d), Some(c)) = (self.dir("cpu"), self.limits.cpus) {
-            let stat = read(d, "cpu.stat");
-            let throttled_ns = if d.version == 1 {
-                keyed(&stat, "throttled_time").unwrap_or(0)
-            } else {
-                keyed(&stat, "throttled_usec").unwrap_or(0) * 1_000
-            };
+        if let (Some(_), Some(c)) = (self.dir("cpu"), self.limits.cpus) {
+            let throttled_ns = u.throttled_ns;
             if throttled_ns >= 100_000_000 {
                 out.push(format!(
                     "cpu limit ({}) reached: throttled for {:.1} s",

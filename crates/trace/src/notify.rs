@@ -117,7 +117,7 @@ pub(crate) mod why {
 
 /// The asynchronous eBPF channel for the open and stat families (see [`crate::ebpf`]).
 #[derive(Debug)]
-pub struct FileChannel(ebpf::Channel, usize);
+pub struct FileChannel(ebpf::Channel);
 
 impl FileChannel {
     /// Attaches to the pid namespace of host process `pid` (the sandboxed server, before it
@@ -131,7 +131,7 @@ impl FileChannel {
     /// and every record larger than it (a long path): what the selftest's control of lost
     /// records needs; no audit wants it.
     pub fn attach_with_ring(pid: i32, bytes: usize) -> std::io::Result<FileChannel> {
-        ebpf::attach_to(pid, bytes).map(|c| FileChannel(c, bytes))
+        ebpf::attach_to(pid, bytes).map(FileChannel)
     }
 }
 
@@ -417,9 +417,9 @@ impl Recorder {
     /// How this recorder observes calls.
     pub fn mechanism(&self) -> String {
         match &self.files {
-            Some(f) if f.1 != ebpf::RING_SIZE => format!(
+            Some(f) if f.0.ring.size() != ebpf::RING_SIZE => format!(
                 "seccomp-user-notify + ebpf (open and stat families; a ring buffer of {} bytes, not {})",
-                f.1,
+                f.0.ring.size(),
                 ebpf::RING_SIZE
             ),
             Some(_) => "seccomp-user-notify + ebpf (open and stat families)".into(),

@@ -74,6 +74,11 @@ impl Ring {
         })
     }
 
+    /// Its size in bytes (its data pages).
+    pub(crate) fn size(&self) -> usize {
+        self.size
+    }
+
     /// The map's descriptor (readable when records are waiting).
     pub(crate) fn fd(&self) -> i32 {
         self.map.as_raw_fd()
