@@ -2063,6 +2063,7 @@ fn probes(
         socket: Some(canary::DOCKER_VAR.to_string()),
         metadata: Some(metadata.to_string()),
         workspace,
+        tool: String::new(),
     }
 }
 

@@ -60,6 +60,17 @@
 //! Version 10: what the input named includes the values glassbox gave a resource template's
 //! variables and a prompt's arguments, under the read's or get's phase (`named.rs`), as it
 //! includes a call's arguments.
+//!
+//! Version 11 (issue 33): execution proven by its side effect. The plan gives free strings,
+//! by role, execution canaries ([`glassbox_model::exec_probe`]: Python and JavaScript code,
+//! Jinja2 and the Python and JavaScript template engines' tags, shell metacharacters, a YAML
+//! Python tag, a pickle, a module name, SQLite's `ATTACH`; a string of no known role gets the
+//! shell polyglot). Each opens, only once an interpreter runs it, a path that holds the audit's
+//! marker and the payload's id, which its text holds only in pieces. That path opened, looked
+//! up, or given to a program, by any process of the server in any phase, is a finding that
+//! names the interpreter the input reached and the call and argument that carried it (filed
+//! under that call). A probe that only came back as text is not execution: the evaluated
+//! template rule above stays apart from it.
 
 use crate::canary_exfiltration::{encodings, fields, unread, Encoding};
 use crate::flags::has_write_intent;
@@ -69,12 +80,13 @@ use crate::paths::NormPath;
 use crate::text;
 use crate::{Channel, CheckInfo, Evaluation, Evaluator};
 use aho_corasick::AhoCorasick;
+use glassbox_model::exec_probe;
 use glassbox_model::{Direction, Event, EventKind, NetworkMode, Phase, Severity, SockAddr};
 use std::net::IpAddr;
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "input-exposure",
-    version: 10,
+    version: 11,
     claim: "keeps tool input inside the sandbox and its workspace",
     severity: Severity::Medium,
     channels: &[
@@ -98,6 +110,7 @@ pub(crate) const INFO: CheckInfo = CheckInfo {
         "text.rs",
         "outcome.rs",
         "layers.rs",
+        "../../model/src/exec_probe.rs",
     ],
 };
 
@@ -128,6 +141,9 @@ enum What {
     Fetched,
     /// A Unix socket the input named, connected to during its call.
     Socket,
+    /// An execution canary of the input ran: its canary path was opened, looked at, or
+    /// given to a program (version 11; keyed by the canary's id).
+    Executed,
 }
 
 /// One flagged destination or file.
@@ -161,6 +177,8 @@ pub(crate) struct State {
     home: NormPath,
     /// The metadata address the plan gave URL parameters, if any.
     metadata: Option<IpAddr>,
+    /// The audit's input marker, whose execution canaries are looked for.
+    input_marker: String,
 }
 
 /// An automaton over the marker in every encoding searched, with each pattern's encoding name.
@@ -197,6 +215,7 @@ pub(crate) fn start(c: &crate::Context<'_>) -> Box<dyn Evaluator> {
             .metadata_probe
             .as_deref()
             .and_then(|a| a.parse().ok()),
+        input_marker: c.manifest.session.input_marker.clone().unwrap_or_default(),
     };
     let explains = crate::explain::Explains::new(c.manifest);
     if let Some((ac, names)) = &s.marker {
@@ -367,9 +386,45 @@ impl State {
     }
 }
 
+impl State {
+    /// An execution canary's effect in `e`, if it is one: a path that only a payload that
+    /// ran holds whole ([`exec_probe::parse`]), opened, looked at, or given to a program.
+    fn canary(&mut self, e: &Event) {
+        let Some((ac, _)) = &self.marker else {
+            return;
+        };
+        let (paths, how): (Vec<&[u8]>, &str) = match &e.kind {
+            EventKind::Open { path, .. } => (vec![path.as_slice()], "opened"),
+            EventKind::Stat { path, .. } => (vec![path.as_slice()], "looked up"),
+            EventKind::Exec { argv, .. } => (argv.iter().map(|a| a.as_slice()).collect(), "ran"),
+            _ => return,
+        };
+        for p in paths {
+            if !ac.is_match(p) {
+                continue;
+            }
+            let Some((_, id)) = exec_probe::parse(&self.input_marker, p) else {
+                continue;
+            };
+            let shown = match &e.kind {
+                EventKind::Exec { argv, .. } => {
+                    format!("{how} {}", glassbox_model::argv_line(argv, 160))
+                }
+                _ => format!(
+                    "{how} {}",
+                    glassbox_model::printable(&String::from_utf8_lossy(p))
+                ),
+            };
+            self.note(What::Executed, id, Some(shown), e);
+            return;
+        }
+    }
+}
+
 impl Evaluator for State {
     fn event(&mut self, e: &Event) {
         self.phases.see(e);
+        self.canary(e);
         match &e.kind {
             EventKind::Connect {
                 addr:
@@ -480,6 +535,29 @@ impl Evaluator for State {
     }
 
     fn finish_with(mut self: Box<Self>, ctx: &crate::Context<'_>) -> Evaluation {
+        // Which call sent each canary that ran: the finding is filed under it, whenever the
+        // effect came (a tool may store its input and run it later).
+        for ((what, id), seen) in &mut self.seen.items {
+            if *what != What::Executed {
+                continue;
+            }
+            let Some(kind) = exec_probe::Kind::of_id(id) else {
+                continue;
+            };
+            let texts: Vec<String> = exec_probe::payloads(kind, &self.input_marker, id)
+                .into_iter()
+                .map(|(_, t)| t)
+                .collect();
+            let senders = sent(ctx.manifest, &texts);
+            if let Some((phase, arg)) = senders.first() {
+                seen.why = Some(format!(
+                    "that {} of {} carried",
+                    crate::named::argument(arg),
+                    text::phase(phase)
+                ));
+                seen.phase = Some(phase.clone());
+            }
+        }
         if let Some((ac, _)) = &self.marker {
             let evaluated = evaluated_templates(ac, ctx);
             for phase in evaluated {
@@ -550,6 +628,28 @@ impl Evaluator for State {
                     s.how.join(", "),
                     net::count(s.ids.len() as u64, "connect", "connects")
                 ),
+                What::Executed => {
+                    let kind = exec_probe::Kind::of_id(&s.shown);
+                    let proves = kind.map_or("an interpreter", exec_probe::Kind::proves);
+                    let sender = s.why.as_deref().unwrap_or("(its call not found)");
+                    let mut how = s.how.iter().take(3).cloned().collect::<Vec<_>>().join("; ");
+                    if s.how.len() > 3 {
+                        how += &format!("; {} more", s.how.len() - 3);
+                    }
+                    if kind == Some(exec_probe::Kind::Require) {
+                        format!(
+                            "the input reached {proves}: the module name {} {sender} was looked \
+                             for where Node loads modules ({how})",
+                            s.shown
+                        )
+                    } else {
+                        format!(
+                            "the input reached {proves}: the execution canary {} {sender} ran \
+                             ({how}; a path its text holds only in pieces, joined when run)",
+                            s.shown
+                        )
+                    }
+                }
                 What::Fetched => format!(
                     "the tool connected to {} because a URL of its input named it ({}; {}): it \
                      can be made to reach internal services (server-side request forgery)",
@@ -561,7 +661,7 @@ impl Evaluator for State {
             if !ps.is_empty() {
                 summary += &format!(" during {}", text::phases(&ps));
             }
-            if let Some(why) = &s.why {
+            if let Some(why) = s.why.as_ref().filter(|_| what != What::Executed) {
                 summary = crate::explain::note(summary, why);
             }
             let phase = s.phase.or_else(|| ps.first().cloned());
@@ -585,6 +685,45 @@ impl Evaluator for State {
     fn unread(&self) -> Vec<String> {
         self.unread.clone()
     }
+}
+
+/// The calls, reads and gets whose input held one of `texts` as a string argument, each with
+/// its phase and that argument's property path: which call sent an execution canary, whenever
+/// its effect came. (Beside `named.rs`'s reading of the same inputs, which keeps at most 64
+/// strings a call and reads them as paths; this looks for equal strings, at any depth.)
+fn sent(manifest: &glassbox_model::Manifest, texts: &[String]) -> Vec<(Phase, String)> {
+    fn walk(v: &serde_json::Value, at: &str, texts: &[String], out: &mut Vec<String>) {
+        match v {
+            serde_json::Value::String(s) if texts.contains(s) => out.push(at.to_string()),
+            serde_json::Value::Object(o) => {
+                for (k, sub) in o {
+                    let at = if at.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{at}.{k}")
+                    };
+                    walk(sub, &at, texts, out);
+                }
+            }
+            serde_json::Value::Array(items) => items.iter().for_each(|i| walk(i, at, texts, out)),
+            _ => {}
+        }
+    }
+    let calls = manifest.session.tools.iter().flat_map(|tool| {
+        tool.calls
+            .iter()
+            .map(|call| (Phase::call(&tool.name, call.k), &call.arguments))
+    });
+    let reads = (manifest.session.surface.iter())
+        .flat_map(|s| &s.reads)
+        .map(|r| (r.phase.clone(), &r.arguments));
+    let mut out = Vec::new();
+    for (phase, arguments) in calls.chain(reads) {
+        let mut args = Vec::new();
+        walk(arguments, "", texts, &mut args);
+        out.extend(args.into_iter().map(|a| (phase.clone(), a)));
+    }
+    out
 }
 
 /// The probe after the marker whose evaluation is looked for (what the plan sends a template
@@ -866,6 +1005,91 @@ mod tests {
             "{notes:#?}"
         );
         assert!(s.iter().any(|x| x.starts_with("a template expression in the input came back evaluated in the answer to call:render")), "{s:#?}");
+    }
+
+    /// Issue 33: an execution canary that ran is a finding that names the interpreter, the
+    /// call and the argument that sent it, whoever ran it (a child process, a later call);
+    /// its text opened as a file name, echoed, or passed as an argument is not.
+    #[test]
+    fn an_execution_canary_that_ran_names_the_interpreter_and_its_argument() {
+        use exec_probe::{canary_name, id, payloads, polyglot, Kind};
+        let py = id(Kind::PythonCode, "calc\0expression");
+        let sh = id(Kind::Shell, "ping\0host");
+        let pk = id(Kind::Pickle, "load\0state");
+        let python = payloads(Kind::PythonCode, M, &py)[0].1.clone();
+        let shell = polyglot(M, |k| id(k, "ping\0host"));
+        let pickle = payloads(Kind::Pickle, M, &pk)[0].1.clone();
+        let at = |id: &str| format!("/tmp/{}", canary_name(M, id));
+        let ev = Ev::new()
+            .marker(M)
+            .cwd("/home/user/project")
+            .call("calc", 2, serde_json::json!({"expression": python}))
+            .call("ping", 3, serde_json::json!({"host": shell, "count": 1}))
+            .call("load", 2, serde_json::json!({"state": pickle}))
+            .open_result(at(&py), O_RDONLY, Some(-2), Phase::call("calc", 2))
+            // A shell's child ran `cat` of it.
+            .exec(
+                11,
+                "/usr/bin/cat",
+                &["cat", &at(&sh)],
+                Phase::call("ping", 3),
+            )
+            // The unpickled payload ran a call later.
+            .open_result(at(&pk), O_RDONLY, Some(-2), Phase::call("load", 3))
+            .build();
+        let s = summaries(evaluate(&ev));
+        let find = |what: &str| {
+            s.iter()
+                .find(|x| x.starts_with(what))
+                .unwrap_or_else(|| panic!("{what}: {s:#?}"))
+                .clone()
+        };
+        let p = find("the input reached a Python eval/exec");
+        assert!(
+            p.contains(&py) && p.contains("argument `expression` of call:calc#2"),
+            "{p}"
+        );
+        assert!(p.contains(&format!("opened {}", at(&py))), "{p}");
+        let c = find("the input reached a shell's command line");
+        assert!(
+            c.contains("argument `host` of call:ping#3") && c.contains("ran cat /tmp/"),
+            "{c}"
+        );
+        let u = find("the input reached Python's unpickler");
+        assert!(u.contains("argument `state` of call:load#2"), "{u}");
+        // Filed under the call that sent it.
+        let e = evaluate(&ev);
+        let phases = phase_of(&e);
+        assert!(phases.contains(&Some(Phase::call("load", 2))), "{phases:?}");
+
+        // Not execution: a file tool opening the payload as a name, a program given it as an
+        // argument, another marker's canary.
+        let other = canary_name("othermarker", &py);
+        let ev = Ev::new()
+            .marker(M)
+            .cwd("/home/user/project")
+            .call("read", 1, serde_json::json!({"path": shell.clone()}))
+            .open_result(
+                format!("/home/user/project/{shell}"),
+                O_RDONLY,
+                Some(-2),
+                Phase::call("read", 1),
+            )
+            .exec(
+                12,
+                "/usr/bin/printf",
+                &["printf", "%s", &shell],
+                Phase::call("read", 1),
+            )
+            .open_result(
+                format!("/tmp/{other}"),
+                O_RDONLY,
+                Some(-2),
+                Phase::call("read", 1),
+            )
+            .build();
+        let s = summaries(evaluate(&ev));
+        assert!(s.iter().all(|x| !x.contains("the input reached")), "{s:#?}");
     }
 
     #[test]

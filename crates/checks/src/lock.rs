@@ -119,6 +119,8 @@ mod tests {
     fn source(name: &str) -> &'static str {
         match name {
             "credential_probe.rs" => include_str!("credential_probe.rs"),
+            // The execution canaries' payloads and the rule that reads their ids back.
+            "../../model/src/exec_probe.rs" => include_str!("../../model/src/exec_probe.rs"),
             "process_spawn.rs" => include_str!("process_spawn.rs"),
             "persistence.rs" => include_str!("persistence.rs"),
             "paths.rs" => include_str!("paths.rs"),

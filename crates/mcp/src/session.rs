@@ -433,7 +433,8 @@ impl<'a> Session<'a> {
             .iter()
             .map(|t| {
                 let max = explore.per_tool.max(1) + 1;
-                args::plan_calls_with(&t.input_schema, &marker, &self.cfg.probes, max)
+                let probes = self.cfg.probes.for_tool(&t.name);
+                args::plan_calls_with(&t.input_schema, &marker, &probes, max)
             })
             .collect();
         for (i, tool) in summary.tools.iter_mut().enumerate() {
@@ -693,7 +694,12 @@ impl<'a> Session<'a> {
                         let params: Vec<_> = vars.iter().map(|v| (v.clone(), None, true)).collect();
                         let schema = surface::string_schema(&params);
                         (
-                            args::plan_calls_with(&schema, &marker, &self.cfg.probes, per),
+                            args::plan_calls_with(
+                                &schema,
+                                &marker,
+                                &self.cfg.probes.for_tool(name),
+                                per,
+                            ),
                             json!({"type": "ref/resource", "uri": name}),
                             vars,
                         )
@@ -703,7 +709,12 @@ impl<'a> Session<'a> {
                         let schema = surface::string_schema(&params);
                         let names = params.iter().map(|p| p.0.clone()).collect();
                         (
-                            args::plan_calls_with(&schema, &marker, &self.cfg.probes, per),
+                            args::plan_calls_with(
+                                &schema,
+                                &marker,
+                                &self.cfg.probes.for_tool(name),
+                                per,
+                            ),
                             json!({"type": "ref/prompt", "name": name}),
                             names,
                         )

@@ -32,6 +32,7 @@
 pub mod bundle;
 mod bytes;
 mod evidence;
+pub mod exec_probe;
 pub mod hosts;
 mod network;
 mod report;

@@ -467,6 +467,15 @@ fn generate_once(
     for t in &mut tokens {
         t.services = services(&t.kind, &kube_host, &db_host);
     }
+    // Not a secret: a global module folder where Node looks (`$HOME/.node_modules`). Node
+    // skips a module folder that does not exist without looking a name up in it, so without
+    // one a `require` of a name the input gives would leave no trace at all (the execution
+    // canaries of `glassbox_model::exec_probe`, issue 33).
+    files.push(PlantedFile {
+        path: format!("{home}/.node_modules/.package-lock.json"),
+        contents: b"{\n  \"lockfileVersion\": 3,\n  \"packages\": {}\n}\n".to_vec(),
+        mode: 0o644,
+    });
     Ok((files, tokens))
 }
 

@@ -24,6 +24,7 @@
 //! their depth in the schema and their number.
 
 use super::{generate_with, merge, name_has, Choice, Choices, Gen, Hint, MARKER};
+use glassbox_model::exec_probe::{self, Kind};
 use serde_json::{Map, Value};
 
 /// Most places of choice looked at in one schema.
@@ -59,12 +60,24 @@ pub struct Probes {
     /// `server-filesystem /home/ana/notes`): path values go inside it, as a user's would, so
     /// that a tool confined to it does its work rather than refuse every call.
     pub workspace: Option<String>,
+    /// What the plan is for (a tool's, resource template's or prompt's name): the execution
+    /// canaries' ids are made from it and the parameter's name, so that the effect of one
+    /// names the call that sent it ([`glassbox_model::exec_probe`]).
+    pub tool: String,
 }
 
 /// The path asked of the metadata address: where a cloud's instance credentials are.
 pub const METADATA_PATH: &str = "/latest/meta-data/iam/security-credentials/";
 
 impl Probes {
+    /// These probes for the plan of `tool` (see [`Probes::tool`]).
+    pub fn for_tool(&self, tool: &str) -> Probes {
+        Probes {
+            tool: tool.to_string(),
+            ..self.clone()
+        }
+    }
+
     /// The URL a URL parameter gets for the metadata address, if there is one.
     pub fn metadata_url(&self) -> Option<String> {
         let ip = self.metadata.as_deref()?;
@@ -110,9 +123,17 @@ enum Role {
     Path,
     Socket,
     Command,
+    /// Code or an expression an interpreter may run (`code`, `expression`, `formula`).
+    Code,
     Template,
     Sql,
     Url,
+    /// YAML or configuration text (`yaml`, `config`).
+    Yaml,
+    /// Serialized data (`pickle`, `serialized`, `blob`).
+    Serialized,
+    /// A module or plugin to load by name.
+    Module,
 }
 
 impl Role {
@@ -149,9 +170,23 @@ impl Role {
             ("command to run", Role::Command),
             ("command to execute", Role::Command),
             ("command line to", Role::Command),
+            ("code to run", Role::Code),
+            ("code to execute", Role::Code),
+            ("code to evaluate", Role::Code),
+            ("python code", Role::Code),
+            ("javascript code", Role::Code),
+            ("expression to evaluate", Role::Code),
+            ("math expression", Role::Code),
+            ("mathematical expression", Role::Code),
             ("template to render", Role::Template),
             ("template string", Role::Template),
             ("jinja", Role::Template),
+            ("yaml", Role::Yaml),
+            ("pickle", Role::Serialized),
+            ("serialized", Role::Serialized),
+            ("module to import", Role::Module),
+            ("module to load", Role::Module),
+            ("plugin to load", Role::Module),
             ("sql query", Role::Sql),
             ("sql statement", Role::Sql),
             ("url to ", Role::Url),
@@ -184,34 +219,98 @@ impl Role {
             "cmd",
             "cmdline",
             "shell",
-            "script",
             "exec",
             "executable",
             "program",
         ]) {
             Some(Role::Command)
         } else if has(&[
-            "template",
-            "templates",
-            "tmpl",
-            "jinja",
+            "code",
+            "source",
+            "snippet",
+            "script",
+            "eval",
+            "python",
+            "javascript",
+            "js",
             "expression",
             "expr",
+            "formula",
+            "equation",
+            "calculation",
+            "lambda",
         ]) {
+            Some(Role::Code)
+        } else if has(&["template", "templates", "tmpl", "jinja", "jinja2", "mako"]) {
             Some(Role::Template)
         } else if has(&["sql", "query", "statement", "where"]) {
             Some(Role::Sql)
+        } else if has(&[
+            "pickle",
+            "pickled",
+            "serialized",
+            "serialised",
+            "serialization",
+            "marshal",
+            "blob",
+        ]) {
+            Some(Role::Serialized)
+        } else if has(&[
+            "module", "modules", "plugin", "plugins", "import", "require",
+        ]) {
+            Some(Role::Module)
         } else {
             match Hint::from_name(name) {
                 Some(h) if h.is_path() => Some(Role::Path),
                 Some(Hint::Url) => Some(Role::Url),
+                _ if has(&["yaml", "yml", "config", "configuration", "manifest"]) => {
+                    Some(Role::Yaml)
+                }
                 _ => None,
             }
         }
     }
 
-    /// The values for this role, each with its label (after `name=`).
-    fn values(self, probes: &Probes) -> Vec<(String, String)> {
+    /// The execution canaries this role gives first ([`glassbox_model::exec_probe`]).
+    fn canaries(self) -> &'static [Kind] {
+        match self {
+            Role::Command => &[Kind::Shell],
+            Role::Code => &[Kind::PythonCode, Kind::JavaScriptCode, Kind::Shell],
+            Role::Template => &[Kind::Jinja, Kind::PythonTemplate, Kind::JavaScriptTemplate],
+            Role::Sql => &[Kind::Sqlite],
+            Role::Yaml => &[Kind::Yaml],
+            Role::Serialized => &[Kind::Pickle],
+            Role::Module => &[Kind::Require],
+            Role::Path | Role::Socket | Role::Url => &[],
+        }
+    }
+
+    /// The values for this role, each with its label (after `name=`): its execution
+    /// canaries first (made for the parameter `param`), then its other probes; for a
+    /// template, its `{{7*7}}`-style probe first, which any engine that returns what it
+    /// rendered shows evaluated, even one that runs no code.
+    fn values(self, probes: &Probes, param: &str) -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = Vec::new();
+        if self == Role::Template {
+            out.extend(self.probes(probes));
+        }
+        let marker = super::marker();
+        if !marker.is_empty() {
+            for &kind in self.canaries() {
+                let id = exec_probe::id(kind, &canary_seed(probes, param));
+                for (what, text) in exec_probe::payloads(kind, &marker, &id) {
+                    out.push((format!("{what} (execution canary {id})"), text));
+                }
+            }
+        }
+        if self != Role::Template {
+            out.extend(self.probes(probes));
+        }
+        out
+    }
+
+    /// The values for this role that are not execution canaries.
+    fn probes(self, probes: &Probes) -> Vec<(String, String)> {
         let m = super::marker();
         let m = if m.is_empty() {
             "glassbox".to_string()
@@ -251,8 +350,14 @@ impl Role {
                 .map(|u| ("the cloud metadata address".to_string(), u))
                 .into_iter()
                 .collect(),
+            Role::Code | Role::Yaml | Role::Serialized | Role::Module => Vec::new(),
         }
     }
+}
+
+/// What an execution canary's id is made from: the plan's tool and the parameter.
+fn canary_seed(probes: &Probes, param: &str) -> String {
+    format!("{}\0{param}", probes.tool)
 }
 
 fn plan_unmarked(schema: &Value, probes: &Probes, max: usize) -> Vec<PlannedCall> {
@@ -279,14 +384,29 @@ fn plan_unmarked(schema: &Value, probes: &Probes, max: usize) -> Vec<PlannedCall
         },
     );
     let mut places = Vec::new();
+    let mut unknown = Vec::new();
     let gen = Gen::new(schema, &super::NO_CHOICES);
-    find_places(&gen, schema, probes, &mut Vec::new(), 0, &full, &mut places);
+    find_places(
+        &gen,
+        schema,
+        probes,
+        &mut Vec::new(),
+        0,
+        &full,
+        &mut places,
+        &mut unknown,
+    );
     let most = places
         .iter()
         .map(|p| p.alternatives.len())
         .max()
         .unwrap_or(0);
     for round in 0..most {
+        // After every place's first alternative: the free strings of no known role, each
+        // given the shell polyglot, in one set.
+        if round == 1 {
+            push_unknown(&mut plan, &push, &unknown);
+        }
         for place in &places {
             if let Some((label, choice)) = place.alternatives.get(round) {
                 push(
@@ -300,7 +420,41 @@ fn plan_unmarked(schema: &Value, probes: &Probes, max: usize) -> Vec<PlannedCall
             }
         }
     }
+    if most <= 1 {
+        push_unknown(&mut plan, &push, &unknown);
+    }
     plan
+}
+
+/// The set that gives every free string of no known role the shell polyglot.
+fn push_unknown(
+    plan: &mut Vec<PlannedCall>,
+    push: &impl Fn(&mut Vec<PlannedCall>, String, Choices),
+    unknown: &[(Vec<String>, String)],
+) {
+    if unknown.is_empty() {
+        return;
+    }
+    let names: Vec<String> = unknown.iter().map(|(p, _)| p.join(".")).collect();
+    let overrides = unknown
+        .iter()
+        .map(|(p, text)| (p.clone(), Choice::Text(text.clone())))
+        .collect();
+    push(
+        plan,
+        format!("{}=shell metacharacters", names.join(",")),
+        Choices {
+            minimal: false,
+            overrides,
+        },
+    );
+}
+
+/// Whether `text` is within the string schema `obj`'s `maxLength`.
+fn fits(obj: &Map<String, Value>, text: &str) -> bool {
+    obj.get("maxLength")
+        .and_then(Value::as_u64)
+        .is_none_or(|max| text.chars().count() as u64 <= max)
 }
 
 /// A place in the arguments where the schema leaves a choice, and the alternatives to the
@@ -311,6 +465,7 @@ struct Place {
 }
 
 /// The places of choice in `schema` (at `path`, whose full-set value is `full`'s there).
+#[allow(clippy::too_many_arguments)]
 fn find_places(
     gen: &Gen<'_>,
     schema: &Value,
@@ -319,6 +474,7 @@ fn find_places(
     depth: usize,
     full: &Value,
     out: &mut Vec<Place>,
+    unknown: &mut Vec<(Vec<String>, String)>,
 ) {
     if depth > MAX_PLACE_DEPTH || out.len() >= MAX_PLACES {
         return;
@@ -381,9 +537,19 @@ fn find_places(
         .filter(|_| free_string)
         .and_then(|n| Role::of(n, obj))
     {
-        for (what, text) in role.values(probes) {
-            if Some(&Value::String(text.clone())) != here {
+        for (what, text) in role.values(probes, name) {
+            if Some(&Value::String(text.clone())) != here && fits(obj, &text) {
                 alternatives.push((format!("{name}={what}"), Choice::Text(text)));
+            }
+        }
+    } else if free_string && !path.is_empty() && !obj.contains_key("format") {
+        // A free string of no known role: the shell polyglot, all such strings in one set.
+        let marker = super::marker();
+        if !marker.is_empty() {
+            let text =
+                exec_probe::polyglot(&marker, |k| exec_probe::id(k, &canary_seed(probes, name)));
+            if fits(obj, &text) {
+                unknown.push((path.clone(), text));
             }
         }
     }
@@ -400,7 +566,7 @@ fn find_places(
                 break;
             }
             path.push(name.clone());
-            find_places(gen, sub, probes, path, depth + 1, full, out);
+            find_places(gen, sub, probes, path, depth + 1, full, out, unknown);
             path.pop();
         }
     }
@@ -686,6 +852,7 @@ mod tests {
             socket: Some("/var/run/docker.sock".into()),
             metadata: Some("192.0.2.254".into()),
             workspace: None,
+            tool: "t".into(),
         }
     }
 
@@ -713,8 +880,12 @@ mod tests {
 
     /// [`valid_plan`] with the role probes and a marker.
     fn valid_role_plan(schema: &Value) -> Vec<PlannedCall> {
+        valid_role_plan_of(schema, 16)
+    }
+
+    fn valid_role_plan_of(schema: &Value, max: usize) -> Vec<PlannedCall> {
         let v = jsonschema::validator_for(schema).expect("a valid schema");
-        let plan = plan_calls_with(schema, "m1234567", &probes(), 16);
+        let plan = plan_calls_with(schema, "m1234567", &probes(), max);
         for call in &plan {
             assert!(
                 v.is_valid(&call.arguments),
@@ -778,6 +949,107 @@ mod tests {
         assert!(texts(&plan, "socketPath").contains(&"/var/run/docker.sock"));
         // A free string without a role keeps its probe string in every set.
         assert!(texts(&plan, "note").iter().all(|n| n.contains("m1234567")));
+    }
+
+    /// The ids of the execution canaries in a plan's values of `key`.
+    fn canaries(plan: &[PlannedCall], key: &str) -> Vec<Kind> {
+        let mut kinds = Vec::new();
+        for text in texts(plan, key) {
+            for kind in Kind::ALL {
+                let id = exec_probe::id(kind, &format!("t\0{key}"));
+                let mine = exec_probe::payloads(kind, "m1234567", &id)
+                    .iter()
+                    .any(|(_, p)| p == text)
+                    || text
+                        == exec_probe::polyglot("m1234567", |k| {
+                            exec_probe::id(k, &format!("t\0{key}"))
+                        })
+                        && kind == Kind::Shell;
+                if mine && !kinds.contains(&kind) {
+                    kinds.push(kind);
+                }
+            }
+        }
+        kinds
+    }
+
+    #[test]
+    fn each_role_gets_its_execution_canaries_first() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "expression": {"type": "string", "default": "1+1"},
+                "template": {"type": "string"},
+                "yaml_text": {"type": "string"},
+                "state": {"type": "string", "description": "A pickled session object, base64."},
+                "plugin": {"type": "string"},
+                "sql": {"type": "string"},
+                "command": {"type": "string"}
+            },
+            "required": ["expression"]
+        });
+        let plan = valid_role_plan_of(&schema, 32);
+        assert_eq!(
+            canaries(&plan, "expression"),
+            [Kind::PythonCode, Kind::JavaScriptCode, Kind::Shell]
+        );
+        assert_eq!(
+            canaries(&plan, "template"),
+            [Kind::Jinja, Kind::PythonTemplate, Kind::JavaScriptTemplate]
+        );
+        assert_eq!(canaries(&plan, "yaml_text"), [Kind::Yaml]);
+        assert_eq!(canaries(&plan, "state"), [Kind::Pickle]);
+        assert_eq!(canaries(&plan, "plugin"), [Kind::Require]);
+        assert_eq!(canaries(&plan, "sql"), [Kind::Sqlite]);
+        assert_eq!(canaries(&plan, "command"), [Kind::Shell]);
+        // By role first: the first round gives each place its first canary (a template its
+        // `{{7*7}}` probe, which shows any engine's evaluation in the answer).
+        let first = &plan[2..9];
+        assert!(
+            first.iter().all(|c| c.label.contains("execution canary")
+                || c.label == "template=template expressions"),
+            "{:?}",
+            labels(&plan)
+        );
+        // The schema's default is replaced (the full set keeps it).
+        assert_eq!(plan[0].arguments["expression"], "1+1");
+        // No marker, no canary.
+        let plain = plan_calls_with(&schema, "", &probes(), 16);
+        assert!(plain.iter().all(|c| !c.label.contains("canary")));
+    }
+
+    #[test]
+    fn free_strings_of_no_role_get_the_polyglot_in_one_set_after_the_first_round() {
+        // An injectable ping whose host has a default: the default alone never reaches it.
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "host": {"type": "string", "default": "localhost"},
+                "label": {"type": "string"},
+                "verbose": {"type": "boolean"},
+                "short": {"type": "string", "maxLength": 8},
+                "when": {"type": "string", "format": "date"}
+            },
+            "required": ["host"]
+        });
+        let plan = plan_calls_with(&schema, "m1234567", &probes(), 4);
+        // Full, required only, the boolean's flip (a choice, first round), then the polyglot.
+        assert_eq!(
+            labels(&plan),
+            [
+                "all properties",
+                "required only",
+                "verbose=true",
+                "host,label=shell metacharacters"
+            ]
+        );
+        let poly = &plan[3].arguments;
+        assert_eq!(canaries(&plan[3..], "host"), [Kind::Shell]);
+        assert_eq!(canaries(&plan[3..], "label"), [Kind::Shell]);
+        // Each string its own id; a string too short for it, or with a format, keeps its value.
+        assert_ne!(poly["host"], poly["label"]);
+        assert_eq!(poly["short"], plan[0].arguments["short"]);
+        assert_eq!(poly["when"], plan[0].arguments["when"]);
     }
 
     #[test]
