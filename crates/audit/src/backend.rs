@@ -57,6 +57,10 @@ pub(crate) trait Backend {
     /// says so before [`Backend::finish`] kills them; a microVM's guest after it, in its
     /// record.
     fn outlived(&self) -> Vec<String>;
+    /// What the run left in the sandbox's writable places ([`crate::left`]): the namespace
+    /// sandbox reads them before [`Backend::finish`]; a microVM's guest says so in its
+    /// record, after it. `None`: this backend could not read them.
+    fn left(&self) -> Option<crate::left::Left>;
     /// Ends the run: how the server ended and what was recorded.
     fn finish(&mut self) -> (ServerExit, run::Recording);
     /// The microVM's record, on that backend.

@@ -23,6 +23,7 @@ mod canary;
 pub mod coverage;
 mod dual;
 mod lazykey;
+mod left;
 pub mod microvm;
 pub mod recheck;
 mod run;
@@ -495,6 +496,10 @@ struct Pipeline<'a> {
     /// What each run's phases did to the sandbox's bounds, and what outlived each run.
     usage: Vec<glassbox_model::PhaseUsage>,
     outlived: Vec<String>,
+    /// What each run left in the sandbox's writable places ([`left`]), and where its list
+    /// stopped short.
+    left: Vec<glassbox_model::LeftFile>,
+    left_cut: Vec<String>,
     transcript: Vec<TranscriptEntry>,
     /// Where the server runs: the working folder, or its package's install folder.
     server_cwd: PathBuf,
@@ -590,6 +595,8 @@ impl<'a> Pipeline<'a> {
             limits_reached: Vec::new(),
             usage: Vec::new(),
             outlived: Vec::new(),
+            left: Vec::new(),
+            left_cut: Vec::new(),
             transcript: Vec::new(),
             server_cwd,
             installed_in: None,
@@ -786,6 +793,7 @@ impl<'a> Pipeline<'a> {
                 answer: self.answer.clone(),
                 trust: self.trust.clone(),
                 ring: self.opts.recorder_ring,
+                marker: self.opts.session.input_marker.clone(),
             },
             self.progress,
             &mut |settings, mechanism| {
@@ -921,8 +929,27 @@ impl<'a> Pipeline<'a> {
             None => {}
         }
         self.outlived.extend(of_run(&run.outlived));
+        match run.left {
+            Some((files, cut)) => {
+                if main {
+                    manifest.recorder.channels.push(left::CHANNEL.into());
+                }
+                self.left.extend(files.into_iter().map(|mut f| {
+                    f.mode = mode;
+                    f
+                }));
+                self.left_cut.extend(of_run(&cut));
+            }
+            None if main => manifest.recorder.unobserved.push(format!(
+                "{}: this backend could not read what the run left",
+                left::CHANNEL
+            )),
+            None => {}
+        }
         manifest.sandbox.usage = self.usage.clone();
         manifest.sandbox.outlived = self.outlived.clone();
+        manifest.sandbox.left = self.left.clone();
+        manifest.sandbox.left_cut = self.left_cut.clone();
         self.all_events.extend(run.recording.events);
         self.flows.extend(run_flows);
         self.bundle.write_manifest(&self.manifest)?;
@@ -1012,6 +1039,7 @@ impl<'a> Pipeline<'a> {
                 answer: self.answer.clone(),
                 trust: self.trust.clone(),
                 ring: self.opts.recorder_ring,
+                marker: self.opts.session.input_marker.clone(),
             },
             self.progress,
             &mut |_, _| Ok(()),
@@ -1283,6 +1311,7 @@ fn install_phase(
             answer: cx.answer.clone(),
             trust: cx.answer.as_ref().map(run::CaCertificate::of),
             ring: opts.recorder_ring,
+            marker: None,
         },
         Some(opts.install_timeout),
     )?;
@@ -1693,6 +1722,8 @@ struct RunResult {
     usage: Option<Vec<glassbox_model::PhaseUsage>>,
     /// Processes still running when it ended (after the server exited, and a while more).
     outlived: Vec<String>,
+    /// What it left in the sandbox's writable places ([`left`]; `None`: not read).
+    left: Option<left::Left>,
     /// The microVM the run was in, if any.
     vm: Option<glassbox_model::VmRecord>,
 }
@@ -1734,6 +1765,7 @@ impl RunResult {
             limits_reached: Vec::new(),
             usage: None,
             outlived: Vec::new(),
+            left: None,
             vm: Some(glassbox_model::VmRecord {
                 backend: "microvm".into(),
                 lost: vec![why],
@@ -1833,6 +1865,9 @@ fn one_run(
         outlived = running.outlived();
     }
     let usage = usage.map(usage::Log::finish);
+    // What the run left in its writable places: read before the sandbox goes (a microVM's
+    // guest says it in its record, known once the run finished).
+    let mut left = running.left();
     let exited_early = if session.server_closed_stdout {
         exited.clone()
     } else {
@@ -1842,6 +1877,9 @@ fn one_run(
     // A microVM's guest says what outlived the server in its record, known now.
     if outlived.is_empty() {
         outlived = running.outlived();
+    }
+    if left.is_none() {
+        left = running.left();
     }
     let stderr_tail = stderr_copy.join().unwrap_or_default();
     let end_ns = clock.now_ns();
@@ -1886,6 +1924,7 @@ fn one_run(
         limits_reached,
         usage,
         outlived,
+        left,
         session,
         transcript,
         server_exit,
@@ -2118,6 +2157,7 @@ pub fn trace(
             answer,
             trust,
             ring: None,
+            marker: None,
         },
     )?;
     let pump = |from: Option<std::fs::File>, mut to: Box<dyn std::io::Write + Send>| {

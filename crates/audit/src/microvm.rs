@@ -412,6 +412,7 @@ pub(crate) fn start(
             der: c.der.clone(),
         }),
         ring: plan.ring.map(|b| b as u64),
+        marker: plan.marker.clone(),
     };
     let exe = std::env::current_exe()
         .map_err(|e| Error::Internal(format!("cannot find glassbox's own executable: {e}")))?;
@@ -1056,6 +1057,7 @@ fn guest_run(sink: &run::SharedSink) -> Result<Record, Error> {
                 der: c.der,
             }),
             ring: req.ring.map(|b| b as usize),
+            marker: req.marker.clone(),
         },
     )?;
     let (isolation, canary_sockets) = running
@@ -1132,6 +1134,7 @@ fn guest_run(sink: &run::SharedSink) -> Result<Record, Error> {
         }
         outlived = crate::usage::outlived(&running.sandbox);
     }
+    let left = running.left();
     let (exit, recording) = running.finish();
     let limits_reached = running.sandbox.limits_reached().to_vec();
     let _ = out.join();
@@ -1155,6 +1158,7 @@ fn guest_run(sink: &run::SharedSink) -> Result<Record, Error> {
         edge_error: recording.edge.error,
         limits_reached,
         outlived,
+        left: Some(left),
         write_error: recording.write_error.map(|e| e.to_string()),
     })
 }
@@ -1221,6 +1225,13 @@ impl crate::backend::Backend for VmRun {
 
     fn outlived(&self) -> Vec<String> {
         VmRun::outlived(self)
+    }
+
+    fn left(&self) -> Option<crate::left::Left> {
+        match self.finished.as_ref() {
+            Some(Record::Finished { left, .. }) => left.clone(),
+            _ => None,
+        }
     }
 
     fn limits_reached(&self) -> &[String] {

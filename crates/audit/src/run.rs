@@ -106,6 +106,9 @@ pub(crate) struct Running {
     pub edge: Option<EdgeRun>,
     /// Holds the first open of the RSA key until it is made (dropped with the run).
     _key_gate: Option<KeyGate>,
+    /// The planted files, and what to look for in the files the run leaves.
+    planted: Vec<crate::left::Planted>,
+    needles: crate::left::Needles,
 }
 
 /// A run's network edge: the thread serving the TUN descriptor, the canary sockets, and the
@@ -444,6 +447,8 @@ pub(crate) struct RunPlan {
     ///
     /// [`AuditOptions::recorder_ring`]: crate::AuditOptions::recorder_ring
     pub ring: Option<usize>,
+    /// The audit's input marker, looked for in the files the run leaves ([`crate::left`]).
+    pub marker: Option<String>,
 }
 
 /// The audit's CA certificate, as a sandbox trusts it.
@@ -502,6 +507,16 @@ pub(crate) fn start(
         lazy_rsa,
     } = secrets;
     let mut key_gate = None;
+    // The lazily made RSA key's content is made while the run goes: never listed.
+    let planted_files: Vec<crate::left::Planted> = files
+        .iter()
+        .map(|f| {
+            let sha = (lazy_rsa.is_none() || f.path != rsa_path)
+                .then(|| crate::left::digest(&f.contents));
+            (f.path.clone(), sha)
+        })
+        .collect();
+    let needles = crate::left::Needles::new(&tokens, &home, plan.marker.as_deref());
     let mut env = target.env.clone();
     if plan.network.is_some() {
         env.push(("SSH_AUTH_SOCK".to_string(), ssh_agent.clone()));
@@ -711,6 +726,8 @@ pub(crate) fn start(
         recorder: Some(recorder),
         edge,
         _key_gate: key_gate,
+        planted: planted_files,
+        needles,
     })
 }
 
@@ -761,6 +778,17 @@ impl glassbox_trace::Sink for Writer {
 }
 
 impl Running {
+    /// What the run left in the sandbox's writable places ([`crate::left`]), read before
+    /// [`Running::finish`] lets go of them.
+    pub(crate) fn left(&self) -> crate::left::Left {
+        crate::left::scan(
+            &self.sandbox.writable(),
+            &self.planted,
+            &self.needles,
+            NetworkMode::Capture,
+        )
+    }
+
     /// Kills what is left of the sandbox and collects the recording.
     pub(crate) fn finish(&mut self) -> (glassbox_model::ServerExit, Recording) {
         let exit = self.sandbox.finish();
@@ -828,6 +856,10 @@ impl crate::backend::Backend for Running {
 
     fn outlived(&self) -> Vec<String> {
         crate::usage::outlived(&self.sandbox)
+    }
+
+    fn left(&self) -> Option<crate::left::Left> {
+        Some(self.left())
     }
 
     fn meter(&self) -> Option<glassbox_sandbox::Meter> {

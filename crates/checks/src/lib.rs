@@ -28,6 +28,7 @@
 //! | `runtime-instructions` | no instructions aimed at the model in what the server answers at run time (tool results, resource contents, prompt messages, sampling requests) | high | tool results (text, embedded resources, structured content), resources read (text, textual blobs), prompts got, the server's sampling and elicitation requests and a result's input requests (MCP transcript), with `description-exfil-pattern`'s matcher; text the server carries (results, contents) by windows that must address the model |
 //! | `credential-phishing` | asks the user for no secret (no elicitation of a password, token or key; no elicitation that sends the user to a page nothing explains) | high | elicitation requests and a result's input requests (MCP transcript): fields, messages, URL-mode hosts against what explains egress |
 //! | `resource-abuse` | stays within the sandbox's bounds and leaves nothing running | medium | the sandbox's cgroup read as each phase starts (forks refused, the process limit, processes killed out of memory, a writable mount full; the run's end-of-run reading where phases were not read) and processes still running once the server exited (manifest) |
+//! | `left-behind` | writes only in its own places and leaves no stash of secrets or input | medium | opens with write intent outside home, scratch folders, the working directory and given folders (or inside another project's folder), but `persistence`'s; and the files each run left in the sandbox's writable places (manifest: a planted secret copied, a call's input in a hidden file outside home's tool folders, more entries than the walk visits) |
 //!
 //! Each check's module is named after its id (`credential_probe` for `credential-probe`); its
 //! doc ends with its controls, `fixtures/controls/<id>.md`, generated from the headers of the
@@ -123,6 +124,8 @@ pub mod flags;
 mod input_exposure;
 mod json;
 mod layers;
+#[doc = include_str!("../../../fixtures/controls/left-behind.md")]
+mod left_behind;
 pub mod links;
 mod lock;
 mod named;
@@ -418,7 +421,7 @@ impl<'a> Run<'a> {
     }
 }
 
-static REGISTRY: [Check; 15] = [
+static REGISTRY: [Check; 16] = [
     Check {
         info: credential_probe::INFO,
         start: credential_probe::start,
@@ -478,6 +481,10 @@ static REGISTRY: [Check; 15] = [
     Check {
         info: resource_abuse::INFO,
         start: resource_abuse::start,
+    },
+    Check {
+        info: left_behind::INFO,
+        start: left_behind::start,
     },
 ];
 
@@ -731,7 +738,7 @@ mod tests {
         let reason = reason.unwrap();
         assert!(
             reason
-                .contains("credential-probe, process-spawn, persistence, unix-socket, resource-abuse not observed"),
+                .contains("credential-probe, process-spawn, persistence, unix-socket, resource-abuse, left-behind not observed"),
             "{reason}"
         );
     }
@@ -739,7 +746,7 @@ mod tests {
     #[test]
     fn without_a_denied_run_only_its_check_is_not_observed() {
         let ev = Ev::new()
-            .channels(&["syscalls", "mcp-transcript", "packet-edge"])
+            .channels(&["syscalls", "mcp-transcript", "packet-edge", "left-files"])
             .build();
         let results = evaluate_all(&ev, &Proofs::all_proven());
         for r in &results {

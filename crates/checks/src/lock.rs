@@ -131,6 +131,7 @@ mod tests {
             "runtime_instructions.rs" => include_str!("runtime_instructions.rs"),
             "credential_phishing.rs" => include_str!("credential_phishing.rs"),
             "resource_abuse.rs" => include_str!("resource_abuse.rs"),
+            "left_behind.rs" => include_str!("left_behind.rs"),
             "description_exfil_pattern.rs" => include_str!("description_exfil_pattern.rs"),
             "net.rs" => include_str!("net.rs"),
             "unexplained_egress.rs" => include_str!("unexplained_egress.rs"),

@@ -27,6 +27,7 @@ impl Ev {
                         "mcp-transcript".into(),
                         "packet-edge".into(),
                         "network-denied-run".into(),
+                        "left-files".into(),
                     ],
                     ..RecorderSettings::default()
                 },

@@ -984,6 +984,50 @@ pub struct SandboxSettings {
     /// sleep 3600"`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub outlived: Vec<String>,
+    /// Files each server run left in the sandbox's writable places (home, `/tmp`, `/var`,
+    /// `/run`, `/dev/shm`; not the working directory, a folder of the user's), read once the
+    /// server exited and before the sandbox was removed; planted files are listed only when
+    /// their content changed. Where
+    /// the backend can read them: `left-files` in the recorder's channels says so.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left: Vec<LeftFile>,
+    /// Where the list of left files stops short of what was there (its bounds on files and
+    /// bytes), one sentence each, prefixed with the run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_cut: Vec<String>,
+}
+
+/// A file a run left in the sandbox's writable places ([`SandboxSettings::left`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeftFile {
+    /// The run that left it.
+    pub mode: crate::NetworkMode,
+    /// Its path inside the sandbox (control characters shown as `?`).
+    pub path: String,
+    /// Its size in bytes.
+    pub size: u64,
+    /// The SHA-256 of its content, hex, when it was read whole.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    /// Whether a component of its path under the writable place starts with a dot.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub hidden: bool,
+    /// Whether it is a planted file whose content changed (the others are listed only when
+    /// they were not planted).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub changed: bool,
+    /// Where it points, for a symbolic link.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<String>,
+    /// What it holds of what glassbox gave the run, by name: a planted secret by its planted
+    /// path (`~/.ssh/id_ed25519`), `input` for the audit's input marker. Searched as is and
+    /// in hex, in its first MiB.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub holds: Vec<String>,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// What one phase of a run did to the sandbox's bounds ([`SandboxSettings::usage`]).

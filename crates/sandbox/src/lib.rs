@@ -386,6 +386,8 @@ impl Config {
             limits_reached: Vec::new(),
             usage: Vec::new(),
             outlived: Vec::new(),
+            left: Vec::new(),
+            left_cut: Vec::new(),
         }
     }
 }
@@ -589,6 +591,22 @@ impl Sandbox {
             .filter_map(|(_, fd)| fd.try_clone().ok())
             .collect();
         Some(cg.meter(fds))
+    }
+
+    /// The writable tmpfs mounts, each as its path inside and a path this process can read
+    /// it by (`/proc/self/fd/N` of the descriptor held on it: the tmpfs itself, not what a
+    /// working directory bound on top of it shows). Empty once [`Sandbox::finish`] let go of
+    /// them.
+    pub fn writable(&self) -> Vec<(String, std::path::PathBuf)> {
+        self.tmpfs
+            .iter()
+            .map(|(m, fd)| {
+                (
+                    m.clone(),
+                    std::path::PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd())),
+                )
+            })
+            .collect()
     }
 
     /// The processes in the sandbox now but its own (init, outer), each as its command line

@@ -49,7 +49,8 @@
 //!   an upper bound; poll [`HoneytokenWatch::fd`] to drain soon after an event.
 //! - The pid is the thread group id in glassbox's pid namespace (the host's); map it with
 //!   [`PidNamespace::pid_of`] while the process lives. Another host process touching the
-//!   files (through `/proc/PID/root`) is reported too, with a pid outside the sandbox.
+//!   files (through `/proc/PID/root`) is reported too, with a pid outside the sandbox; glassbox's
+//!   own (the walk of what a run left) is not.
 //!
 //! # Privileges
 //!
@@ -305,6 +306,11 @@ impl HoneytokenWatch {
                 return;
             }
             let Some(fd) = fd else { return };
+            // glassbox's own reads (the walk of what a run left, through the descriptors it
+            // holds on the sandbox's writable places) are not the server's.
+            if u32::try_from(m.pid).ok() == Some(std::process::id()) {
+                return;
+            }
             let Ok(st) = fstat(fd.as_raw_fd()) else {
                 return;
             };

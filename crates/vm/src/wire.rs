@@ -108,6 +108,9 @@ pub struct GuestRequest {
     /// The eBPF recorder's ring buffer in bytes (`None`: its default).
     #[serde(default)]
     pub ring: Option<u64>,
+    /// The audit's input marker, looked for in the files the run leaves.
+    #[serde(default)]
+    pub marker: Option<String>,
 }
 
 /// The recorder's counters as they cross to the host.
@@ -173,6 +176,10 @@ pub enum Record {
         /// a while longer (each its command line).
         #[serde(default)]
         outlived: Vec<String>,
+        /// The files the run left in the sandbox's writable places, and where a bound stopped
+        /// the list (`None`: not read).
+        #[serde(default)]
+        left: Option<(Vec<glassbox_model::LeftFile>, Vec<String>)>,
         /// Writing the events to the port failed.
         write_error: Option<String>,
     },
@@ -218,6 +225,7 @@ mod tests {
             edge_error: None,
             limits_reached: vec!["pids".into()],
             outlived: Vec::new(),
+            left: None,
             write_error: None,
         };
         let line = serde_json::to_string(&finished).unwrap();
