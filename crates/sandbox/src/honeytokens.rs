@@ -24,6 +24,9 @@
 //! - `~/.git-credentials`: the GitHub token after `ghp_`; the shell history: the Anthropic key
 //!   typed into it, between `sk-ant-api03-` and its closing `AA`; the Electrum wallet: its
 //!   extended private key after the fixed `xprv9s21ZrQH143K` (version and depth bytes);
+//! - Firefox's saved login: the 64 characters of its `encryptedPassword` after the fixed DER
+//!   prefix; the Bitwarden CLI's refresh token; the Azure CLI's refresh token after `0.AXoA`;
+//!   doctl's token after `dop_v1_`; gcloud's stored refresh token after `1//0`;
 //! - OpenSSH keys (the base64 body): the runs of at least 12 characters that encode key
 //!   material alone, found by parsing the key's binary format ([`openssh_random`]): the magic,
 //!   cipher and KDF names, key type strings, every length field, RSA's public exponent, the
@@ -62,6 +65,9 @@ pub fn random_bytes(n: usize) -> io::Result<Vec<u8>> {
 
 const BASE62: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 const BASE62_DASH: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_";
+const BASE64_CHARS: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+const LOWER_DIGITS: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+const HEX: &[u8] = b"0123456789abcdef";
 const BASE58: &[u8] = b"123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
 
 /// `n` random characters from `alphabet` (rejection sampling: no modulo bias).
@@ -464,9 +470,79 @@ fn generate_once(
         vec![xprv.clone()],
         vec![xprv["xprv9s21ZrQH143K".len()..].to_string()],
     );
+    // Browser, password-manager and cloud CLI stores (issue 33), each read by its own program
+    // alone: Firefox's saved logins (its profile found through `profiles.ini`, planted with
+    // it), the Bitwarden CLI's session, the Azure CLI's token cache (azure-identity reads
+    // `~/.IdentityService`, not this), doctl's token, and gcloud's stored login (Google's
+    // libraries read `application_default_credentials.json`, which is not planted).
+    let profile = format!("{}.default-release", random_from(LOWER_DIGITS, 8)?);
+    let login_pw = random_from(BASE64_CHARS, 64)?;
+    let login_user = random_from(BASE64_CHARS, 24)?;
+    let logins_pw = format!("MEIEEPgAAAAAAAAAAAAAAAAAAAEwFAYIKoZIhvcNAwcECB{login_pw}");
+    plant(
+        &format!(".mozilla/firefox/{profile}/logins.json"),
+        "browser-logins",
+        format!(
+            "{{\"nextId\":2,\"logins\":[{{\"id\":1,\"hostname\":\"https://github.com\",\"httpRealm\":null,\"formSubmitURL\":\"https://github.com\",\"usernameField\":\"login\",\"passwordField\":\"password\",\"encryptedUsername\":\"MDoEEPgAAAAAAAAAAAAAAAAAAAEwFAYIKoZIhvcNAwcECA{login_user}\",\"encryptedPassword\":\"{logins_pw}\",\"encType\":1,\"timesUsed\":4}}],\"version\":3}}"
+        ),
+        0o600,
+        vec![logins_pw.clone()],
+        vec![login_pw],
+    );
+    let bw = random_from(BASE62_DASH, 86)?;
+    plant(
+        ".config/Bitwarden CLI/data.json",
+        "password-manager",
+        format!(
+            "{{\n  \"global\": {{\"environment\": {{\"region\": \"US\"}}}},\n  \"tokens\": {{\"refreshToken\": \"{bw}==\"}}\n}}\n"
+        ),
+        0o600,
+        vec![bw.clone()],
+        vec![bw],
+    );
+    let azure = format!("0.AXoA{}", random_from(BASE62_DASH, 120)?);
+    plant(
+        ".azure/msal_token_cache.json",
+        "azure-cli-token",
+        format!(
+            "{{\"RefreshToken\": {{\"{user}-login.microsoftonline.com-refreshtoken\": {{\"credential_type\": \"RefreshToken\", \"secret\": \"{azure}\", \"environment\": \"login.microsoftonline.com\"}}}}}}\n"
+        ),
+        0o600,
+        vec![azure.clone()],
+        vec![azure["0.AXoA".len()..].to_string()],
+    );
+    let dop = format!("dop_v1_{}", random_from(HEX, 64)?);
+    plant(
+        ".config/doctl/config.yaml",
+        "digitalocean-token",
+        format!("access-token: {dop}\ncontext: default\n"),
+        0o600,
+        vec![dop.clone()],
+        vec![dop["dop_v1_".len()..].to_string()],
+    );
+    let gtoken = format!("1//0{}", random_from(BASE62_DASH, 99)?);
+    plant(
+        &format!(".config/gcloud/legacy_credentials/{user}@gmail.com/adc.json"),
+        "gcloud-credentials",
+        format!(
+            "{{\n  \"client_id\": \"32555940559.apps.googleusercontent.com\",\n  \"refresh_token\": \"{gtoken}\",\n  \"type\": \"authorized_user\"\n}}\n"
+        ),
+        0o600,
+        vec![gtoken.clone()],
+        vec![gtoken["1//0".len()..].to_string()],
+    );
     for t in &mut tokens {
         t.services = services(&t.kind, &kube_host, &db_host);
     }
+    // Not a secret: where Firefox says its profile is (a stealer reads it to find logins.json).
+    files.push(PlantedFile {
+        path: format!("{home}/.mozilla/firefox/profiles.ini"),
+        contents: format!(
+            "[Profile0]\nName=default-release\nIsRelative=1\nPath={profile}\nDefault=1\n\n[General]\nStartWithLastProfile=1\nVersion=2\n"
+        )
+        .into_bytes(),
+        mode: 0o644,
+    });
     // Not a secret: a global module folder where Node looks (`$HOME/.node_modules`). Node
     // skips a module folder that does not exist without looking a name up in it, so without
     // one a `require` of a name the input gives would leave no trace at all (the execution
@@ -502,6 +578,10 @@ fn services(kind: &str, kube_host: &str, db_host: &str) -> Vec<SecretService> {
         "npm-token" => vec![service("the npm registry", &["registry.npmjs.org"], &[])],
         "docker-registry-auth" => vec![service("Docker Hub", &["docker.io", "docker.com"], &[])],
         "kubeconfig-token" => vec![service("the cluster of this kubeconfig", &[kube_host], &[])],
+        "password-manager" => vec![service("Bitwarden", &["bitwarden.com"], &[])],
+        "azure-cli-token" => vec![service("Microsoft", &["microsoftonline.com"], &[])],
+        "digitalocean-token" => vec![service("DigitalOcean", &["digitalocean.com"], &[])],
+        "gcloud-credentials" => vec![service("Google", &["googleapis.com"], &[])],
         "dotenv-other-project" => vec![
             service("OpenAI", &["openai.com"], &[0]),
             service("Stripe", &["stripe.com"], &[1]),
@@ -824,11 +904,19 @@ mod tests {
             ("git-credentials", "ghp_"),
             ("shell-history", "sk-ant-api03-"),
             ("crypto-wallet", "xprv9s21ZrQH143K"),
+            (
+                "browser-logins",
+                "MEIEEPgAAAAAAAAAAAAAAAAAAAEwFAYIKoZIhvcNAwcECB",
+            ),
+            ("password-manager", ""),
+            ("azure-cli-token", "0.AXoA"),
+            ("digitalocean-token", "dop_v1_"),
+            ("gcloud-credentials", "1//0"),
         ] {
             let t = ta.iter().find(|t| t.kind == kind).unwrap();
             assert!(t.secrets[0].starts_with(fixed), "{kind}");
             assert!(
-                t.random[0].len() >= 36 && !t.random[0].contains(fixed),
+                t.random[0].len() >= 36 && (fixed.is_empty() || !t.random[0].contains(fixed)),
                 "{kind}"
             );
             assert!(t.secrets[0].contains(&t.random[0]), "{kind}");
@@ -839,7 +927,7 @@ mod tests {
     fn secrets_are_fresh_and_never_say_what_they_are() {
         let (a, ta) = generate("/home/u", "u", "h").unwrap();
         let (_, tb) = generate("/home/u", "u", "h").unwrap();
-        assert_eq!(ta.len(), 11);
+        assert_eq!(ta.len(), 16);
         for (x, y) in ta.iter().zip(&tb) {
             assert_ne!(x.secrets, y.secrets, "{} repeated across runs", x.kind);
         }
