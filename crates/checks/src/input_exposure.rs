@@ -758,8 +758,15 @@ fn evaluated_templates(ac: &AhoCorasick, ctx: &crate::Context<'_>) -> Vec<Phase>
             continue;
         }
         let raw = t.raw.as_slice();
-        let hit = ac.find_iter(raw).any(|m| {
-            let after = &raw[m.end()..raw.len().min(m.end() + TEMPLATE_WINDOW)];
+        // The window after each marker ends where the next marker begins: the marker's own
+        // characters may hold `49`, and a probe that carries it more than once (the shell
+        // polyglot) puts the next one inside the window.
+        let marks: Vec<(usize, usize)> = ac.find_iter(raw).map(|m| (m.start(), m.end())).collect();
+        let hit = marks.iter().enumerate().any(|(i, &(_, end))| {
+            let next = marks
+                .get(i + 1)
+                .map_or(raw.len(), |&(start, _)| start.max(end));
+            let after = &raw[end..next.min(end + TEMPLATE_WINDOW)];
             after.windows(EVALUATED.len()).any(|w| w == EVALUATED)
         });
         if hit {
@@ -1090,6 +1097,28 @@ mod tests {
             .build();
         let s = summaries(evaluate(&ev));
         assert!(s.iter().all(|x| !x.contains("the input reached")), "{s:#?}");
+    }
+
+    /// The shell polyglot carries the marker three times: echoed back, the next marker (whose
+    /// own characters may hold `49`) is no evaluation; rendered, its `{{7*7}}` is.
+    #[test]
+    fn a_polyglot_echoed_back_is_not_an_evaluated_template() {
+        const M49: &str = "gbm49ab49cd49";
+        let poly = exec_probe::polyglot(M49, |k| exec_probe::id(k, "time\0timezone"));
+        let echoed = serde_json::to_string(&format!("Invalid timezone: {poly}")).unwrap();
+        let rendered = serde_json::to_string(&poly.replace("{{7*7}}", "49")).unwrap();
+        for (answer, flagged) in [(echoed, false), (rendered, true)] {
+            let ev = Ev::new()
+                .marker(M49)
+                .call("get_time", 2, serde_json::json!({"timezone": poly}))
+                .answer(
+                    Phase::call("get_time", 2),
+                    &format!(r#"{{"result":{{"content":[{{"type":"text","text":{answer}}}]}}}}"#),
+                )
+                .build();
+            let s = summaries(evaluate(&ev));
+            assert_eq!(!s.is_empty(), flagged, "{answer}: {s:?}");
+        }
     }
 
     #[test]

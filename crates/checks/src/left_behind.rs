@@ -15,11 +15,12 @@
 //! - **Stashes** (`manifest.sandbox.left`, where the backend read the runs' writable places
 //!   once the server exited: channel `left-files`): a file left holding a planted secret's
 //!   value (as is or hex) is a finding: the secret was copied where the server can take it
-//!   later; a hidden file (a component starting with a dot) outside home's tool folders
-//!   (`~/.cache`, `~/.config`, `~/.local`, `~/.npm`...) that holds a call's input (the
-//!   audit's marker) is a finding: input kept where nobody looks (a password, a key). The
-//!   server's own caches, and scratch files that are not hidden, are not. A run that left
-//!   more entries than the walk visits ([`MAX_VISITED_SENTENCE`]) is a finding: a server that
+//!   later; a hidden file (a component starting with a dot) in the scratch places (`/tmp`,
+//!   `/var`, `/run`, `/dev/shm`) that holds a call's input (the audit's marker) is a finding:
+//!   input kept where nobody looks (a password, a key). Under home it is not: a server keeps
+//!   its own logs, caches and settings in a dot folder there (`~/.mongodb/...`, `~/.cache`),
+//!   input in them included; nor are scratch files that are not hidden. A run that left more
+//!   entries than the walk visits ([`MAX_VISITED_SENTENCE`]) is a finding: a server that
 //!   writes millions of files gets one, not a stalled audit. What each run left is a note
 //!   listing its first files.
 //!
@@ -57,24 +58,6 @@ const LEFT_FILES: &str = "left-files";
 
 /// What the walk's bound on entries says when a run reached it (`crates/audit/src/left.rs`).
 const MAX_VISITED_SENTENCE: &str = "entries: the rest not walked";
-
-/// Folders under home where tools keep their own files: input kept there is a cache.
-const TOOL_FOLDERS: &[&str] = &[
-    ".cache",
-    ".config",
-    ".local",
-    ".npm",
-    ".node-gyp",
-    ".node_modules",
-    ".yarn",
-    ".pnpm-store",
-    ".bun",
-    ".deno",
-    ".cargo",
-    ".rustup",
-    ".pyenv",
-    ".venv",
-];
 
 /// Places any server may write, besides home, its working directory and given folders.
 const OWN: &[&str] = &["/tmp", "/var/tmp", "/dev", "/proc", "/run/user"];
@@ -226,16 +209,9 @@ impl Evaluator for State {
     }
 }
 
-/// Whether `f` is in one of home's tool folders.
-fn in_tool_folder(f: &LeftFile, home: &NormPath) -> bool {
-    let norm = NormPath::new(f.path.as_bytes());
-    paths::home_relative(&norm, home)
-        .and_then(|rel| rel.first())
-        .is_some_and(|first| {
-            TOOL_FOLDERS
-                .iter()
-                .any(|t| t.as_bytes() == first.as_slice())
-        })
+/// Whether `f` is under home, where a server keeps its own files.
+fn in_home(f: &LeftFile, home: &NormPath) -> bool {
+    NormPath::new(f.path.as_bytes()).starts_with(home)
 }
 
 /// The stash findings and the notes of what each server run left.
@@ -262,7 +238,7 @@ fn judge_left(m: &glassbox_model::Manifest, home: &NormPath, eval: &mut Evaluati
                     None,
                 ));
             }
-            if f.hidden && f.holds.iter().any(|h| h == "input") && !in_tool_folder(f, home) {
+            if f.hidden && f.holds.iter().any(|h| h == "input") && !in_home(f, home) {
                 eval.findings.push(INFO.finding(
                     format!(
                         "a call's input was left in the hidden file {shown} ({} bytes) ({run}): \
@@ -426,6 +402,12 @@ mod tests {
             // The server's own cache with the query in it; a scratch file; nothing held.
             left(
                 NetworkMode::Capture,
+                "/home/user/.mongodb/mcp/.app-logs/1_log",
+                true,
+                &["input"],
+            ),
+            left(
+                NetworkMode::Capture,
                 "/home/user/.cache/srv/q.json",
                 true,
                 &["input"],
@@ -472,7 +454,7 @@ mod tests {
             s[2]
         );
         assert!(
-            notes[0].starts_with("the capture run left 3 files (120 bytes): /tmp/.k"),
+            notes[0].starts_with("the capture run left 4 files (160 bytes): /tmp/.k"),
             "{notes:?}"
         );
         assert!(
