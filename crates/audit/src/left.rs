@@ -35,12 +35,15 @@ const MAX_HASHED: u64 = 16 << 20;
 /// Bytes read in all, a run.
 const MAX_READ: u64 = 128 << 20;
 
+/// The system file whose copy a left file may be: the user database.
+const USER_DB: &str = "/etc/passwd";
+
 /// What to look for in left files: each with the name it is listed by.
 pub(crate) struct Needles(Vec<(String, Vec<u8>)>);
 
 impl Needles {
-    /// The planted secrets (each value and random part, by its planted path shown from home)
-    /// and the input marker.
+    /// The planted secrets (each value and random part, by its planted path shown from home),
+    /// the user database (by its path), and the input marker.
     pub(crate) fn new(tokens: &[Honeytoken], home: &str, marker: Option<&str>) -> Needles {
         let mut out = Vec::new();
         for t in tokens {
@@ -52,6 +55,15 @@ impl Needles {
                 out.push((name.clone(), s.as_bytes().to_vec()));
                 out.push((name.clone(), hex(s.as_bytes()).into_bytes()));
             }
+        }
+        // The user database as the sandbox shows it (the host's `/etc`, read-only): its first
+        // line (root's) in a left file is a copy of it.
+        if let Some(root) = std::fs::read_to_string(USER_DB)
+            .ok()
+            .and_then(|t| t.lines().next().map(str::to_string))
+            .filter(|l| l.len() >= 12)
+        {
+            out.push((USER_DB.to_string(), root.into_bytes()));
         }
         if let Some(m) = marker.filter(|m| m.len() >= 4) {
             out.push(("input".to_string(), m.as_bytes().to_vec()));

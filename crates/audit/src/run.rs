@@ -564,6 +564,11 @@ pub(crate) fn start(
         .map(|t| t.path.clone())
         .collect();
     let mut watch = glassbox_trace::HoneytokenWatch::new().map_err(|e| e.to_string());
+    if let Ok(w) = watch.as_mut() {
+        // glassbox's own reads of the planted files (the walk of what the run left,
+        // `crate::left`) are not the server's.
+        w.ignore(std::process::id() as i32);
+    }
     let mut pid_ns = None;
     // SAFETY: geteuid cannot fail.
     let host_uid = match unsafe { libc::geteuid() } {

@@ -14,8 +14,8 @@
 //!   shell startup files).
 //! - **Stashes** (`manifest.sandbox.left`, where the backend read the runs' writable places
 //!   once the server exited: channel `left-files`): a file left holding a planted secret's
-//!   value (as is or hex) is a finding: the secret was copied where the server can take it
-//!   later; a hidden file (a component starting with a dot) in the scratch places (`/tmp`,
+//!   value (as is or hex), or the user database's first line (`/etc/passwd`, root's), is a
+//!   finding: it was copied where the server can take it later; a hidden file (a component starting with a dot) in the scratch places (`/tmp`,
 //!   `/var`, `/run`, `/dev/shm`) that holds a call's input (the audit's marker) is a finding:
 //!   input kept where nobody looks (a password, a key). Under home it is not: a server keeps
 //!   its own logs, caches and settings in a dot folder there (`~/.mongodb/...`, `~/.cache`),
@@ -227,11 +227,16 @@ fn judge_left(m: &glassbox_model::Manifest, home: &NormPath, eval: &mut Evaluati
             // A planted file that changed holds its own secret: not a copy.
             let own = paths::display(&NormPath::new(f.path.as_bytes()), home);
             for name in f.holds.iter().filter(|h| *h != "input" && **h != own) {
+                // A system file by its absolute path (the user database), else a planted
+                // secret by its path from home.
+                let what = match name.starts_with('/') {
+                    true => format!("the system's {}", text::escape(name)),
+                    false => format!("the planted {}", text::escape(name)),
+                };
                 eval.findings.push(INFO.finding(
                     format!(
-                        "a copy of the planted {} was left in {shown} ({} bytes) ({run}): the \
-                         secret was put where the server can take it later",
-                        text::escape(name),
+                        "a copy of {what} was left in {shown} ({} bytes) ({run}): put where the \
+                         server can take it later",
                         f.size
                     ),
                     Vec::new(),
@@ -398,6 +403,12 @@ mod tests {
                 true,
                 &["~/.ssh/id_ed25519"],
             ),
+            left(
+                NetworkMode::Denied,
+                "/tmp/users.txt",
+                false,
+                &["/etc/passwd"],
+            ),
             left(NetworkMode::Capture, "/tmp/.X11-cache/.s", true, &["input"]),
             // The server's own cache with the query in it; a scratch file; nothing held.
             left(
@@ -437,7 +448,13 @@ mod tests {
         let e = evaluate(&ev);
         let notes: Vec<String> = e.notes.iter().map(|n| n.summary.clone()).collect();
         let s = summaries(e);
-        assert_eq!(s.len(), 3, "{s:#?}");
+        assert_eq!(s.len(), 4, "{s:#?}");
+        assert!(
+            s.iter().any(|x| x.starts_with(
+                "a copy of the system's /etc/passwd was left in /tmp/users.txt (40 bytes) (denied run)"
+            )),
+            "{s:#?}"
+        );
         assert!(
             s[0].starts_with("a copy of the planted ~/.ssh/id_ed25519 was left in /tmp/.k"),
             "{}",
@@ -449,16 +466,16 @@ mod tests {
             s[1]
         );
         assert!(
-            s[2].starts_with("the denied run left more than 50000 entries"),
+            s[3].starts_with("the denied run left more than 50000 entries"),
             "{}",
-            s[2]
+            s[3]
         );
         assert!(
             notes[0].starts_with("the capture run left 4 files (160 bytes): /tmp/.k"),
             "{notes:?}"
         );
         assert!(
-            notes[1].starts_with("the denied run left 3 files")
+            notes[1].starts_with("the denied run left 4 files")
                 && notes[1].ends_with("/home/user/.aws/credentials (a planted file, changed)"),
             "{notes:?}"
         );

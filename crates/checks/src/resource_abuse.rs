@@ -20,6 +20,10 @@
 //!   detached from it), each a finding: they were killed with the sandbox, and would have run
 //!   on a user's machine.
 //!
+//! Version 2: a bound enforced without a cgroup (an rlimit: glassbox without root or a
+//! delegated cgroup) is one whose reaching nothing counts, so without a finding the check says
+//! `not-observed`, naming it, where version 1 said `pass`.
+//!
 //! The package's install is the installer's: what it reached is a note. Its channel is the
 //! system-call record's: a server glassbox ran in its sandbox, whose bounds it read (a remote
 //! server, run elsewhere, was not seen: `not-observed`).
@@ -30,7 +34,7 @@ use glassbox_model::{Event, Manifest, NetworkMode, Phase, PhaseUsage, Severity};
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "resource-abuse",
-    version: 1,
+    version: 2,
     claim: "stays within the sandbox's bounds and leaves nothing running",
     severity: Severity::Medium,
     channels: &[Channel::Syscalls],
@@ -43,10 +47,15 @@ pub(crate) const INFO: CheckInfo = CheckInfo {
 /// The channel of per-phase readings (`manifest.recorder.channels`).
 const BY_PHASE: &str = "resource-usage";
 
-pub(crate) struct State;
+pub(crate) struct State {
+    /// The bounds whose reaching the run could not read (version 2).
+    unread: Vec<String>,
+}
 
-pub(crate) fn start(_: &crate::Context<'_>) -> Box<dyn Evaluator> {
-    Box::new(State)
+pub(crate) fn start(c: &crate::Context<'_>) -> Box<dyn Evaluator> {
+    Box::new(State {
+        unread: unread_bounds(c.manifest),
+    })
 }
 
 impl Evaluator for State {
@@ -55,6 +64,31 @@ impl Evaluator for State {
     fn finish_with(self: Box<Self>, ctx: &crate::Context<'_>) -> Evaluation {
         judge(ctx.manifest)
     }
+
+    fn unread(&self) -> Vec<String> {
+        self.unread.clone()
+    }
+}
+
+/// The bounds enforced without a cgroup (`manifest.sandbox.limits`: `512 via RLIMIT_NPROC`,
+/// `1 GiB per process via RLIMIT_DATA`): a process refused by an rlimit is told so itself and
+/// nothing counts it, so whether the server reached them is not known. Version 1 said `pass`
+/// over them.
+fn unread_bounds(m: &Manifest) -> Vec<String> {
+    ["pids", "memory"]
+        .into_iter()
+        .filter_map(|key| {
+            let how = m.sandbox.limits.get(key)?;
+            let counted = how.contains(" via cgroup") || how == "not limited";
+            (!counted).then(|| {
+                format!(
+                    "whether the runs reached the {} bound ({}: no cgroup counts what it refuses)",
+                    if key == "pids" { "process" } else { "memory" },
+                    text::escape(how)
+                )
+            })
+        })
+        .collect()
 }
 
 /// The bound `key` of `manifest.sandbox.limits` as its value alone (`512`, `1 GiB`), in
@@ -290,6 +324,22 @@ mod tests {
         let r = crate::evaluate_all(&quiet, &crate::Proofs::all_proven());
         let r = r.iter().find(|r| r.id == INFO.id).unwrap();
         assert_eq!(r.outcome, glassbox_model::Outcome::Pass);
+        // Bounds an rlimit enforced: whether they were reached is not known.
+        let mut rlimits = Ev::new().channels(&["syscalls", BY_PHASE]).build();
+        rlimits.manifest.sandbox.limits.insert(
+            "pids".into(),
+            "512 via RLIMIT_NPROC (no writable cgroup here)".into(),
+        );
+        let r = crate::evaluate_all(&rlimits, &crate::Proofs::all_proven());
+        let r = r.iter().find(|r| r.id == INFO.id).unwrap();
+        assert_eq!(r.outcome, glassbox_model::Outcome::NotObserved);
+        assert!(
+            r.reason
+                .as_deref()
+                .unwrap()
+                .contains("the process bound (512 via RLIMIT_NPROC"),
+            "{r:?}"
+        );
         let remote = Ev::new().channels(&["mcp-transcript"]).build();
         let r = crate::evaluate_all(&remote, &crate::Proofs::all_proven());
         let r = r.iter().find(|r| r.id == INFO.id).unwrap();

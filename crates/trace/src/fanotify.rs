@@ -49,8 +49,9 @@
 //!   an upper bound; poll [`HoneytokenWatch::fd`] to drain soon after an event.
 //! - The pid is the thread group id in glassbox's pid namespace (the host's); map it with
 //!   [`PidNamespace::pid_of`] while the process lives. Another host process touching the
-//!   files (through `/proc/PID/root`) is reported too, with a pid outside the sandbox; glassbox's
-//!   own (the walk of what a run left) is not.
+//!   files (through `/proc/PID/root`) is reported too, with a pid outside the sandbox, but
+//!   for the one [`HoneytokenWatch::ignore`] names (glassbox's own: the walk of what a run
+//!   left).
 //!
 //! # Privileges
 //!
@@ -157,9 +158,18 @@ pub struct HoneytokenWatch {
     fd: OwnedFd,
     /// Marked objects by (device, inode), as `fstat` of an event's descriptor gives them.
     marks: HashMap<(u64, u64), Mark>,
+    /// A process whose accesses are not reported ([`HoneytokenWatch::ignore`]).
+    ignored: Option<i32>,
 }
 
 impl HoneytokenWatch {
+    /// Reports nothing of process `pid` (host pid namespace): glassbox's own reads of the
+    /// planted files (the walk of what a run left, through the sandbox's descriptors) are not
+    /// the server's.
+    pub fn ignore(&mut self, pid: i32) {
+        self.ignored = Some(pid);
+    }
+
     /// A new fanotify group (non-blocking, close-on-exec), without marks.
     ///
     /// Needs `CAP_SYS_ADMIN` in the initial user namespace; without it the error says so.
@@ -168,6 +178,7 @@ impl HoneytokenWatch {
         Ok(HoneytokenWatch {
             fd,
             marks: HashMap::new(),
+            ignored: None,
         })
     }
 
@@ -306,9 +317,7 @@ impl HoneytokenWatch {
                 return;
             }
             let Some(fd) = fd else { return };
-            // glassbox's own reads (the walk of what a run left, through the descriptors it
-            // holds on the sandbox's writable places) are not the server's.
-            if u32::try_from(m.pid).ok() == Some(std::process::id()) {
+            if self.ignored == Some(m.pid) {
                 return;
             }
             let Ok(st) = fstat(fd.as_raw_fd()) else {

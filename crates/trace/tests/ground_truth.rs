@@ -233,6 +233,34 @@ fn scratch(name: &str) -> PathBuf {
     d
 }
 
+/// glassbox's own reads of the planted files (the walk of what a run left) are not reported
+/// once the watch ignores its pid; another process's still are.
+#[test]
+fn an_ignored_process_is_not_reported() {
+    let d = scratch("ignored");
+    let f = d.join("f");
+    std::fs::write(&f, b"x").unwrap();
+    let mut watch = HoneytokenWatch::new().expect("fanotify");
+    watch.watch(&f, "/f").unwrap();
+    watch.ignore(std::process::id() as i32);
+    drop(std::fs::read(&f).unwrap());
+    let status = std::process::Command::new("cat")
+        .arg(&f)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let acc = collect(&mut watch);
+    let _ = std::fs::remove_dir_all(&d);
+    let me = std::process::id() as i32;
+    assert!(acc.iter().all(|a| a.host_pid != me), "{acc:?}");
+    assert!(
+        acc.iter()
+            .any(|a| a.what == AccessKind::Open && a.host_pid > 0),
+        "the other process's open: {acc:?}"
+    );
+}
+
 #[test]
 fn a_full_queue_is_reported_as_overflow() {
     // Opens through distinct hard links are distinct events (no merging): one more than the
