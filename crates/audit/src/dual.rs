@@ -271,7 +271,8 @@ fn varying(a: &[u8], b: &[u8]) -> u64 {
     (a_rest.len() - suffix).max(b_rest.len() - suffix) as u64
 }
 
-fn hex(b: &[u8]) -> String {
+/// Bytes as lower-case hex (a SHA-256 shown, a needle in hex: `crate::left`).
+pub(crate) fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 

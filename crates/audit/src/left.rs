@@ -13,6 +13,7 @@
 //! read in all; where a bound stops the list, a sentence says which (`left_cut`). The same
 //! code runs in a microVM's guest, which sends the list in its record.
 
+use crate::dual::hex;
 use glassbox_model::{Honeytoken, LeftFile, NetworkMode};
 use sha2::{Digest, Sha256};
 use std::io::Read;
@@ -79,37 +80,12 @@ impl Needles {
             if names.contains(name) {
                 continue;
             }
-            if memmem(bytes, needle) {
+            if memchr::memmem::find(bytes, needle).is_some() {
                 names.push(name.clone());
             }
         }
         names
     }
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-/// Whether `needle` occurs in `hay`: by its first byte's positions (`memchr`-style, with the
-/// standard library's `position`), which keeps a search of a MiB for a few dozen needles
-/// cheap; written here for the one use.
-fn memmem(hay: &[u8], needle: &[u8]) -> bool {
-    let Some((&first, rest)) = needle.split_first() else {
-        return true;
-    };
-    let mut at = 0;
-    while let Some(i) = hay[at..].iter().position(|&b| b == first) {
-        let start = at + i;
-        if hay[start + 1..].starts_with(rest) {
-            return true;
-        }
-        at = start + 1;
-        if hay.len() - at < needle.len() {
-            return false;
-        }
-    }
-    false
 }
 
 /// The sandbox's own folder in `/run`, not listed.
@@ -119,7 +95,6 @@ const OWN: &str = "/run/glassbox";
 struct Walk<'a> {
     planted: &'a [Planted],
     needles: &'a Needles,
-    mode: NetworkMode,
     files: Vec<LeftFile>,
     visited: usize,
     read: u64,
@@ -141,18 +116,17 @@ pub(crate) fn digest(bytes: &[u8]) -> String {
 pub(crate) type Left = (Vec<LeftFile>, Vec<String>);
 
 /// The files a run left in `roots` (each its path inside and a path to read it by), not
-/// counting `planted` files left as planted, with what each holds of `needles`; and where a bound
-/// stopped the list, a sentence each.
+/// counting `planted` files left as planted, with what each holds of `needles`; and where a
+/// bound stopped the list, a sentence each. Each file's `mode` is left to the pipeline, which
+/// knows the run.
 pub(crate) fn scan(
     roots: &[(String, std::path::PathBuf)],
     planted: &[Planted],
     needles: &Needles,
-    mode: NetworkMode,
 ) -> Left {
     let mut w = Walk {
         planted,
         needles,
-        mode,
         files: Vec::new(),
         visited: 0,
         read: 0,
@@ -241,7 +215,7 @@ fn walk(w: &mut Walk<'_>, dir: &Path, dev: Option<u64>, inside: &str, hidden: bo
         }
         let meta = e.metadata().ok();
         let mut f = LeftFile {
-            mode: w.mode,
+            mode: NetworkMode::default(),
             path: glassbox_model::printable(&path_inside),
             size: meta.as_ref().map_or(0, |m| m.len()),
             sha256: None,
@@ -304,15 +278,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn memmem_finds_what_is_there_only() {
-        assert!(memmem(b"abcabd", b"abd"));
-        assert!(memmem(b"xabd", b"abd"));
-        assert!(!memmem(b"abcab", b"abd"));
-        assert!(!memmem(b"ab", b"abd"));
-        assert!(memmem(b"", b""));
-    }
-
-    #[test]
     fn a_walk_lists_what_was_not_planted_with_what_it_holds() {
         let root = std::env::temp_dir().join(format!("glassbox-left-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
@@ -344,7 +309,6 @@ mod tests {
                 ("/home/u/.ssh/id_rsa".into(), None),
             ],
             &needles,
-            NetworkMode::Capture,
         );
         std::fs::remove_dir_all(&root).unwrap();
         assert!(cut.is_empty(), "{cut:?}");
@@ -375,12 +339,7 @@ mod tests {
         for i in 0..MAX_LISTED + 7 {
             std::fs::write(root.join(format!("f{i}")), "x").unwrap();
         }
-        let (files, cut) = scan(
-            &[("/tmp".into(), root.clone())],
-            &[],
-            &Needles(Vec::new()),
-            NetworkMode::Denied,
-        );
+        let (files, cut) = scan(&[("/tmp".into(), root.clone())], &[], &Needles(Vec::new()));
         std::fs::remove_dir_all(&root).unwrap();
         assert_eq!(files.len(), MAX_LISTED);
         assert_eq!(

@@ -786,12 +786,7 @@ impl Running {
     /// What the run left in the sandbox's writable places ([`crate::left`]), read before
     /// [`Running::finish`] lets go of them.
     pub(crate) fn left(&self) -> crate::left::Left {
-        crate::left::scan(
-            &self.sandbox.writable(),
-            &self.planted,
-            &self.needles,
-            NetworkMode::Capture,
-        )
+        crate::left::scan(&self.sandbox.writable(), &self.planted, &self.needles)
     }
 
     /// Kills what is left of the sandbox and collects the recording.
