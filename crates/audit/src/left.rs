@@ -175,7 +175,10 @@ fn walk(w: &mut Walk<'_>, dir: &Path, dev: Option<u64>, inside: &str, hidden: bo
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
-    let mut entries: Vec<_> = entries.filter_map(Result::ok).collect();
+    // Never more than the walk may still visit: a folder of millions of entries is not read
+    // into memory whole.
+    let room = MAX_VISITED.saturating_sub(w.visited) + 1;
+    let mut entries: Vec<_> = entries.filter_map(Result::ok).take(room).collect();
     entries.sort_by_key(|e| e.file_name());
     for e in entries {
         if w.visited >= MAX_VISITED {
@@ -213,7 +216,12 @@ fn walk(w: &mut Walk<'_>, dir: &Path, dev: Option<u64>, inside: &str, hidden: bo
             w.more += 1;
             continue;
         }
+        // Not followed (the entry itself): one that is not on the walked mount is not the
+        // sandbox's (a folder swapped for a link to the host's while the walk went).
         let meta = e.metadata().ok();
+        if meta.as_ref().map(|m| m.dev()) != dev {
+            continue;
+        }
         let mut f = LeftFile {
             mode: NetworkMode::default(),
             path: glassbox_model::printable(&path_inside),
@@ -231,7 +239,7 @@ fn walk(w: &mut Walk<'_>, dir: &Path, dev: Option<u64>, inside: &str, hidden: bo
         } else if w.read + f.size.min(MAX_HASHED) > MAX_READ {
             w.over_read = true;
         } else {
-            read(w, &e.path(), &mut f);
+            read(w, &e.path(), dev, &mut f);
         }
         if let Some((_, Some(sha))) = planted {
             // A planted file left as it was planted is not listed.
@@ -245,10 +253,22 @@ fn walk(w: &mut Walk<'_>, dir: &Path, dev: Option<u64>, inside: &str, hidden: bo
 }
 
 /// Hashes `f` (when at most [`MAX_HASHED`]) and searches its first [`MAX_SEARCHED`] bytes.
-fn read(w: &mut Walk<'_>, path: &Path, f: &mut LeftFile) {
-    let Ok(file) = std::fs::File::open(path) else {
+/// Read only as what it was when listed: a regular file on the walked mount (`dev`), opened
+/// without following a link and without waiting: what still runs in the sandbox may have
+/// swapped it for a link to a host file or a FIFO since.
+fn read(w: &mut Walk<'_>, path: &Path, dev: Option<u64>, f: &mut LeftFile) {
+    use std::os::unix::fs::OpenOptionsExt;
+    let Ok(file) = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+    else {
         return;
     };
+    match file.metadata() {
+        Ok(m) if m.is_file() && Some(m.dev()) == dev => {}
+        _ => return,
+    }
     let mut head = Vec::new();
     let mut file = file.take(MAX_HASHED.max(MAX_SEARCHED as u64));
     let mut hasher = Sha256::new();
@@ -329,6 +349,50 @@ mod tests {
         assert_eq!(files[2].size, 36);
         assert!(files[2].sha256.as_ref().is_some_and(|h| h.len() == 64));
         assert_eq!(files[3].link.as_deref(), Some("/etc/passwd"));
+    }
+
+    /// What a hostile process may leave: a FIFO (an open would wait for a writer) and links
+    /// to the host's files; none is read, and the walk ends.
+    #[test]
+    fn fifos_and_links_are_not_read_through() {
+        let root = std::env::temp_dir().join(format!("glassbox-fifo-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(&root).unwrap();
+        let fifo = std::ffi::CString::new(root.join("q").to_str().unwrap()).unwrap();
+        // SAFETY: a valid C string; mkfifo only creates the node.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        std::os::unix::fs::symlink("/etc/passwd", root.join("p")).unwrap();
+        let mut f = LeftFile {
+            mode: NetworkMode::default(),
+            path: "/tmp/q".into(),
+            size: 0,
+            sha256: None,
+            hidden: false,
+            changed: false,
+            link: None,
+            holds: Vec::new(),
+        };
+        let needles = Needles::new(&[], "/home/u", None);
+        let mut w = Walk {
+            planted: &[],
+            needles: &needles,
+            files: Vec::new(),
+            visited: 0,
+            read: 0,
+            more: 0,
+            deep: false,
+            over_read: false,
+        };
+        let dev = std::fs::metadata(&root).map(|m| m.dev()).ok();
+        read(&mut w, &root.join("q"), dev, &mut f);
+        read(&mut w, &root.join("p"), dev, &mut f);
+        let (files, _) = scan(&[("/tmp".into(), root.clone())], &[], &needles);
+        std::fs::remove_dir_all(&root).unwrap();
+        assert_eq!((w.read, f.sha256, f.holds.len()), (0, None, 0));
+        // The link is listed as a link, the FIFO not at all.
+        let paths: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
+        assert_eq!(paths, ["/tmp/p"]);
+        assert!(files[0].holds.is_empty() && files[0].sha256.is_none());
     }
 
     #[test]

@@ -393,13 +393,14 @@ impl State {
         let Some((ac, _)) = &self.marker else {
             return;
         };
-        let (paths, how): (Vec<&[u8]>, &str) = match &e.kind {
-            EventKind::Open { path, .. } => (vec![path.as_slice()], "opened"),
-            EventKind::Stat { path, .. } => (vec![path.as_slice()], "looked up"),
-            EventKind::Exec { argv, .. } => (argv.iter().map(|a| a.as_slice()).collect(), "ran"),
+        // Borrowed as they are: this runs for every open, the trace's hot path.
+        let (paths, how): (&[glassbox_model::Bytes], &str) = match &e.kind {
+            EventKind::Open { path, .. } => (std::slice::from_ref(path), "opened"),
+            EventKind::Stat { path, .. } => (std::slice::from_ref(path), "looked up"),
+            EventKind::Exec { argv, .. } => (argv.as_slice(), "ran"),
             _ => return,
         };
-        for p in paths {
+        for p in paths.iter().map(|p| p.as_slice()) {
             if !ac.is_match(p) {
                 continue;
             }
