@@ -224,45 +224,52 @@ impl Role {
             "program",
         ]) {
             Some(Role::Command)
-        } else if has(&[
-            "code",
-            "source",
-            "snippet",
-            "script",
-            "eval",
-            "python",
-            "javascript",
-            "js",
-            "expression",
-            "expr",
-            "formula",
-            "equation",
-            "calculation",
-            "lambda",
-        ]) {
-            Some(Role::Code)
         } else if has(&["template", "templates", "tmpl", "jinja", "jinja2", "mako"]) {
             Some(Role::Template)
         } else if has(&["sql", "query", "statement", "where"]) {
             Some(Role::Sql)
-        } else if has(&[
-            "pickle",
-            "pickled",
-            "serialized",
-            "serialised",
-            "serialization",
-            "marshal",
-            "blob",
-        ]) {
-            Some(Role::Serialized)
-        } else if has(&[
-            "module", "modules", "plugin", "plugins", "import", "require",
-        ]) {
-            Some(Role::Module)
         } else {
+            // A path or a URL by its name first: `script_path`, `code_url` name where a thing
+            // is, not the thing; then the roles of what a value is.
             match Hint::from_name(name) {
                 Some(h) if h.is_path() => Some(Role::Path),
                 Some(Hint::Url) => Some(Role::Url),
+                _ if has(&[
+                    "code",
+                    "snippet",
+                    "script",
+                    "eval",
+                    "python",
+                    "javascript",
+                    "js",
+                    "expression",
+                    "expr",
+                    "formula",
+                    "equation",
+                    "calculation",
+                    "lambda",
+                ]) =>
+                {
+                    Some(Role::Code)
+                }
+                _ if has(&[
+                    "pickle",
+                    "pickled",
+                    "serialized",
+                    "serialised",
+                    "serialization",
+                    "marshal",
+                    "blob",
+                ]) =>
+                {
+                    Some(Role::Serialized)
+                }
+                _ if has(&[
+                    "module", "modules", "plugin", "plugins", "import", "require",
+                ]) =>
+                {
+                    Some(Role::Module)
+                }
                 _ if has(&["yaml", "yml", "config", "configuration", "manifest"]) => {
                     Some(Role::Yaml)
                 }
@@ -1016,6 +1023,28 @@ mod tests {
         // No marker, no canary.
         let plain = plan_calls_with(&schema, "", &probes(), 16);
         assert!(plain.iter().all(|c| !c.label.contains("canary")));
+    }
+
+    /// A name that says where a thing is gets the probes of a path or a URL, not the thing's
+    /// (the canaries of code); `source` alone says nothing (`source_timezone`).
+    #[test]
+    fn where_a_thing_is_comes_before_what_it_is() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "script_path": {"type": "string"},
+                "code_url": {"type": "string"},
+                "source_timezone": {"type": "string"}
+            },
+            "required": ["script_path", "code_url", "source_timezone"]
+        });
+        assert_eq!(Role::of_name("script_path"), Some(Role::Path));
+        assert_eq!(Role::of_name("code_url"), Some(Role::Url));
+        assert_eq!(Role::of_name("source_timezone"), None);
+        assert_eq!(Role::of_name("python_code"), Some(Role::Code));
+        let plan = valid_role_plan_of(&schema, 32);
+        assert!(canaries(&plan, "script_path").is_empty());
+        assert!(texts(&plan, "script_path").contains(&"/home/ana/.aws/credentials"));
     }
 
     #[test]
