@@ -2113,6 +2113,8 @@ pub struct Traced {
     pub exit: ServerExit,
     /// Events recorded.
     pub events: u64,
+    /// What the recorder saw and lost (a trace that lost calls says so, as an audit does).
+    pub stats: glassbox_trace::RecorderStats,
     /// The flows at the network edge (capture mode) and the canary sockets.
     pub flows: Vec<glassbox_model::Flow>,
 }
@@ -2200,6 +2202,7 @@ pub fn trace(
     Ok(Traced {
         exit,
         events: recording.stats.events,
+        stats: recording.stats,
         flows: recording.edge.flows,
     })
 }

@@ -908,6 +908,26 @@ fn trace_cmd(
             p.display()
         );
     }
+    let stats = &traced.stats;
+    if stats.lost > 0 {
+        let why: Vec<String> = stats
+            .lost_why
+            .iter()
+            .map(|(w, n)| format!("{w}: {n}"))
+            .collect();
+        let line = format!(
+            "glassbox: the recorder lost {} call(s), the events above are incomplete ({})",
+            stats.lost,
+            why.join("; ")
+        );
+        eprintln!("{}", glassbox_model::printable(&line));
+    }
+    if let Some(f) = &stats.failure {
+        eprintln!(
+            "glassbox: the recorder stopped early: {}",
+            glassbox_model::printable(f)
+        );
+    }
     eprintln!(
         "glassbox: {} flows at the network edge (captured, nothing left the machine)",
         traced.flows.len()

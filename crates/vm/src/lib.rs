@@ -638,6 +638,14 @@ impl Vm {
             "panic=-1".into(),
             "random.trust_cpu=on".into(),
             "cryptomgr.notests".into(),
+            // No page of a guest process moved behind its back: the recorder's eBPF program
+            // reads a call's path at its return and cannot fault a page in, so a page that
+            // khugepaged is collapsing or compaction is migrating at that moment (its entry
+            // briefly not present) loses the call. Debian's kernel collapses transparent huge
+            // pages always; a run of the microVM control suite lost a Python server's
+            // successful openat that way, its buffer already reused when read again.
+            "transparent_hugepage=never".into(),
+            "sysctl.vm.compaction_proactiveness=0".into(),
         ];
         if accel.accel == Accel::Tcg {
             append.push(format!("tsc_early_khz={}", accel::host_tsc_khz()));
