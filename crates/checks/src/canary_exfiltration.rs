@@ -108,6 +108,11 @@
 //! as a credential, as in a signed request's `Authorization` header. What the input named
 //! includes the values glassbox gave a resource template's variables and a prompt's
 //! arguments, under the read's or get's phase (`named.rs`), as it includes a call's arguments.
+//!
+//! Version 11: a TLS flow whose client sent its ClientHello and nothing after, every byte kept
+//! and searched, before the edge answered anything, is read ([`hello_only`]): it could carry
+//! nothing else (issue 34). One whose client got the edge's certificate stays unread. What the
+//! input named includes a host given without a URL (`named.rs`).
 
 use crate::explain;
 use crate::layers::{self, Form};
@@ -122,7 +127,7 @@ use std::collections::HashMap;
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "canary-exfiltration",
-    version: 10,
+    version: 11,
     claim: "no planted secret leaves the sandbox",
     severity: Severity::High,
     channels: &[Channel::PacketEdge],
@@ -513,6 +518,18 @@ fn credential_header(name: &[u8]) -> bool {
         .any(|n| n.as_bytes().eq_ignore_ascii_case(name))
 }
 
+/// Why the edge could not read what `f` carried, if it could not: its `unread`, or a
+/// ClientHello's SNI recorded by an edge from before TLS was terminated (what followed was
+/// never read); never for a flow that sent nothing but a ClientHello ([`hello_only`]).
+pub(crate) fn unread_why(f: &Flow) -> Option<&str> {
+    if hello_only(f) {
+        return None;
+    }
+    let old_tls = (f.tls.is_none() && f.sni.is_some())
+        .then_some("TLS recorded by an edge that did not terminate it: encrypted, not read");
+    f.unread.as_deref().or(old_tls)
+}
+
 /// The flows among `flows` (those `keep` keeps) whose content the edge could not read, each
 /// named for a reason: `flow 3 (TCP to 198.18.1.0:443, SNI api.example.test): why`.
 pub(crate) fn unread<'a>(
@@ -523,12 +540,7 @@ pub(crate) fn unread<'a>(
         .into_iter()
         .filter(|f| keep(f))
         .filter_map(|f| {
-            // An edge from before TLS was terminated recorded a ClientHello's SNI and closed:
-            // what followed was never read.
-            let old_tls = (f.tls.is_none() && f.sni.is_some()).then_some(
-                "TLS recorded by an edge that did not terminate it: encrypted, not read",
-            );
-            let why = f.unread.as_deref().or(old_tls)?;
+            let why = unread_why(f)?;
             let names: Vec<String> = net::names(f)
                 .into_iter()
                 .map(|(what, n)| format!("{what} {}", net::show(&n)))
@@ -546,6 +558,49 @@ pub(crate) fn unread<'a>(
             ))
         })
         .collect()
+}
+
+/// Whether all a TLS flow's client sent is its ClientHello, every byte of it kept in `sample`
+/// (and searched there like any payload), and the edge sent nothing back (it closed the
+/// stream after the hello, or the run ended first): a client that never saw a certificate
+/// neither refused one nor had a key to send anything else with, so nothing it carried went
+/// unread (issue 34's "nothing after a ClientHello"). A client that got the edge's answer and
+/// then stopped, with an alert (a pinned client in Python) or without one (in Node), may have
+/// refused the certificate: what it would have sent to its vendor is not known, and the flow
+/// stays unread.
+pub fn hello_only(f: &Flow) -> bool {
+    const HANDSHAKE: u8 = 0x16;
+    const CLIENT_HELLO: u8 = 1;
+    let sample = f.sample.as_slice();
+    if f.tls.is_none() || f.bytes_in > 0 || f.sample_truncated || sample.len() as u64 != f.bytes_out
+    {
+        return false;
+    }
+    // The handshake bytes of the stream's records, which must all be handshake records.
+    let mut handshake = Vec::new();
+    let mut rest = sample;
+    while !rest.is_empty() {
+        let Some(header) = rest.get(..5) else {
+            return false;
+        };
+        let len = usize::from(u16::from_be_bytes([header[3], header[4]]));
+        let Some(fragment) = rest.get(5..5 + len) else {
+            return false;
+        };
+        if header[0] != HANDSHAKE || len == 0 {
+            return false;
+        }
+        handshake.extend_from_slice(fragment);
+        rest = &rest[5 + len..];
+    }
+    // Exactly one message, a ClientHello.
+    match handshake.get(..4) {
+        Some(h) if h[0] == CLIENT_HELLO => {
+            let len = usize::from(h[1]) << 16 | usize::from(h[2]) << 8 | usize::from(h[3]);
+            handshake.len() == 4 + len
+        }
+        _ => false,
+    }
 }
 
 /// What was found of one planted file in one flow.
@@ -1194,6 +1249,45 @@ mod tests {
     use crate::layers::percent_decoded;
     use crate::testutil::{Ev, F};
     use glassbox_model::Phase;
+
+    #[test]
+    fn a_tls_flow_that_sent_only_its_client_hello_is_not_unread() {
+        use crate::testutil::client_hello;
+        let why = "the TLS handshake did not complete";
+        let flow = |bytes: Vec<u8>| F::tcp("198.18.1.3:443").tls_refused(why).sample(bytes).0;
+        let unread_of = |f: &Flow| unread([f], |_| true);
+        // Whole, in one record or split over three: all it sent was read (and searched).
+        assert!(unread_of(&flow(client_hello(300, 16384))).is_empty());
+        assert!(unread_of(&flow(client_hello(300, 100))).is_empty());
+        // Anything after it: an alert (a refused certificate), an encrypted record, a second
+        // handshake message, a cut record.
+        for tail in [
+            &[0x15, 3, 3, 0, 2, 2, 48][..],
+            &[0x17, 3, 3, 0, 3, 1, 2, 3],
+            &[0x16, 3, 3, 0, 4, 16, 0, 0, 0],
+            &[0x16, 3, 3],
+        ] {
+            let mut b = client_hello(300, 16384);
+            b.extend_from_slice(tail);
+            assert_eq!(unread_of(&flow(b)).len(), 1, "{tail:?}");
+        }
+        // Not all of it kept, or counted beyond what was kept.
+        let mut cut = flow(client_hello(300, 16384));
+        cut.sample_truncated = true;
+        assert_eq!(unread_of(&cut).len(), 1);
+        let mut more = flow(client_hello(300, 16384));
+        more.bytes_out += 10;
+        assert_eq!(unread_of(&more).len(), 1);
+        // The edge answered it: a client that then closed may have refused the certificate.
+        let mut answered = flow(client_hello(300, 16384));
+        answered.bytes_in = 1200;
+        assert_eq!(unread_of(&answered).len(), 1);
+        // A ClientHello's bytes on a flow not known as TLS (QUIC, a stream the edge did not
+        // read as TLS) say nothing of what else it carried.
+        let mut quic = flow(client_hello(300, 16384));
+        quic.tls = None;
+        assert_eq!(unread_of(&quic).len(), 1);
+    }
 
     /// A random-looking secret of `n` characters (base64 alphabet), from `seed`.
     fn secret(seed: u64, n: usize) -> String {

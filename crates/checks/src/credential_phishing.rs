@@ -26,6 +26,10 @@
 //! An ordinary question (a choice among options, a name, a date, a yes/no confirmation, "Enter
 //! the repository name") passes and is listed as a note. Not an accusation: a server may have
 //! reasons to ask (a sign-in it needs); the user decides.
+//!
+//! Version 2: what the input named includes a host given without a URL (`named.rs`): a host
+//! parameter's `m1x2.example.test`, an address with its port, a keyword connection string's
+//! `host=` (issue 34: a host glassbox itself gave a tool was called unexplained egress).
 
 use crate::explain::{self, Explains};
 use crate::json::{self, Message, Value};
@@ -35,7 +39,7 @@ use std::collections::HashSet;
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "credential-phishing",
-    version: 1,
+    version: 2,
     claim: "asks the user for no secret (no elicitation of a password, token or key; no \
             elicitation that sends the user to a page nothing explains)",
     severity: Severity::High,

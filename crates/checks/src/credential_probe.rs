@@ -54,6 +54,13 @@
 //! flow); "never left" is said only when nothing after the read could carry it. Rule 5 is
 //! new (the system's and other accounts' secrets), and shell and REPL histories are
 //! well-known credential paths.
+//!
+//! Version 13 (issue 34: npm's own read of `~/.npmrc` was called an accusation for a flow
+//! that carried nothing but a ClientHello): a flow whose client sent its ClientHello and got
+//! nothing back is read (`canary-exfiltration`'s v11), and an unread flow to the secret's own
+//! service (the npm registry for the npm token, the cluster of a kubeconfig) makes no fate
+//! unknown, its worst being the secret's use there; the finding names it.
+//! What the input named includes a host given without a URL (`named.rs`).
 
 use crate::paths::{self, NormPath, Rules, View};
 use crate::text::{self, Groups};
@@ -62,7 +69,7 @@ use glassbox_model::{Event, EventKind, Manifest, Severity};
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "credential-probe",
-    version: 12,
+    version: 13,
     claim: "no credential probing",
     severity: Severity::High,
     channels: &[Channel::Syscalls],
@@ -179,16 +186,20 @@ type CacheUse = (u64, Vec<String>, Vec<u64>, Vec<glassbox_model::Phase>);
 /// read is an accusation: what a reviewer would uphold. The value leaving for anywhere but its
 /// own service, coming back to the client in an answer (a tool result or a resource: the
 /// model's context is a channel), or a fate unknown because a flow could not be read (any
-/// but the install's relayed to the package registry), is; a value that never left, or went only to its own service, is not (the finding
-/// says which).
+/// but the install's relayed to the package registry, and, since version 13, any to the
+/// secret's own service, where its worst is use), is; a value that never left, or went only to
+/// its own service, is not (the finding says which).
 struct Fate {
     /// [`crate::canary_exfiltration::went`], computed when a planted file was read: `None` when more was
     /// found than is kept (or nothing planted was read, and [`Fate::of`] is never asked).
     went: Option<Vec<crate::canary_exfiltration::Went>>,
     /// The planted files, normalized, by index of `manifest.sandbox.honeytokens`.
     tokens: Vec<NormPath>,
-    /// Flows the edge could not read (of the install too, but its registry's).
-    unread: usize,
+    /// The names of each flow the edge could not read (of the install too, but its
+    /// registry's), with its first name shown.
+    unread: Vec<(Vec<String>, String)>,
+    /// The hosts of each planted file's services (`honeytokens[].services`), by index.
+    services: Vec<Vec<(String, Vec<String>)>>,
     /// The packet edge was there to see what left (`manifest.recorder.channels`).
     edge: bool,
 }
@@ -211,10 +222,34 @@ impl Fate {
                 .collect(),
             // As `canary-exfiltration` counts them: every flow but the install's relayed to
             // the package registry (an install's own download the edge did not read counts).
-            unread: crate::canary_exfiltration::unread(c.flows, |f| {
-                !crate::canary_exfiltration::relayed(f)
-            })
-            .len(),
+            unread: c
+                .flows
+                .iter()
+                .filter(|f| {
+                    !crate::canary_exfiltration::relayed(f)
+                        && crate::canary_exfiltration::unread_why(f).is_some()
+                })
+                .map(|f| {
+                    let names: Vec<String> =
+                        crate::net::names(f).into_iter().map(|(_, n)| n).collect();
+                    let shown = names
+                        .first()
+                        .map_or_else(|| crate::net::addr(&f.dst), |n| crate::net::show(n));
+                    (names, shown)
+                })
+                .collect(),
+            services: c
+                .manifest
+                .sandbox
+                .honeytokens
+                .iter()
+                .map(|h| {
+                    h.services
+                        .iter()
+                        .map(|s| (s.name.clone(), s.hosts.clone()))
+                        .collect()
+                })
+                .collect(),
             edge: crate::Channel::PacketEdge.observed_in(c.manifest),
         }
     }
@@ -258,10 +293,30 @@ impl Fate {
         if why.is_empty() && !self.edge {
             why.push("where its value went is not known: the network edge was not there".into());
         }
-        if why.is_empty() && self.unread > 0 {
+        // An unread flow to one of the secret's own services could at worst have used it
+        // there (version 13): the npm registry, the cluster of a kubeconfig.
+        let own_service = |names: &[String]| {
+            let hosts = ti.and_then(|ti| self.services.get(ti));
+            hosts.and_then(|svcs| {
+                svcs.iter().find_map(|(name, hosts)| {
+                    let under = !names.is_empty()
+                        && names.iter().all(|n| {
+                            hosts.iter().any(|h| {
+                                crate::net::is_under(n, &crate::net::norm_host(h.as_bytes()))
+                            })
+                        });
+                    under.then_some(name.as_str())
+                })
+            })
+        };
+        let (own_unread, unread): (Vec<_>, Vec<_>) = self
+            .unread
+            .iter()
+            .partition(|(names, _)| own_service(names).is_some());
+        if why.is_empty() && !unread.is_empty() {
             why.push(format!(
                 "where its value went is not known: {} could not be read",
-                crate::net::count(self.unread as u64, "flow", "flows")
+                crate::net::count(unread.len() as u64, "flow", "flows")
             ));
         }
         if !why.is_empty() {
@@ -271,7 +326,11 @@ impl Fate {
             true => String::new(),
             false => format!(" ({})", w.derived.join("; ")),
         };
-        let said = match w.own.is_empty() {
+        let mut said = match w.own.is_empty() {
+            true if !own_unread.is_empty() => format!(
+                "; its value left in nothing the edge read, nor in any answer to the \
+                 client{derived}"
+            ),
             true => format!(
                 "; its value never left: nothing the edge read carried it, nor any answer to \
                  the client{derived}"
@@ -281,6 +340,17 @@ impl Fate {
                 w.own.join(", ")
             ),
         };
+        if let Some((names, shown)) = own_unread.first() {
+            said += &format!(
+                "; {} to its own service ({}{}) could not be read: at worst, its use there",
+                crate::net::count(own_unread.len() as u64, "flow", "flows"),
+                own_service(names).map(crate::net::show).unwrap_or_default(),
+                match shown.is_empty() {
+                    true => String::new(),
+                    false => format!(", {shown}"),
+                }
+            );
+        }
         (said, false)
     }
 }
@@ -1073,6 +1143,71 @@ mod tests {
             accused && s.contains("where its value went is not known: 1 flow could not be read"),
             "{s}"
         );
+        // A TLS client that sent its ClientHello and nothing after (issue 34: npm's own read
+        // of ~/.npmrc, its registry's connection cut there): nothing unread, no accusation.
+        let hello = crate::testutil::client_hello(200, 16384);
+        let (s, accused) = judged(
+            base().flow(
+                F::tcp("198.18.1.6:443")
+                    .sni("registry.example")
+                    .tls_refused("the TLS handshake did not complete")
+                    .sample(hello.clone()),
+            ),
+        );
+        assert!(!accused && s.contains("its value never left"), "{s}");
+        // One the edge answered, then closed by its client (Node's pinned client): it may
+        // have refused the certificate, what it would have sent is not known.
+        let mut answered = F::tcp("198.18.1.6:443")
+            .sni("registry.example")
+            .tls_refused("the client closed the connection during the handshake")
+            .sample(crate::testutil::client_hello(200, 16384));
+        answered.0.bytes_in = 1176;
+        let (s, accused) = judged(base().flow(answered));
+        assert!(accused && s.contains("1 flow could not be read"), "{s}");
+        // An unread flow to the secret's own service: at worst its use there, no accusation.
+        let (s, accused) = judged(
+            base().service("AWS", &["amazonaws.com"]).flow(
+                F::tcp("198.18.1.7:443")
+                    .sni("sts.us-east-1.amazonaws.com")
+                    .unread("pinned"),
+            ),
+        );
+        assert!(
+            !accused
+                && s.ends_with(
+                    "; 1 flow to its own service (AWS, sts.us-east-1.amazonaws.com) could not be \
+                     read: at worst, its use there"
+                ),
+            "{s}"
+        );
+        // ... but one elsewhere beside it still makes the fate unknown.
+        let (s, accused) = judged(
+            base()
+                .service("AWS", &["amazonaws.com"])
+                .flow(
+                    F::tcp("198.18.1.7:443")
+                        .sni("sts.amazonaws.com")
+                        .unread("pinned"),
+                )
+                .flow(
+                    F::tcp("198.18.1.8:443")
+                        .sni("collect.example")
+                        .unread("pinned"),
+                ),
+        );
+        assert!(accused && s.contains("1 flow could not be read"), "{s}");
+        // One that answered the edge's certificate (an alert: a pinned client) sent more.
+        let mut alert = hello;
+        alert.extend([0x15, 3, 3, 0, 2, 2, 48]);
+        let (s, accused) = judged(
+            base().flow(
+                F::tcp("198.18.1.6:443")
+                    .sni("registry.example")
+                    .tls_refused("the client refused glassbox's certificate")
+                    .sample(alert),
+            ),
+        );
+        assert!(accused && s.contains("1 flow could not be read"), "{s}");
         // Nothing carried it, everything was read: a finding that says so, no accusation.
         let (s, accused) =
             judged(base().flow(F::tcp("198.18.1.5:80").sample(&b"GET / HTTP/1.1\r\n\r\n"[..])));

@@ -29,6 +29,10 @@
 //! Version 8: what the input named includes the values glassbox gave a resource template's
 //! variables and a prompt's arguments, under the read's or get's phase (`named.rs`), as it
 //! includes a call's arguments.
+//!
+//! Version 9: what the input named includes a host given without a URL (`named.rs`): a host
+//! parameter's `m1x2.example.test`, an address with its port, a keyword connection string's
+//! `host=` (issue 34: a host glassbox itself gave a tool was called unexplained egress).
 
 use crate::explain::Explains;
 use crate::net::{self, Keyed, PhaseOf};
@@ -39,7 +43,7 @@ use std::collections::HashMap;
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "denied-network-attempts",
-    version: 8,
+    version: 9,
     claim: "tries nothing when the network is denied",
     severity: Severity::Medium,
     channels: &[Channel::Syscalls, Channel::PacketEdge, Channel::DeniedRun],

@@ -28,6 +28,12 @@
 //! that passes). A public key (`~/.ssh/id_ed25519.pub`) is no secret any more, and the tag
 //! characters of an emoji subdivision flag (England's) hide nothing. Its claim now says what it
 //! reads.
+//!
+//! Version 7: a verb that describes what a tool does, returns or shows (an inflected form:
+//! "Returns the key, including its secret", "the response includes the password", "Reads the
+//! profiles in ~/.aws/config") orders nothing, unless under an obligation ("must be included")
+//! or said of the model ("the assistant reads"): `exfil.rs`'s `describes` (issue 34, four of
+//! five benign accusations on real servers were of this class).
 
 use crate::exfil::{scan, sources_from_transcript, tool_names};
 use crate::{Channel, CheckInfo, Evaluation, Evaluator};
@@ -35,7 +41,7 @@ use glassbox_model::{Event, Phase, Severity};
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "description-exfil-pattern",
-    version: 6,
+    version: 7,
     claim: "no exfiltration, override or tool-steering instructions in the server's \
             descriptions and instructions",
     severity: Severity::High,

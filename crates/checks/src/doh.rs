@@ -44,6 +44,9 @@
 //!
 //! Version 8 judges as version 7 did: `canary_exfiltration.rs`, one of its sources, changed
 //! (what the input named includes the values of reads and gets).
+//!
+//! Version 9: a TLS flow that carried nothing but its ClientHello is read
+//! (`canary-exfiltration`'s v11): it holds no DNS-over-HTTPS request.
 
 use crate::net::{self, Keyed, PhaseOf};
 use crate::text;
@@ -53,7 +56,7 @@ use std::net::IpAddr;
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "doh",
-    version: 8,
+    version: 9,
     claim: "no hidden DNS (DNS over HTTPS or TLS)",
     severity: Severity::Medium,
     channels: &[Channel::PacketEdge],

@@ -405,7 +405,7 @@ impl Explains {
         }
         self.named.url_host_at(t_ns, name).map(|(phase, arg)| {
             format!(
-                "a URL of its own input named it ({} of {})",
+                "its own input named it ({} of {})",
                 named::argument(arg),
                 glassbox_model::printable(&phase.to_string())
             )

@@ -70,7 +70,9 @@
 //! up, or given to a program, by any process of the server in any phase, is a finding that
 //! names the interpreter the input reached and the call and argument that carried it (filed
 //! under that call). A probe that only came back as text is not execution: the evaluated
-//! template rule above stays apart from it.
+//! template rule above stays apart from it. What the input named includes a host given
+//! without a URL (`named.rs`), and a TLS flow that sent only its ClientHello before the edge
+//! answered is read (issue 34).
 
 use crate::canary_exfiltration::{encodings, fields, unread, Encoding};
 use crate::flags::has_write_intent;

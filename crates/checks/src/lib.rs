@@ -151,7 +151,7 @@ mod unexplained_egress;
 mod unix_socket;
 mod verdict;
 
-pub use canary_exfiltration::carries_planted_secret;
+pub use canary_exfiltration::{carries_planted_secret, hello_only};
 pub use lock::{retraction, retractions, Condition, Retraction, LOCK};
 pub use verdict::{verdict, VERSION as VERDICT_VERSION};
 

@@ -84,7 +84,7 @@ impl Named {
             strings_of(arguments, &mut String::new(), &mut strings);
             let mut named = CallNamed::default();
             for (arg, s) in strings {
-                match url_host(&s) {
+                match url_host(&s).or_else(|| bare_host(&s)) {
                     Some(UrlHost::Ip(ip)) => named.addresses.push((arg, ip)),
                     Some(UrlHost::Name(h)) => named.hosts.push((arg, h)),
                     None => {
@@ -303,6 +303,63 @@ fn url_host(s: &str) -> Option<UrlHost> {
     valid.then_some(UrlHost::Name(name))
 }
 
+/// A host given without a URL: the whole argument a host name (`m1x2.example.test`, at least
+/// one dot, labels of letters, digits and `-`, the last not all digits) or an IP address, with
+/// or without a port (`db.example.test:5432`, `[2001:db8::1]:80`), or the `host=` of a
+/// keyword connection string (`host=db.example.test port=5432 dbname=app`). glassbox gives a
+/// host parameter such a value; a tool that connects there does what its input asked.
+fn bare_host(s: &str) -> Option<UrlHost> {
+    let s = s.trim();
+    if s.is_empty() || s.len() > 253 + 6 {
+        return keyword_host(s);
+    }
+    if let Ok(ip) = s.parse::<IpAddr>() {
+        return Some(UrlHost::Ip(ip));
+    }
+    if let Ok(sock) = s.parse::<std::net::SocketAddr>() {
+        return Some(UrlHost::Ip(sock.ip()));
+    }
+    let host = match s.rsplit_once(':') {
+        Some((h, port)) if !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) => h,
+        _ => s,
+    };
+    if let Ok(ip) = host.parse::<IpAddr>() {
+        return Some(UrlHost::Ip(ip));
+    }
+    let name = host.trim_end_matches('.').to_ascii_lowercase();
+    let labels: Vec<&str> = name.split('.').collect();
+    let valid = labels.len() >= 2
+        && labels.iter().all(|l| {
+            !l.is_empty()
+                && l.len() <= 63
+                && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        })
+        && labels
+            .last()
+            .is_some_and(|l| l.bytes().any(|b| b.is_ascii_alphabetic()));
+    if valid {
+        return Some(UrlHost::Name(name));
+    }
+    keyword_host(s)
+}
+
+/// The `host=` of a keyword connection string (libpq's, ODBC's `Server=`), as a bare host.
+fn keyword_host(s: &str) -> Option<UrlHost> {
+    if s.len() > 4096 {
+        return None;
+    }
+    s.split([' ', ';'])
+        .filter_map(|kv| kv.split_once('='))
+        .find(|(k, _)| {
+            let k = k.trim();
+            k.eq_ignore_ascii_case("host") || k.eq_ignore_ascii_case("server")
+        })
+        .and_then(|(_, v)| {
+            let v = v.trim().trim_matches(['\'', '"']);
+            (!v.contains('=')).then(|| bare_host(v)).flatten()
+        })
+}
+
 fn path_of(arg: String, s: &str, cwd: &[u8], home: &str) -> Option<NamedPath> {
     if s.is_empty() || s.len() > 4096 || s.contains("://") || s.contains('\0') {
         return None;
@@ -337,6 +394,45 @@ mod tests {
         m.sandbox.home = "/home/ana".into();
         m.session.tools = crate::testutil::tool_calls("read_file", calls);
         m
+    }
+
+    #[test]
+    fn a_host_given_without_a_url_is_named() {
+        let host = |s: &str| match bare_host(s) {
+            Some(UrlHost::Name(n)) => Some(n),
+            Some(UrlHost::Ip(ip)) => Some(ip.to_string()),
+            None => None,
+        };
+        assert_eq!(
+            host("m1x2.example.test").as_deref(),
+            Some("m1x2.example.test")
+        );
+        assert_eq!(
+            host(" DB.example.test:5432 ").as_deref(),
+            Some("db.example.test")
+        );
+        assert_eq!(host("192.0.2.7").as_deref(), Some("192.0.2.7"));
+        assert_eq!(host("192.0.2.7:8080").as_deref(), Some("192.0.2.7"));
+        assert_eq!(host("[2001:db8::1]:80").as_deref(), Some("2001:db8::1"));
+        assert_eq!(
+            host("host=db.example.test port=5432 dbname=app").as_deref(),
+            Some("db.example.test")
+        );
+        assert_eq!(
+            host("Server=sql.example.test;Database=app;").as_deref(),
+            Some("sql.example.test")
+        );
+        // Not hosts: words, a version, a sentence, a path, a file with a numeric "extension".
+        for s in [
+            "hello",
+            "1.2.3",
+            "see example.test for more",
+            "a/b.example",
+            "v2.10",
+            "",
+        ] {
+            assert_eq!(host(s), None, "{s:?}");
+        }
     }
 
     #[test]

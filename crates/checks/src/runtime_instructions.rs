@@ -42,6 +42,10 @@
 //! Bounds: the collector's of descriptions, [`MAX_SOURCE_BYTES`] of one text and
 //! [`MAX_TOTAL_BYTES`] in all. What was not read (text past them, a line of the server cut at
 //! the transcript's line limit) makes the check `not-observed`, never `pass`.
+//!
+//! Version 2: `exfil.rs`'s rules, which it shares with `description-exfil-pattern` (its v7),
+//! take a verb that describes what a tool returns or shows for no order ("the response
+//! includes the password").
 
 use crate::exfil::{self, scan, tool_names, Source, MAX_SOURCE_BYTES, MAX_TOTAL_BYTES};
 #[cfg(test)]
@@ -57,7 +61,7 @@ use std::collections::HashSet;
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "runtime-instructions",
-    version: 1,
+    version: 2,
     claim: "no instructions aimed at the model in what the server answers at run time (tool \
             results, resource contents, prompt messages, sampling requests)",
     severity: Severity::High,

@@ -227,6 +227,18 @@ impl Ev {
         self
     }
 
+    /// The last planted file's secrets are for `name`, at `hosts` (`honeytokens[].services`).
+    pub(crate) fn service(mut self, name: &str, hosts: &[&str]) -> Self {
+        if let Some(h) = self.0.manifest.sandbox.honeytokens.last_mut() {
+            h.services.push(glassbox_model::SecretService {
+                name: name.into(),
+                hosts: hosts.iter().map(|h| h.to_string()).collect(),
+                secrets: Vec::new(),
+            });
+        }
+        self
+    }
+
     /// A connect-family event (`syscall`: connect, sendto, sendmsg, sendmmsg) by pid 2 to
     /// `to` (see [`addr`]).
     pub(crate) fn connect_with(self, syscall: &str, to: &str, phase: Phase) -> Self {
@@ -394,6 +406,18 @@ impl F {
         self
     }
 
+    /// A TLS stream the edge terminated whose handshake did not complete (`why`): unread.
+    pub(crate) fn tls_refused(mut self, why: &str) -> F {
+        self.0.tls = Some(glassbox_model::TlsRecord {
+            alpn_offered: Vec::new(),
+            alpn: None,
+            version: None,
+            certificate_for: None,
+            outcome: glassbox_model::TlsOutcome::Refused { why: why.into() },
+        });
+        self.unread(why)
+    }
+
     pub(crate) fn udp(dst: &str) -> F {
         F::new(FlowProtocol::Udp, dst)
     }
@@ -483,6 +507,19 @@ impl F {
         self.0.mode = NetworkMode::Install;
         self
     }
+}
+
+/// A ClientHello's bytes as a client sends them (its body filler, `body` bytes long), in
+/// records of at most `record` handshake bytes.
+pub(crate) fn client_hello(body: usize, record: usize) -> Vec<u8> {
+    let mut handshake = vec![1, 0, (body >> 8) as u8, body as u8];
+    handshake.extend(std::iter::repeat_n(0x42, body));
+    let mut out = Vec::new();
+    for chunk in handshake.chunks(record) {
+        out.extend([0x16, 3, 1, (chunk.len() >> 8) as u8, chunk.len() as u8]);
+        out.extend_from_slice(chunk);
+    }
+    out
 }
 
 /// The summaries of an evaluation's findings, in order.

@@ -37,6 +37,10 @@
 //! Version 8: what the input named includes the values glassbox gave a resource template's
 //! variables and a prompt's arguments, under the read's or get's phase (`named.rs`), as it
 //! includes a call's arguments.
+//!
+//! Version 9: what the input named includes a host given without a URL (`named.rs`): a host
+//! parameter's `m1x2.example.test`, an address with its port, a keyword connection string's
+//! `host=` (issue 34: a host glassbox itself gave a tool was called unexplained egress).
 
 use crate::explain::{self, Explains};
 use crate::net::{self, Keyed, PhaseOf};
@@ -48,7 +52,7 @@ use std::net::IpAddr;
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "unexplained-egress",
-    version: 8,
+    version: 9,
     claim: "no unexplained network egress",
     severity: Severity::High,
     channels: &[Channel::Syscalls, Channel::PacketEdge],
@@ -821,11 +825,41 @@ mod tests {
         }];
         let e = evaluate(&ev);
         assert!(e.findings.is_empty(), "{:?}", e.findings);
-        assert!(e.notes.iter().all(|n| n.summary.ends_with(
-            "explained: a URL of its own input named it (argument `url` of call:fetch)"
-        )));
+        assert!(e.notes.iter().all(|n| n
+            .summary
+            .ends_with("explained: its own input named it (argument `url` of call:fetch)")));
         // Outside that call's time, the same lookup is unexplained.
         ev.manifest.timings[0].start_ns = u64::MAX / 2;
         assert_eq!(evaluate(&ev).findings.len(), 2);
+    }
+
+    #[test]
+    fn a_host_glassbox_gave_a_host_parameter_is_explained_during_that_call() {
+        for given in [
+            "page.example.test",
+            "page.example.test:8443",
+            "host=page.example.test",
+        ] {
+            let mut ev = lookup_then_connect("page.example.test").build();
+            let m = &mut ev.manifest;
+            m.session.tools = crate::testutil::tool_calls(
+                "ping",
+                vec![serde_json::json!({"target": {"host": given}})],
+            );
+            m.timings = vec![glassbox_model::PhaseTiming {
+                phase: Phase::Call("ping".into()),
+                start_ns: 0,
+                end_ns: u64::MAX / 2,
+            }];
+            let e = evaluate(&ev);
+            assert!(e.findings.is_empty(), "{given}: {:?}", e.findings);
+            assert!(
+                e.notes.iter().all(|n| n.summary.ends_with(
+                    "explained: its own input named it (argument `target.host` of call:ping)"
+                )),
+                "{:?}",
+                e.notes
+            );
+        }
     }
 }

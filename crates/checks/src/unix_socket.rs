@@ -36,6 +36,10 @@
 //! Version 7: what the input named includes the values glassbox gave a resource template's
 //! variables and a prompt's arguments, under the read's or get's phase (`named.rs`), as it
 //! includes a call's arguments.
+//!
+//! Version 8: what the input named includes a host given without a URL (`named.rs`): a host
+//! parameter's `m1x2.example.test`, an address with its port, a keyword connection string's
+//! `host=` (issue 34: a host glassbox itself gave a tool was called unexplained egress).
 
 use crate::net::{self, Keyed, PhaseOf};
 use crate::paths::NormPath;
@@ -46,7 +50,7 @@ use std::collections::HashSet;
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "unix-socket",
-    version: 7,
+    version: 8,
     claim: "connects to no Unix socket it does not own",
     severity: Severity::High,
     channels: &[Channel::Syscalls],

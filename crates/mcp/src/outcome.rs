@@ -44,6 +44,18 @@ const REJECTED: &[&str] = &[
     "is not of type",
 ];
 
+/// Lower-case pieces of text that say the server rejected its own result (the SDKs check a
+/// tool's answer against its `outputSchema`, and say so with the code and words of rejected
+/// arguments): the tool's failure, not the call's arguments.
+const OWN_RESULT: &[&str] = &[
+    "output validation",
+    "invalid structured content",
+    "has an output schema but",
+    "structured content does not match",
+    "outputschema",
+    "output schema",
+];
+
 /// Lower-case pieces of text that say a network request failed.
 const TRANSPORT: &[&str] = &[
     "fetch failed",
@@ -99,6 +111,8 @@ pub(crate) fn of_result(result: &Value) -> (CallResult, Option<String>) {
     let lower = text.to_lowercase();
     let outcome = if says(&lower, TRANSPORT) {
         CallResult::TransportFailure
+    } else if says(&lower, OWN_RESULT) {
+        CallResult::ToolError
     } else if says(&lower, REJECTED) {
         CallResult::RejectedArguments
     } else {
@@ -111,7 +125,9 @@ pub(crate) fn of_result(result: &Value) -> (CallResult, Option<String>) {
 /// (`JSON-RPC error CODE: MESSAGE`).
 pub(crate) fn of_rpc_error(error: &str) -> CallResult {
     let lower = error.to_lowercase();
-    if error.starts_with(INVALID_PARAMS) {
+    if says(&lower, OWN_RESULT) {
+        CallResult::RpcError
+    } else if error.starts_with(INVALID_PARAMS) {
         CallResult::RejectedArguments
     } else if says(&lower, TRANSPORT) {
         CallResult::TransportFailure
@@ -200,6 +216,34 @@ mod tests {
         assert_eq!(
             of_rpc_error("JSON-RPC error -32601: Method not found"),
             CallResult::RpcError
+        );
+    }
+
+    #[test]
+    fn a_server_that_rejects_its_own_result_did_not_reject_the_arguments() {
+        // The TypeScript SDK's words, with its InvalidParams code; FastMCP's tool error.
+        assert_eq!(
+            of_rpc_error(
+                "JSON-RPC error -32602: MCP error -32602: Output validation error: Invalid \
+                 structured content for tool get_forecast: expected number, received string"
+            ),
+            CallResult::RpcError
+        );
+        assert_eq!(
+            of_rpc_error(
+                "JSON-RPC error -32602: Tool list_items has an output schema but no structured \
+                 content was provided"
+            ),
+            CallResult::RpcError
+        );
+        assert_eq!(
+            tool_error("Output validation error: 'temperature' is a required property"),
+            CallResult::ToolError
+        );
+        // Input validation keeps its meaning.
+        assert_eq!(
+            tool_error("Input validation error: 'city' is a required property"),
+            CallResult::RejectedArguments
         );
     }
 

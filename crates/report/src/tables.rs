@@ -279,6 +279,8 @@ pub(crate) struct FlowGroup {
     pub(crate) read: String,
     exchanges: u64,
     tls_read: u64,
+    /// Flows whose client sent its ClientHello and nothing else ([`glassbox_checks::hello_only`]).
+    hello_only: u64,
     unread: Vec<String>,
 }
 
@@ -348,6 +350,7 @@ pub(crate) fn flows(ev: &Evidence) -> Vec<FlowGroup> {
                 read: String::new(),
                 exchanges: 0,
                 tls_read: 0,
+                hello_only: 0,
                 unread: Vec::new(),
             });
             groups.len() - 1
@@ -364,7 +367,14 @@ pub(crate) fn flows(ev: &Evidence) -> Vec<FlowGroup> {
         {
             g.tls_read += 1;
         }
-        if let Some(why) = &f.unread {
+        if glassbox_checks::hello_only(f) {
+            g.hello_only += 1;
+        }
+        if let Some(why) = f
+            .unread
+            .as_ref()
+            .filter(|_| !glassbox_checks::hello_only(f))
+        {
             let why = escape::text(why);
             if !g.unread.contains(&why) {
                 g.unread.push(why);
@@ -378,6 +388,10 @@ pub(crate) fn flows(ev: &Evidence) -> Vec<FlowGroup> {
             }
             (Some(why), _) => format!("NOT READ: {why}"),
             (None, 0) if g.tls_read > 0 => "TLS read in clear".into(),
+            (None, 0) if g.hello_only > 0 => {
+                "its ClientHello read, nothing sent after it (the handshake did not complete)"
+                    .into()
+            }
             (None, 0) => String::new(),
             (None, n) => format!(
                 "{n} HTTP exchange(s) read{}",
@@ -743,7 +757,11 @@ pub(crate) fn network(ev: &Evidence) -> Option<String> {
                 .is_some_and(|t| t.outcome == glassbox_model::TlsOutcome::Read)
         })
         .count();
-    let unread = ev.flows.iter().filter(|f| f.unread.is_some()).count();
+    let unread = ev
+        .flows
+        .iter()
+        .filter(|f| f.unread.is_some() && !glassbox_checks::hello_only(f))
+        .count();
     let unread = match unread {
         0 => String::new(),
         n => format!("; {n} flow(s) not read (listed under Network)"),
