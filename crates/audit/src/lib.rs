@@ -157,6 +157,10 @@ pub struct AuditOptions {
     /// every record larger than it: the selftest's control of lost records sets it (a
     /// control's `ring:`), no audit should. The manifest's recorder mechanism says so.
     pub recorder_ring: Option<usize>,
+    /// A package given with no arguments and no environment runs as its own README or
+    /// `server.json` configures it ([`glassbox_plan::readme`]; default on; off for the
+    /// entries of a client configuration, which are the user's own).
+    pub readme_config: bool,
 }
 
 /// The cloud metadata service's address (AWS, GCP, Azure, OpenStack alike).
@@ -296,6 +300,7 @@ impl AuditOptions {
             metadata_probe: metadata_probe_default().unwrap_or(METADATA_STAND_IN),
             dual: true,
             recorder_ring: None,
+            readme_config: true,
         }
     }
 }
@@ -666,6 +671,9 @@ impl<'a> Pipeline<'a> {
             self.manifest.sandbox = sandbox;
         }
         let mut package_ref = installed.package;
+        if installed.failure.is_none() {
+            package_ref.readme_config = self.readme_config(package, &installed.dir);
+        }
         let entry = match installed.failure {
             Some(why) => Err(format!("the install failed: {why}")),
             None => install::entry_command(package, &installed.dir, &self.opts.command)
@@ -696,6 +704,44 @@ impl<'a> Pipeline<'a> {
         m.target.package = Some(package_ref);
         self.bundle.write_manifest(&self.manifest)?;
         Ok(Ok(t))
+    }
+
+    /// A package given bare (no arguments, no environment, no program named) takes the
+    /// configuration it documents for itself: its arguments and environment become the
+    /// server's, placeholders filled with its own folder and a test URL; what was used is
+    /// recorded.
+    fn readme_config(
+        &mut self,
+        package: &install::Package,
+        dir: &Path,
+    ) -> Option<glassbox_model::ReadmeConfig> {
+        let bare = self.opts.command.is_empty()
+            && self.opts.server_env.is_empty()
+            && package.program.is_none();
+        if !(self.opts.readme_config && bare) {
+            return None;
+        }
+        let fill = glassbox_plan::readme::Fill {
+            path: dir.to_string_lossy().into_owned(),
+            url: "https://api.example.test/".into(),
+        };
+        let (source, s) = glassbox_plan::readme::find(&package.spec, dir, &fill)?;
+        self.opts.command = config::os_args(&s.args);
+        self.opts.server_env = s.env.clone();
+        Some(glassbox_model::ReadmeConfig {
+            source,
+            entry: s.entry,
+            args: s.args,
+            env: s
+                .env
+                .iter()
+                .map(|(n, v)| match v {
+                    config::EnvValue::Secret { .. } => format!("{n} (a canary)"),
+                    config::EnvValue::Plain(_) => n.clone(),
+                })
+                .collect(),
+            filled: s.filled,
+        })
     }
 
     /// The server never ran: what was recorded (the install) goes through every check, the
@@ -1180,8 +1226,16 @@ struct InstallLock {
 }
 
 impl InstallLock {
+    /// The lock beside `dir`, its whole name and `.lock` (`with_extension` would replace a
+    /// version's last part: `foo@1.0.2` and `foo@1.0.3` shared `foo@1.0.lock`).
+    fn path(dir: &Path) -> PathBuf {
+        let mut name = dir.file_name().unwrap_or_default().to_os_string();
+        name.push(".lock");
+        dir.with_file_name(name)
+    }
+
     fn take(dir: &Path) -> Result<InstallLock, Error> {
-        let path = dir.with_extension("lock");
+        let path = InstallLock::path(dir);
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(|source| Error::Evidence {
                 path: parent.to_path_buf(),
@@ -1903,21 +1957,23 @@ fn one_run(
         };
         if let (Some(how), Some(f)) = (how, &session.failure) {
             let mut reason = format!("{f} ({how})");
-            if !stderr_tail.trim().is_empty() {
-                reason.push_str(&format!("; its stderr ends: {}", last_line(&stderr_tail)));
+            if let Some(line) = error_line(&stderr_tail) {
+                reason.push_str(&format!("; it said: {line}"));
             }
             session.failure = Some(reason);
         }
     }
-    // A limit the sandbox reached is part of why the session failed.
+    // A limit the sandbox reached is part of why the session failed when it can have caused
+    // it (the others are resource-abuse's to list).
     let limits_reached = running.limits_reached().to_vec();
+    let failed_by = limits_that_failed(&limits_reached, exited_early.as_ref(), &stderr_tail);
     if let (false, Some(f)) = (
-        session.completed || limits_reached.is_empty(),
+        session.completed || failed_by.is_empty(),
         &mut session.failure,
     ) {
         f.push_str(&format!(
             "; the sandbox reached its limits: {}",
-            limits_reached.join("; ")
+            failed_by.join("; ")
         ));
     }
     Ok(RunResult {
@@ -2029,10 +2085,104 @@ fn http_session(
     ))
 }
 
-/// The last line of the server's stderr, printable and short, for a reason.
-fn last_line(s: &str) -> String {
-    let line = s.trim().lines().last().unwrap_or("").trim();
-    glassbox_model::truncate(&glassbox_model::printable(line), 300)
+/// Words of a line that says what went wrong (lower case).
+const ERROR_WORDS: &[&str] = &[
+    "error",
+    "exception",
+    "fatal",
+    "panic",
+    "missing",
+    "required",
+    "must be",
+    "not set",
+    "not found",
+    "no such",
+    "invalid",
+    "usage:",
+    "expected",
+    "cannot",
+    "can't",
+    "could not",
+    "failed",
+    "unable",
+    "denied",
+    "refused",
+    "unknown",
+    "not specified",
+    "please set",
+];
+
+/// The line of the server's stderr that says why it stopped, printable and short, for a
+/// reason: the last line that says an error (a Python traceback's exception, Node's `Error:
+/// ...` above its stack and its `Node.js v20` line, a CLI's "required option ... not
+/// specified"), else the last line that is no stack frame; `None` when it wrote nothing.
+fn error_line(s: &str) -> Option<String> {
+    let frame = |l: &str| {
+        let t = l.trim_start();
+        t.starts_with("at ")
+            || t.starts_with("File \"")
+            || t.starts_with("Node.js v")
+            || t.starts_with("^")
+            || t.starts_with("~~~")
+            || t.starts_with("...")
+            || t.starts_with("Traceback (most recent call last)")
+            || t.starts_with("triggerUncaughtException")
+    };
+    let lines: Vec<&str> = s
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !frame(l))
+        .collect();
+    let says_error = |l: &&&str| {
+        let lower = l.to_lowercase();
+        ERROR_WORDS.iter().any(|w| lower.contains(w))
+    };
+    let line = lines.iter().rev().find(says_error).or(lines.last())?;
+    Some(glassbox_model::truncate(
+        &glassbox_model::printable(line),
+        300,
+    ))
+}
+
+/// The limits among `reached` that can have made the server stop: processes killed out of
+/// memory when it was killed or said it ran out; forks refused when it said it could not
+/// start a process or thread; a full mount when it said so; CPU throttling when it answered
+/// nothing in time. Memory reclaimed and throttling alone stop nothing.
+fn limits_that_failed(reached: &[String], exit: Option<&ServerExit>, stderr: &str) -> Vec<String> {
+    let said = stderr.to_lowercase();
+    let says = |words: &[&str]| words.iter().any(|w| said.contains(w));
+    let killed = matches!(
+        exit,
+        Some(ServerExit::Signaled {
+            by_glassbox: false,
+            ..
+        })
+    );
+    reached
+        .iter()
+        .filter(|l| {
+            if l.contains("killed out of memory") {
+                killed || says(&["out of memory", "cannot allocate", "enomem", "memoryerror"])
+            } else if l.starts_with("pids limit") {
+                says(&[
+                    "resource temporarily unavailable",
+                    "eagain",
+                    "can't start new thread",
+                    "cannot create thread",
+                    "pthread_create",
+                    "fork",
+                    "spawn",
+                ])
+            } else if l.contains(" is full (") {
+                says(&["no space left", "enospc", "disk full", "disk quota"])
+            } else if l.starts_with("cpu limit") {
+                exit.is_none()
+            } else {
+                false
+            }
+        })
+        .cloned()
+        .collect()
 }
 
 /// Evaluates the current checks over stored or fresh evidence.
@@ -2232,6 +2382,68 @@ fn entry_names(opts: &AuditOptions, installed_in: Option<&Path>) -> Vec<glassbox
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_reason_quotes_the_line_that_says_the_error() {
+        let node = "file:///app/dist/index.js:12\n    throw new Error('GITHUB_TOKEN is required');\n    ^\n\nError: GITHUB_TOKEN is required\n    at Object.<anonymous> (/app/dist/index.js:12:11)\n    at Module._compile (node:internal/modules/cjs/loader:1256:14)\n\nNode.js v20.11.0\n";
+        assert_eq!(
+            error_line(node).as_deref(),
+            Some("Error: GITHUB_TOKEN is required")
+        );
+        let python = "Traceback (most recent call last):\n  File \"/v/bin/srv\", line 8, in <module>\n    sys.exit(main())\nKeyError: 'API_KEY'\n";
+        assert_eq!(error_line(python).as_deref(), Some("KeyError: 'API_KEY'"));
+        let cli =
+            "Usage: srv [options]\nerror: required option '--dev-server-url <url>' not specified\n";
+        assert_eq!(
+            error_line(cli).as_deref(),
+            Some("error: required option '--dev-server-url <url>' not specified")
+        );
+        assert_eq!(error_line("starting...\nbye\n").as_deref(), Some("bye"));
+        assert_eq!(error_line("\n  \n"), None);
+    }
+
+    #[test]
+    fn a_limit_is_named_only_where_it_can_have_stopped_the_server() {
+        let reached = vec![
+            "memory limit (1 GiB) reached: memory reclaimed, nothing killed".to_string(),
+            "pids limit (512) reached: 3 forks refused".to_string(),
+            "/tmp is full (64 MiB tmpfs)".to_string(),
+        ];
+        let exited = ServerExit::Exited { code: 1 };
+        // A missing token: none of them.
+        assert!(limits_that_failed(&reached, Some(&exited), "Error: TOKEN is required").is_empty());
+        // A fork refused, said by the server: that one.
+        assert_eq!(
+            limits_that_failed(&reached, Some(&exited), "Error: spawn EAGAIN"),
+            vec![reached[1].clone()]
+        );
+        assert_eq!(
+            limits_that_failed(
+                &reached,
+                Some(&exited),
+                "OSError: [Errno 28] No space left on device"
+            ),
+            vec![reached[2].clone()]
+        );
+        let oom = vec!["memory limit (1 GiB) reached: 1 process killed out of memory".to_string()];
+        let killed = ServerExit::Signaled {
+            signal: 9,
+            by_glassbox: false,
+        };
+        assert_eq!(limits_that_failed(&oom, Some(&killed), ""), oom);
+    }
+
+    #[test]
+    fn each_version_has_its_own_install_lock() {
+        let a = InstallLock::path(Path::new("/c/npm/@scope+pkg@1.0.2"));
+        let b = InstallLock::path(Path::new("/c/npm/@scope+pkg@1.0.3"));
+        assert_eq!(a, Path::new("/c/npm/@scope+pkg@1.0.2.lock"));
+        assert_ne!(a, b);
+        assert_eq!(
+            InstallLock::path(Path::new("/c/pypi/mcp-server-time==0.6.2")),
+            Path::new("/c/pypi/mcp-server-time==0.6.2.lock")
+        );
+    }
 
     /// The suite's audits of fixtures give URL parameters a documentation address, never the
     /// real metadata address: a fixture may target only those (`.cargo/config.toml` sets

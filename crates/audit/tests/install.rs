@@ -487,3 +487,71 @@ fn a_packages_homepage_domain_explains_its_api_and_nothing_else() {
     }
     let _ = std::fs::remove_dir_all(&tmp);
 }
+
+/// A package that starts only as its README configures it (a token in its environment, a
+/// project folder after `--workspace`; issue 34): given bare, it runs as the README's snippet
+/// for it says, the token a canary and the placeholder folder its own, the snippet of another
+/// package left alone, and the manifest says which snippet was used. With `--no-readme-config`
+/// it stops before `initialize`, and the reason quotes the line that says why, not its stack.
+#[test]
+fn a_bare_package_runs_as_its_readme_configures_it() {
+    let tmp = std::env::temp_dir().join(format!("gb-npm-readme-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).unwrap();
+    let tgz = pack(
+        &tmp,
+        "npm-readme-configured",
+        "gb-npm-readme-configured-1.0.0.tgz",
+    );
+    shared_state_dir();
+    let spec = PackageSpec::parse(&format!("npm:{}", tgz.display()))
+        .unwrap()
+        .unwrap();
+    let run = |readme: bool, dir: &str| {
+        let mut o = AuditOptions::new(Vec::new(), tmp.clone());
+        o.package = Some(spec.clone().into());
+        o.evidence_dir = Some(tmp.join(dir));
+        o.proofs = Some(Proofs::all_proven());
+        o.network = glassbox_audit::NetworkChoice::Capture;
+        o.readme_config = readme;
+        audit(&o, &Quiet).expect("audit")
+    };
+    let a = run(true, "with");
+    let m = &a.evidence.manifest;
+    assert!(m.session.completed, "{:?}", m.session);
+    let used = m
+        .target
+        .package
+        .as_ref()
+        .and_then(|p| p.readme_config.clone())
+        .expect("the README's configuration");
+    assert!(
+        used.source
+            .ends_with("gb-npm-readme-configured/README.md, block 2"),
+        "{used:?}"
+    );
+    assert_eq!(used.entry, "widgets");
+    assert_eq!(used.env, ["WIDGET_API_TOKEN (a canary)", "WIDGET_MODE"]);
+    assert_eq!(used.args[0], "--workspace");
+    assert_ne!(used.args[1], "/path/to/your/project");
+    assert_eq!(used.filled.len(), 1, "{used:?}");
+    // The token is a planted secret of its own, as a configuration's secret is.
+    assert!(
+        m.sandbox
+            .honeytokens
+            .iter()
+            .any(|h| h.path == "env:WIDGET_API_TOKEN"),
+        "{:?}",
+        m.sandbox.honeytokens
+    );
+    let b = run(false, "without");
+    let m = &b.evidence.manifest;
+    assert!(!m.session.completed);
+    assert!(m.target.package.as_ref().unwrap().readme_config.is_none());
+    let why = m.session.failure.as_deref().unwrap_or_default();
+    assert!(
+        why.contains("it said: Error: WIDGET_API_TOKEN is required") && !why.contains("at main"),
+        "{why}"
+    );
+    let _ = std::fs::remove_dir_all(&tmp);
+}

@@ -108,6 +108,11 @@ pub(crate) struct RunArgs {
     /// then reported not known.
     #[arg(long)]
     no_dual_execution: bool,
+    /// Do not run a package given with no arguments and no environment as its own README (or
+    /// server.json) configures it (its documented arguments, its variables with secrets as
+    /// canaries); it is then started with nothing.
+    #[arg(long)]
+    no_readme_config: bool,
     #[command(flatten)]
     pub(crate) limits: LimitArgs,
 }
@@ -130,6 +135,7 @@ impl RunArgs {
         opts.session.explore = self.explore.into();
         opts.session.surface = self.surface == Surface::All;
         opts.dual = !self.no_dual_execution;
+        opts.readme_config = !self.no_readme_config;
         Ok(())
     }
 

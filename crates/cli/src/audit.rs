@@ -143,6 +143,8 @@ pub(crate) fn run(args: AuditArgs, cwd: PathBuf) -> Result<i32> {
         let mut env = entry.env;
         secret_hosts.apply(&mut env);
         let mut base = opts.clone();
+        // The user's own configuration: the package's README configuration is not used.
+        base.readme_config = false;
         if let Some(dir) = &opts.evidence_dir {
             base.evidence_dir = Some(dir.join(format!("{}", i + 1)));
         }

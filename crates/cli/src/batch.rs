@@ -426,6 +426,7 @@ fn one(job: &Job, index: usize, sh: &Shared<'_>) -> Row {
     sh.set(index, bar_label.clone());
     let mut base = sh.base.clone();
     base.cwd = job.cwd.clone();
+    base.readme_config &= !job.configured;
     let mut planned = base.for_entry(&job.launch, &job.env, &job.names);
     match (&job.launch, &mut planned) {
         (Launch::Package { package, .. }, glassbox_audit::Planned::Local(o)) => {

@@ -1171,6 +1171,28 @@ pub struct PackageRef {
     /// came from one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub launcher: Vec<String>,
+    /// The client configuration the package documents for itself that glassbox ran it with
+    /// (a README snippet or its `server.json`), when the target came with none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub readme_config: Option<ReadmeConfig>,
+}
+
+/// A package's own documented configuration, as glassbox used it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReadmeConfig {
+    /// Where it was read: `node_modules/NAME/README.md, block 2`, a `server.json`.
+    pub source: String,
+    /// Its server's name there.
+    pub entry: String,
+    /// The arguments it gave the server (placeholders filled).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// The variables it set (names; a secret's value is a canary).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<String>,
+    /// What glassbox filled in for a placeholder.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub filled: Vec<String>,
 }
 
 /// The install phase: how the package was installed (or found installed) for this audit.

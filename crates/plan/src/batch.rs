@@ -44,6 +44,9 @@ pub struct Job {
     pub names: Vec<glassbox_model::EntryName>,
     /// The directory it runs in (visible read-only).
     pub cwd: PathBuf,
+    /// It is an entry of a client configuration (the user's own configuration: a package's
+    /// README configuration is not used for it).
+    pub configured: bool,
 }
 
 /// Reads the targets at `path` (see the module doc); `cwd` is where configurations' commands
@@ -81,6 +84,7 @@ pub fn load(path: &Path, cwd: &Path, vars: &dyn Vars) -> Result<Vec<Job>, Error>
                 env: e.env,
                 names: e.names,
                 cwd: cwd.to_path_buf(),
+                configured: true,
             }));
         }
         jobs
@@ -106,6 +110,7 @@ pub fn load(path: &Path, cwd: &Path, vars: &dyn Vars) -> Result<Vec<Job>, Error>
                     env: e.env,
                     names: e.names,
                     cwd: cwd.to_path_buf(),
+                    configured: true,
                 })
                 .collect()
         } else {
@@ -139,6 +144,7 @@ pub fn parse_list(text: &str, dir: &Path) -> Result<Vec<Job>, String> {
                 env: Vec::new(),
                 names: Vec::new(),
                 cwd: dir.to_path_buf(),
+                configured: false,
             }),
             Err(e) => errors.push(format!("line {}: {e}", n + 1)),
         }

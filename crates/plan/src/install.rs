@@ -466,7 +466,7 @@ impl PackageSpec {
 
 /// PEP 503's normalized form of a PyPI name (or a console script's): lowercase, runs of
 /// `-_.` as one `-`.
-fn normalize(name: &str) -> String {
+pub(crate) fn normalize(name: &str) -> String {
     let mut out = String::new();
     for c in name.chars() {
         if "-_.".contains(c) {
@@ -1261,7 +1261,14 @@ pub fn entry_command(
             p.clone()
         }
         None => match spec.registry {
-            Registry::Npm => npm_bin(spec, dir)?,
+            Registry::Npm => match npm_bin(spec, dir)? {
+                NpmEntry::Bin(name) => name,
+                NpmEntry::Main(main) => {
+                    let mut cmd = vec![OsString::from("node"), main.into_os_string()];
+                    cmd.extend(args.iter().cloned());
+                    return Ok((cmd, "node".into()));
+                }
+            },
             Registry::Pypi => pypi_script(spec, &bin)?,
         },
     };
@@ -1291,47 +1298,92 @@ fn programs(registry: Registry, bin: &Path) -> Vec<String> {
     out
 }
 
-fn npm_bin(spec: &PackageSpec, dir: &Path) -> Result<String, Error> {
-    let manifest = dir
-        .join("node_modules")
-        .join(&spec.name)
-        .join("package.json");
+/// What starts an npm package that was not told which program to run.
+enum NpmEntry {
+    /// A program of its `bin`, by the name npm links it under in `node_modules/.bin`.
+    Bin(String),
+    /// No `bin`: its `main` file (or `index.js`), run with Node as `node FILE`, which is what
+    /// a README's `node node_modules/PKG/index.js` says.
+    Main(PathBuf),
+}
+
+/// The name npm links a `bin` key under: its last path component (`npm-normalize-package-bin`
+/// takes the basename of a key, `\` and `:` read as `/`), so `{"@scope/tool": "cli.js"}` is
+/// `.bin/tool`; `None` for a key that leaves nothing.
+fn npm_link_name(key: &str) -> Option<String> {
+    let key = key.replace(['\\', ':'], "/");
+    let base = key.rsplit('/').next().unwrap_or("");
+    (!base.is_empty() && base != "." && base != "..").then(|| base.to_string())
+}
+
+/// The program of an installed npm package (see [`NpmEntry`]). With several programs, the
+/// first of: the one named like the package (unscoped), the only one whose name says `mcp`,
+/// the one whose name says `server`, then the first by name (package.json's order is not
+/// kept); the manifest records which ran.
+fn npm_bin(spec: &PackageSpec, dir: &Path) -> Result<NpmEntry, Error> {
+    let root = dir.join("node_modules").join(&spec.name);
+    let manifest = root.join("package.json");
     let text = std::fs::read(&manifest)
         .map_err(|e| Error::Install(format!("{}: {e}", manifest.display())))?;
     let pkg: serde_json::Value = serde_json::from_slice(&text)
         .map_err(|e| Error::Install(format!("{}: {e}", manifest.display())))?;
     let unscoped = spec.name.rsplit('/').next().unwrap_or(&spec.name);
-    let names: Vec<String> = match pkg.get("bin") {
-        Some(serde_json::Value::String(_)) => vec![unscoped.to_string()],
-        Some(serde_json::Value::Object(m)) => m.keys().cloned().collect(),
+    let mut names: Vec<String> = match pkg.get("bin") {
+        Some(serde_json::Value::String(_)) => npm_link_name(unscoped).into_iter().collect(),
+        Some(serde_json::Value::Object(m)) => m.keys().filter_map(|k| npm_link_name(k)).collect(),
         _ => Vec::new(),
     };
-    let name = match names.as_slice() {
-        [] => {
-            return Err(Error::Install(format!(
-                "{} declares no executable (package.json has no \"bin\")",
-                spec.name
-            )))
-        }
-        [one] => one.clone(),
-        many => many
-            .iter()
-            .find(|n| n.as_str() == unscoped)
-            .cloned()
-            .ok_or_else(|| {
-                Error::Install(format!(
-                    "{} declares several executables ({}); none is named like the package: \
-                     name one (npx -p {} NAME)",
-                    spec.name,
-                    many.join(", "),
-                    spec.name
-                ))
-            })?,
-    };
-    if name.contains('/') || name.starts_with('.') {
-        return Err(Error::Install(format!("odd executable name {name:?}")));
+    names.sort();
+    names.dedup();
+    if names.is_empty() {
+        return npm_main(spec, &root, &pkg).map(NpmEntry::Main);
     }
-    Ok(name)
+    let says = |word: &str| {
+        let with: Vec<&String> = names.iter().filter(|n| n.contains(word)).collect();
+        match with.as_slice() {
+            [one] => Some((*one).clone()),
+            _ => None,
+        }
+    };
+    let name = names
+        .iter()
+        .find(|n| n.as_str() == unscoped)
+        .cloned()
+        .or_else(|| says("mcp"))
+        .or_else(|| says("server"))
+        .unwrap_or_else(|| names[0].clone());
+    Ok(NpmEntry::Bin(name))
+}
+
+/// The file a package with no `bin` starts from: its `main` (as Node resolves it: the file,
+/// with `.js`, or a folder's `index.js`), or `index.js`; only inside the package.
+fn npm_main(spec: &PackageSpec, root: &Path, pkg: &serde_json::Value) -> Result<PathBuf, Error> {
+    let main = pkg
+        .get("main")
+        .and_then(|m| m.as_str())
+        .unwrap_or("index.js");
+    let rel = Path::new(main);
+    let inside = rel.components().all(|c| {
+        matches!(
+            c,
+            std::path::Component::Normal(_) | std::path::Component::CurDir
+        )
+    });
+    let candidates = [
+        root.join(rel),
+        root.join(format!("{main}.js")),
+        root.join(rel).join("index.js"),
+    ];
+    let found = inside
+        .then(|| candidates.into_iter().find(|p| p.is_file()))
+        .flatten();
+    found.ok_or_else(|| {
+        Error::Install(format!(
+            "{} declares no executable (package.json has no \"bin\") and has no main file \
+             to run ({main:?})",
+            spec.name
+        ))
+    })
 }
 
 fn pypi_script(spec: &PackageSpec, bin: &Path) -> Result<String, Error> {
@@ -1696,9 +1748,61 @@ npm error A complete log of this run can be found in: /x.log";
         assert_eq!(cmd[0], dir.join("node_modules/.bin/tool").into_os_string());
         assert_eq!(cmd[1], "/data");
         assert_eq!(name, "tool");
+        // Several, none named like the package: the only one that says mcp, then server,
+        // then the first by name; a scoped key is linked under its last component.
+        for (bin, want) in [
+            (r#"{"tool-cli":"a.js","tool-mcp":"b.js"}"#, "tool-mcp"),
+            (r#"{"cli":"a.js","tool-server":"b.js"}"#, "tool-server"),
+            (r#"{"b-cli":"a.js","a-cli":"b.js"}"#, "a-cli"),
+            (r#"{"@scope/tool":"a.js"}"#, "tool"),
+            (r#"{"@scope/other":"a.js"}"#, "other"),
+        ] {
+            std::fs::write(
+                pkg.join("package.json"),
+                format!(r#"{{"name":"@scope/tool","bin":{bin}}}"#),
+            )
+            .unwrap();
+            let (_, name) = entry_command(&s, &dir, &[]).unwrap();
+            assert_eq!(name, want, "{bin}");
+        }
+        // A string `bin` of a scoped package is linked under the unscoped name.
+        std::fs::write(
+            pkg.join("package.json"),
+            r#"{"name":"@scope/tool","bin":"./dist/cli.js"}"#,
+        )
+        .unwrap();
+        assert_eq!(entry_command(&s, &dir, &[]).unwrap().1, "tool");
+        // No `bin`: its main, with Node; none to be found (or one outside it) is an error.
         std::fs::write(pkg.join("package.json"), r#"{"name":"@scope/tool"}"#).unwrap();
         let e = entry_command(&s, &dir, &[]).unwrap_err().to_string();
-        assert!(e.contains("no executable"), "{e}");
+        assert!(
+            e.contains("no executable") && e.contains("no main file"),
+            "{e}"
+        );
+        std::fs::create_dir_all(pkg.join("dist")).unwrap();
+        std::fs::write(pkg.join("dist/server.js"), "").unwrap();
+        std::fs::write(
+            pkg.join("package.json"),
+            r#"{"name":"@scope/tool","main":"dist/server"}"#,
+        )
+        .unwrap();
+        let (cmd, name) = entry_command(&s, &dir, &["--stdio".into()]).unwrap();
+        assert_eq!(name, "node");
+        assert_eq!(
+            cmd,
+            vec![
+                OsString::from("node"),
+                pkg.join("dist/server.js").into_os_string(),
+                "--stdio".into()
+            ]
+        );
+        std::fs::write(
+            pkg.join("package.json"),
+            r#"{"name":"@scope/tool","main":"../../../etc/passwd"}"#,
+        )
+        .unwrap();
+        assert!(entry_command(&s, &dir, &[]).is_err());
+        std::fs::write(pkg.join("package.json"), r#"{"name":"@scope/tool"}"#).unwrap();
         // A program the launcher named is found by its exact name in `.bin`, or refused
         // with what there is.
         std::fs::create_dir_all(dir.join("node_modules/.bin")).unwrap();

@@ -1,5 +1,6 @@
 //! What glassbox audits, decided before anything runs: MCP client configurations and
-//! `server.json` files ([`config`]), launcher lines such as `npx -y PKG` ([`launcher`]),
+//! `server.json` files ([`config`]), launcher lines such as `npx -y PKG` ([`launcher`]), a package's own documented configuration
+//! ([`readme`]),
 //! packages and their installers ([`install`]), `glassbox batch` lists ([`batch`]), the
 //! command a target resolves to on the host ([`target`]) and the destinations its own
 //! configuration explains ([`explain`]).
@@ -17,6 +18,7 @@ pub mod config;
 pub mod explain;
 pub mod install;
 pub mod launcher;
+pub mod readme;
 pub mod target;
 
 /// What went wrong deciding what to audit.

@@ -700,6 +700,32 @@ pub(crate) fn command(ev: &Evidence) -> String {
     escape::argv(&command, WIDE)
 }
 
+/// How a bare package was configured from its own documentation, in one line: where, its
+/// arguments and variables, what was filled in.
+pub(crate) fn readme_config(ev: &Evidence) -> Option<String> {
+    let r = ev
+        .manifest
+        .target
+        .package
+        .as_ref()?
+        .readme_config
+        .as_ref()?;
+    let mut parts = vec![format!(
+        "as its own documentation configures it ({})",
+        r.source
+    )];
+    if !r.args.is_empty() {
+        parts.push(format!("arguments {}", r.args.join(" ")));
+    }
+    if !r.env.is_empty() {
+        parts.push(format!("environment {}", r.env.join(", ")));
+    }
+    if !r.filled.is_empty() {
+        parts.push(format!("filled in: {}", r.filled.join("; ")));
+    }
+    Some(escape::text(&parts.join("; ")))
+}
+
 /// The install phase of a package target, in one line: how it went and what it installed.
 pub(crate) fn install(ev: &Evidence) -> Option<String> {
     let i = ev.manifest.install.as_ref()?;

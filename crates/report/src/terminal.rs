@@ -88,6 +88,9 @@ fn header(out: &mut String, st: &Style, ev: &Evidence, report: &AuditReport) {
     if let Some(text) = tables::install(ev) {
         let _ = writeln!(out, "  install   {text}");
     }
+    if let Some(text) = tables::readme_config(ev) {
+        let _ = writeln!(out, "  started   {text}");
+    }
 }
 
 fn pad(s: &str, width: usize) -> String {
