@@ -304,6 +304,10 @@ enum Hint {
     Host,
     Email,
     Ip,
+    /// A database connection string (`dsn`, `connection_string`, `database_url`), in the
+    /// URL form of the database the name says (PostgreSQL when it says none), to a host under
+    /// `.example.test`: a driver given a bare word would take it for a host of its own.
+    Dsn(&'static str),
     /// A value of a vocabulary the name says (a time zone, a language): ordinary values a
     /// real call would give, distinct per variant. They carry no marker: nothing a tool
     /// could pass on is in them, and a made-up zone fails the call before it does anything.
@@ -328,6 +332,34 @@ impl Hint {
         let has = name_has(name);
         if let Some((_, values)) = KNOWN.iter().find(|(names, _)| has(names)) {
             return Some(Hint::Known(values));
+        }
+        let database = has(&[
+            "database",
+            "db",
+            "sql",
+            "postgres",
+            "postgresql",
+            "pg",
+            "mongo",
+            "mongodb",
+            "redis",
+            "mysql",
+            "mariadb",
+        ]);
+        if has(&["dsn", "connstr", "conninfo"])
+            || (has(&["connection", "conn"]) && has(&["string", "str", "url", "uri"]))
+            || (database && has(&["url", "uri"]))
+        {
+            let scheme = if has(&["mongo", "mongodb"]) {
+                "mongodb"
+            } else if has(&["redis"]) {
+                "redis"
+            } else if has(&["mysql", "mariadb"]) {
+                "mysql"
+            } else {
+                "postgresql"
+            };
+            return Some(Hint::Dsn(scheme));
         }
         if has(&[
             "url", "urls", "uri", "uris", "endpoint", "href", "link", "website",
@@ -392,6 +424,7 @@ impl Hint {
                 Hint::Url => format!("{PROBE_URL}{m}{v}"),
                 Hint::Host => format!("{m}{v}.example.test"),
                 Hint::Email => format!("{m}{v}@example.test"),
+                Hint::Dsn(scheme) => dsn(scheme, &format!("{m}{v}.example.test")),
                 Hint::Ip | Hint::Known(_) => self.unmarked(variant),
             };
         }
@@ -413,6 +446,8 @@ impl Hint {
             (Hint::Ip, 0) => PROBE_IPV4.into(),
             (Hint::Ip, n) => format!("192.0.2.{}", 1 + n % 254),
             (Hint::Known(values), n) => values[n % values.len()].to_string(),
+            (Hint::Dsn(scheme), 0) => dsn(scheme, "db.example.test"),
+            (Hint::Dsn(scheme), n) => dsn(scheme, &format!("db{n}.example.test")),
         }
     }
 
@@ -425,6 +460,16 @@ impl Hint {
 /// `["file", "path"]`.
 /// A test of whether `name` has one of a list's words (in any case: `includeSecrets` has
 /// `secrets`).
+/// A connection URL of `scheme` to `host`, at the database's usual port.
+fn dsn(scheme: &str, host: &str) -> String {
+    match scheme {
+        "mongodb" => format!("mongodb://glassbox:glassbox@{host}:27017/glassbox"),
+        "redis" => format!("redis://{host}:6379/0"),
+        "mysql" => format!("mysql://glassbox:glassbox@{host}:3306/glassbox"),
+        _ => format!("postgresql://glassbox:glassbox@{host}:5432/glassbox"),
+    }
+}
+
 fn name_has(name: &str) -> impl Fn(&[&str]) -> bool {
     let words = words(name);
     move |list: &[&str]| words.iter().any(|w| list.contains(&w.as_str()))

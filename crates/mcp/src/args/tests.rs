@@ -171,6 +171,34 @@ fn property_names_suggest_safe_values() {
 }
 
 #[test]
+fn connection_strings_are_urls_of_the_database_the_name_says() {
+    let v = gen(json!({"properties": {
+        "connection_string": {"type": "string"},
+        "dsn": {"type": "string"},
+        "databaseUrl": {"type": "string"},
+        "mongo_connection_uri": {"type": "string"},
+        "redis_url": {"type": "string"},
+        "mysql_dsn": {"type": "string"},
+        "webhook_url": {"type": "string"},
+    }}));
+    let pg = "postgresql://glassbox:glassbox@db.example.test:5432/glassbox";
+    assert_eq!(v["connection_string"], pg);
+    assert_eq!(v["dsn"], pg);
+    assert_eq!(v["databaseUrl"], pg);
+    assert_eq!(
+        v["mongo_connection_uri"],
+        "mongodb://glassbox:glassbox@db.example.test:27017/glassbox"
+    );
+    assert_eq!(v["redis_url"], "redis://db.example.test:6379/0");
+    assert_eq!(
+        v["mysql_dsn"],
+        "mysql://glassbox:glassbox@db.example.test:3306/glassbox"
+    );
+    // A URL that names no database stays a URL.
+    assert_eq!(v["webhook_url"], "https://example.test/");
+}
+
+#[test]
 fn number_bounds() {
     let v = gen(json!({"properties": {
         "min": {"type": "integer", "minimum": 10},
