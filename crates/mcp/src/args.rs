@@ -65,9 +65,11 @@
 
 use serde_json::{Map, Number, Value};
 
+mod correct;
 mod pattern;
 pub mod plan;
 
+pub use correct::correct;
 pub use plan::{plan_calls, plan_calls_with, PlannedCall, Probes};
 
 /// Deepest nesting of schemas followed (objects, arrays, `$ref`, combinators).

@@ -469,12 +469,23 @@ impl<'a> Session<'a> {
                     break;
                 }
                 let retry_of = rejected.then_some(last.k);
+                // A rejection whose message says what was wanted is corrected from it, once,
+                // before the plan's next set.
+                let corrected = match (rejected, last.retry_of, last.error.as_deref()) {
+                    (true, None, Some(error)) => {
+                        args::correct(&summary.tools[i].input_schema, &last.arguments, error)
+                    }
+                    _ => None,
+                };
                 // One slow tool does not take the others' time.
                 self.cap = Some(until.min(Instant::now() + explore.per_call()));
-                let result = self.exercise_call(summary, i, &plan[next], retry_of, &mut accepted);
+                let planned = corrected.as_ref().unwrap_or(&plan[next]);
+                let result = self.exercise_call(summary, i, planned, retry_of, &mut accepted);
                 self.cap = None;
                 result?;
-                next += 1;
+                if corrected.is_none() {
+                    next += 1;
+                }
             }
         }
         if cut > 0 {

@@ -133,6 +133,25 @@ fn rejected_arguments_are_tried_again_with_the_next_set() {
 }
 
 #[test]
+fn rejected_arguments_are_corrected_once_from_the_message() {
+    let r = run(Explore::quick());
+    let picky = tool(&r, "picky");
+    assert_eq!(picky.calls[0].result, CallResult::RejectedArguments);
+    let fixed = &picky.calls[1];
+    assert_eq!(fixed.retry_of, Some(1), "{:?}", picky.calls);
+    assert!(
+        fixed.label.starts_with("corrected from the server's message: ")
+            && fixed.label.contains("mode=\"fast\""),
+        "{:?}",
+        fixed.label
+    );
+    assert_eq!(fixed.result, CallResult::Ok, "{:?}", picky.calls);
+    assert_eq!(fixed.arguments["mode"], "fast");
+    // The plan goes on after it.
+    assert!(picky.calls.len() > 2, "{:?}", picky.calls);
+}
+
+#[test]
 fn single_is_one_call_a_tool_and_no_retry() {
     let r = run(Explore::single());
     assert!(r.summary.completed, "{:?}", r.summary.failure);
@@ -159,10 +178,10 @@ fn the_time_after_the_first_calls_is_bounded_and_a_cut_is_said() {
 
     let few = run(Explore {
         per_tool: 16,
-        per_session: 7,
+        per_session: 8,
         time: Duration::from_secs(30),
     });
     let made: usize = few.summary.tools.iter().map(|t| t.calls.len()).sum();
-    assert_eq!(made, 7, "6 first calls and one more");
+    assert_eq!(made, 8, "7 first calls and one more");
     assert!(few.summary.exploration_cut.is_some());
 }

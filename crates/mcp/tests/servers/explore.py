@@ -5,6 +5,8 @@
 - `fetch`: exactly one of `url` or `alexandria` (a oneOf); both at once is an error naming
   the constraint, as a real server's; neither is a -32602.
 - `strict`: rejects its first call with -32602 whatever it is sent, then accepts.
+- `picky`: wants `mode` fast or slow and a `query` its schema does not require; says so in
+  zod's issues (as the TypeScript SDK does, -32602), accepts once both are right.
 - `net`: a tool error as Node's fetch writes one.
 - `slow`: its first call answers at once, every later one after 3 s.
 """
@@ -42,6 +44,13 @@ TOOLS = [
         },
     },
     {"name": "strict", "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}}},
+    {
+        "name": "picky",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"query": {"type": "string"}, "mode": {"type": "string"}},
+        },
+    },
     {"name": "net", "inputSchema": {"type": "object"}},
     {"name": "slow", "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}}},
 ]
@@ -76,6 +85,20 @@ for msg in messages():
                 error(msg_id, -32602, "Invalid params")
             else:
                 result(msg_id, text("accepted " + json.dumps(args, sort_keys=True)))
+        elif name == "picky":
+            issues = []
+            if "query" not in args:
+                issues.append({"code": "invalid_type", "expected": "string",
+                               "received": "undefined", "path": ["query"], "message": "Required"})
+            if args.get("mode") not in ("fast", "slow"):
+                issues.append({"received": args.get("mode"), "code": "invalid_enum_value",
+                               "options": ["fast", "slow"], "path": ["mode"],
+                               "message": "Invalid enum value"})
+            if issues:
+                error(msg_id, -32602, "Invalid arguments for tool picky: "
+                      + json.dumps(issues, indent=2))
+            else:
+                result(msg_id, text("picked " + args["mode"]))
         elif name == "net":
             result(msg_id, text("TypeError: fetch failed", True))
         elif name == "slow":
