@@ -723,6 +723,7 @@ impl<'a> Pipeline<'a> {
         }
         let fill = glassbox_plan::readme::Fill {
             path: dir.to_string_lossy().into_owned(),
+            files: self.manifest.sandbox.home.clone(),
             url: "https://api.example.test/".into(),
         };
         let (source, s) = glassbox_plan::readme::find(&package.spec, dir, &fill)?;

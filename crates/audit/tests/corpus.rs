@@ -413,6 +413,8 @@ fn audit_one(s: &Server, i: usize, tmp: &std::path::Path, data: &std::path::Path
         tmp.to_path_buf(),
     );
     o.package = PackageSpec::parse(s.target).unwrap().map(Into::into);
+    // A client configuration's entry, as written here: never the package's README's.
+    o.readme_config = false;
     o.extra_ro = vec![data.to_path_buf()];
     o.evidence_dir = Some(tmp.join(format!("evidence-{i}")));
     o.proofs = Some(Proofs::all_proven());

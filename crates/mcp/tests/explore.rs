@@ -140,7 +140,9 @@ fn rejected_arguments_are_corrected_once_from_the_message() {
     let fixed = &picky.calls[1];
     assert_eq!(fixed.retry_of, Some(1), "{:?}", picky.calls);
     assert!(
-        fixed.label.starts_with("corrected from the server's message: ")
+        fixed
+            .label
+            .starts_with("corrected from the server's message: ")
             && fixed.label.contains("mode=\"fast\""),
         "{:?}",
         fixed.label

@@ -27,8 +27,11 @@ pub const MAX_BLOCK: usize = 64 * 1024;
 /// What a snippet's placeholders become.
 #[derive(Clone, Debug)]
 pub struct Fill {
-    /// A folder for a placeholder path (visible to the server).
+    /// A folder for a placeholder folder (visible to the server).
     pub path: String,
+    /// A writable folder for a placeholder file (`/path/to/memory.json` becomes this folder's
+    /// `memory.json`).
+    pub files: String,
     /// A URL for a placeholder URL.
     pub url: String,
 }
@@ -184,6 +187,11 @@ fn snippet(e: ServerEntry, spec: &PackageSpec, fill: &Fill, block: usize) -> Opt
                 filled.push(format!("{name} → {}", fill.url));
                 (name, EnvValue::Plain(fill.url.clone()))
             }
+            EnvValue::Plain(value) if placeholder_path(&value) => {
+                let v = path_for(&value, fill);
+                filled.push(format!("{name} → {v}"));
+                (name, EnvValue::Plain(v))
+            }
             other => (name, other),
         })
         .collect();
@@ -213,9 +221,29 @@ fn filled_arg(a: &str, option: &str, fill: &Fill) -> Option<String> {
         return filled_arg(value, opt, fill).map(|v| format!("{opt}={v}"));
     }
     if placeholder_path(a) {
-        return Some(fill.path.clone());
+        return Some(path_for(a, fill));
     }
     (url_name(option) && placeholder(a)).then(|| fill.url.clone())
+}
+
+/// What a placeholder path becomes: a file (its last part has an extension) of that name in
+/// the writable folder, else the folder.
+fn path_for(placeholder: &str, fill: &Fill) -> String {
+    let last = placeholder
+        .trim_end_matches(['/', '\\'])
+        .rsplit(['/', '\\'])
+        .next()
+        .unwrap_or("");
+    let file = last
+        .rsplit_once('.')
+        .is_some_and(|(stem, ext)| !stem.is_empty() && (1..=5).contains(&ext.len()))
+        && last
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
+    match file {
+        true => format!("{}/{last}", fill.files.trim_end_matches('/')),
+        false => fill.path.clone(),
+    }
 }
 
 /// A path a snippet's reader is meant to replace with their own.
@@ -354,6 +382,7 @@ mod tests {
     fn fill() -> Fill {
         Fill {
             path: "/srv/pkg".into(),
+            files: "/home/u".into(),
             url: "https://api.example.test/".into(),
         }
     }
@@ -427,6 +456,20 @@ mod tests {
             .env
             .contains(&("MODE".to_string(), EnvValue::Plain("read".into()))));
         assert_eq!(s.filled.len(), 4, "{:?}", s.filled);
+        // A placeholder file: that file in the writable folder.
+        let memory = r#"```json
+{"mcpServers": {"memory": {"command": "npx", "args": ["-y", "@scope/fs-server"],
+  "env": {"MEMORY_FILE_PATH": "/path/to/custom/memory.json"}}}}
+```
+"#;
+        let s2 = from_readme(memory, &spec("npm:@scope/fs-server"), &fill()).unwrap();
+        assert_eq!(
+            s2.env,
+            [(
+                "MEMORY_FILE_PATH".to_string(),
+                EnvValue::Plain("/home/u/memory.json".into())
+            )]
+        );
     }
 
     #[test]
