@@ -730,14 +730,19 @@ impl VmRun {
                 let until = deadline.max(self.progress.last() + END_SLACK).min(cap);
                 let now = std::time::Instant::now();
                 if now >= until {
+                    let console = self.vm.console_tail();
+                    let console = match console.trim().is_empty() {
+                        true => String::new(),
+                        false => format!("; last console lines:\n{console}"),
+                    };
                     self.hung = Some(if until == cap {
                         format!(
-                            "the guest did not end the run within {} s of the server's stdin closing, though it kept sending; the VM was killed",
+                            "the guest did not end the run within {} s of the server's stdin closing, though it kept sending; the VM was killed{console}",
                             (cap - start).as_secs()
                         )
                     } else {
                         format!(
-                            "the guest hung: no end of the run within {} s of the server's stdin closing, nothing sent for {} s; the VM was killed",
+                            "the guest hung: no end of the run within {} s of the server's stdin closing, nothing sent for {} s; the VM was killed{console}",
                             (now - start).as_secs(),
                             now.saturating_duration_since(self.progress.last()).as_secs()
                         )
@@ -1126,6 +1131,7 @@ fn guest_run(sink: &run::SharedSink) -> Result<Record, Error> {
             None => {}
         }
     };
+    guest_step("the server ended; recording what outlived it");
     let mut outlived = Vec::new();
     if exited.is_some() {
         let until = std::time::Instant::now() + linger;
@@ -1134,11 +1140,15 @@ fn guest_run(sink: &run::SharedSink) -> Result<Record, Error> {
         }
         outlived = crate::usage::outlived(&running.sandbox);
     }
+    guest_step("walking what the run left");
     let left = running.left();
+    guest_step("finishing the recorder and the edge");
     let (exit, recording) = running.finish();
     let limits_reached = running.sandbox.limits_reached().to_vec();
+    guest_step("waiting for the server's output to end");
     let _ = out.join();
     let _ = err.join();
+    guest_step("sending the end of the run");
     let st = recording.stats;
     Ok(Record::Finished {
         exit,

@@ -654,6 +654,11 @@ fn a_hung_guest_is_killed_and_the_audit_is_inconclusive() {
     let failure = manifest["recorder"]["failure"].as_str().unwrap_or_default();
     assert!(failure.contains("the guest hung"), "{manifest}");
     assert!(failure.contains("the VM was killed"), "{failure}");
+    // Its console's last lines say how far the guest got: here, past its last step.
+    assert!(
+        failure.contains("glassbox guest: sending the end of the run"),
+        "{failure}"
+    );
     // The manifest says which runs lost their guest (what the selftest runs again).
     let lost = manifest["vm"]["lost"].as_array().unwrap();
     assert!(
