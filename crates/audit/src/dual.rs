@@ -315,6 +315,7 @@ mod tests {
             t_ns: 20,
             sni: Some(Bytes::from(host)),
             exchanges: vec![HttpExchange {
+                t_ns: 0,
                 method: "POST".into(),
                 target: Bytes::from("/up"),
                 headers: Vec::new(),

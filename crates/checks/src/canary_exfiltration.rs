@@ -112,7 +112,9 @@
 //! Version 11: a TLS flow whose client sent its ClientHello and nothing after, every byte kept
 //! and searched, before the edge answered anything, is read ([`hello_only`]): it could carry
 //! nothing else (issue 34). One whose client got the edge's certificate stays unread. What the
-//! input named includes a host given without a URL (`named.rs`).
+//! input named includes a host given without a URL (`named.rs`). A secret found in an HTTP
+//! exchange was sent during the phase of that exchange's time (`HttpExchange::t_ns`), not the
+//! phase of the `connect` of a kept-alive connection an earlier phase opened.
 
 use crate::explain;
 use crate::layers::{self, Form};
@@ -122,7 +124,7 @@ use crate::{Channel, CheckInfo, Evaluation, Evaluator};
 use aho_corasick::AhoCorasick;
 use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
 use base64::Engine as _;
-use glassbox_model::{Event, ExplainedHost, Flow, Honeytoken, NetworkMode, Severity};
+use glassbox_model::{Event, ExplainedHost, Flow, Honeytoken, NetworkMode, Phase, Severity};
 use std::collections::HashMap;
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
@@ -434,39 +436,52 @@ fn labels_joined(name: &[u8]) -> Vec<u8> {
 /// The fields of a flow searched, with their names: what it carried in clear, and what the
 /// edge decrypted of it and read of its HTTP exchanges (a body de-chunked and decompressed).
 pub(crate) fn fields(f: &Flow) -> Vec<(&'static str, Vec<u8>)> {
-    let mut out = vec![("payload", f.sample.as_slice().to_vec())];
-    out.push(("decrypted payload", f.cleartext.as_slice().to_vec()));
+    fields_at(f).into_iter().map(|(n, b, _)| (n, b)).collect()
+}
+
+/// [`fields`], each with the time of the HTTP exchange it is part of (0: none, or not known).
+fn fields_at(f: &Flow) -> Vec<(&'static str, Vec<u8>, u64)> {
+    let mut out = vec![
+        ("payload", f.sample.as_slice().to_vec(), 0),
+        ("decrypted payload", f.cleartext.as_slice().to_vec(), 0),
+    ];
     for x in &f.exchanges {
         // A SigV4 presigned URL presents its key id in the query, as a signed request does
         // in its Authorization header: that parameter is a credential's position.
         let (target, presented) = presigned(x.target.as_slice());
-        out.push(("HTTP target", target));
-        out.extend(presented.into_iter().map(|v| (CREDENTIAL_HEADER, v)));
+        out.push(("HTTP target", target, x.t_ns));
+        out.extend(
+            presented
+                .into_iter()
+                .map(|v| (CREDENTIAL_HEADER, v, x.t_ns)),
+        );
         for (name, value) in &x.headers {
             let field = if credential_header(name.as_bytes()) {
                 CREDENTIAL_HEADER
             } else {
                 "HTTP header"
             };
-            out.push((field, value.as_slice().to_vec()));
+            out.push((field, value.as_slice().to_vec(), x.t_ns));
         }
-        out.push(("HTTP body", x.body.as_slice().to_vec()));
+        out.push(("HTTP body", x.body.as_slice().to_vec(), x.t_ns));
     }
     if let Some(q) = &f.dns {
-        out.push(("DNS query", q.name.as_slice().to_vec()));
-        out.push(("DNS query", labels_joined(q.name.as_slice())));
+        out.push(("DNS query", q.name.as_slice().to_vec(), 0));
+        out.push(("DNS query", labels_joined(q.name.as_slice()), 0));
     }
     if let Some(s) = &f.sni {
-        out.push(("SNI", s.as_slice().to_vec()));
-        out.push(("SNI", labels_joined(s.as_slice())));
+        out.push(("SNI", s.as_slice().to_vec(), 0));
+        out.push(("SNI", labels_joined(s.as_slice()), 0));
     }
     if let Some(h) = &f.http {
-        out.push(("HTTP target", h.target.as_slice().to_vec()));
+        // The first request's line and Host, as the first exchange has them.
+        let t = f.exchanges.first().map_or(0, |x| x.t_ns);
+        out.push(("HTTP target", h.target.as_slice().to_vec(), t));
         if let Some(host) = &h.host {
-            out.push(("Host", host.as_slice().to_vec()));
+            out.push(("Host", host.as_slice().to_vec(), t));
         }
     }
-    out.retain(|(_, b)| !b.is_empty());
+    out.retain(|(_, b, _)| !b.is_empty());
     out
 }
 
@@ -616,6 +631,12 @@ struct Leak {
     /// other than a credential's; the stream of a flow with no HTTP exchange read), not only
     /// presented as a credential ([`credential_header`]).
     kept: bool,
+    /// When the HTTP exchanges it was found in were sent (their `t_ns`), at most
+    /// [`MAX_SPANS`]: the phases that sent it (version 11).
+    sent_at: Vec<u64>,
+    /// It was also found where no exchange's time says when (the stream, a DNS name, an
+    /// exchange of an older bundle): the flow's own calls say when.
+    untimed: bool,
 }
 
 /// Disjoint spans kept per leak.
@@ -851,16 +872,26 @@ pub fn carries_planted_secret(flows: &[Flow], tokens: &[glassbox_model::Honeytok
 fn leaks(m: &Matcher, flows: &[Flow]) -> Keyed<(usize, usize), Leak> {
     let mut leaks: Keyed<(usize, usize), Leak> = Keyed::new();
     for (fi, f) in flows.iter().enumerate() {
-        for (field, hay) in fields(f) {
+        for (field, hay, t) in fields_at(f) {
             // The stream holds the exchanges' parts too: where they were read, they say
-            // where a secret was.
+            // where a secret was (and when it was sent).
             let stream = matches!(field, "payload" | "decrypted payload");
             let kept = field != CREDENTIAL_HEADER && (!stream || f.exchanges.is_empty());
+            let timed = !stream || f.exchanges.is_empty();
             for (n, form) in m.find_in_forms(&hay) {
                 let Some(leak) = leaks.get((fi, n.token)) else {
                     continue;
                 };
                 leak.kept |= kept;
+                match (timed, t) {
+                    (false, _) => {}
+                    (true, 0) => leak.untimed = true,
+                    (true, t) => {
+                        if !leak.sent_at.contains(&t) && leak.sent_at.len() < MAX_SPANS {
+                            leak.sent_at.push(t);
+                        }
+                    }
+                }
                 if n.piece.whole() {
                     leak.whole = true;
                 }
@@ -985,6 +1016,16 @@ fn fate(f: &Flow, h: &Honeytoken, leak: &Leak, explained: &[ExplainedHost]) -> F
     }
 }
 
+/// The phase whose window (`manifest.timings`) holds `t_ns`, the flows' and events' clock;
+/// the latest such window when windows touch.
+pub(crate) fn phase_at(timings: &[glassbox_model::PhaseTiming], t_ns: u64) -> Option<Phase> {
+    timings
+        .iter()
+        .filter(|w| w.start_ns <= t_ns && t_ns <= w.end_ns)
+        .max_by_key(|w| w.start_ns)
+        .map(|w| w.phase.clone())
+}
+
 /// One planted file's secret in the flows of one run: a finding (or, to its documented
 /// hosts or its own service, a note).
 #[derive(Default)]
@@ -1031,6 +1072,11 @@ impl Evaluator for State {
             let mut how: Vec<String> = Vec::new();
             let mut ids = Vec::new();
             let mut flow_ids = Vec::new();
+            // When: a secret found in an HTTP exchange was sent by the phase of that
+            // exchange's time (a kept-alive connection opened in an earlier phase carries
+            // later phases' requests); elsewhere, by the phases of the flow's calls.
+            let mut untimed_ids = Vec::new();
+            let mut sent_at = Vec::new();
             for (fi, l) in &g.flows {
                 for &p in &l.spans {
                     add_span(&mut spans, p);
@@ -1043,8 +1089,24 @@ impl Evaluator for State {
                 let f = &ctx.flows[*fi];
                 net::add_ids(&mut ids, &f.events);
                 flow_ids.push(f.id);
+                let timed: Vec<Phase> = (l.sent_at.iter())
+                    .filter_map(|t| phase_at(&ctx.manifest.timings, *t))
+                    .collect();
+                if l.untimed || timed.len() < l.sent_at.len() || l.sent_at.is_empty() {
+                    net::add_ids(&mut untimed_ids, &f.events);
+                }
+                for p in timed {
+                    if !sent_at.contains(&p) {
+                        sent_at.push(p);
+                    }
+                }
             }
-            let ps = phases.of(&ids);
+            let mut ps = phases.of(&untimed_ids);
+            for p in sent_at {
+                if !ps.contains(&p) {
+                    ps.push(p);
+                }
+            }
             let (how_much, extent) = match whole {
                 true => ("the", String::new()),
                 false => (
@@ -1249,6 +1311,57 @@ mod tests {
     use crate::layers::percent_decoded;
     use crate::testutil::{Ev, F};
     use glassbox_model::Phase;
+
+    /// A request sent on a kept-alive connection that an earlier call opened is the later
+    /// call's (issue 34): by its exchange's time, not by the `connect`.
+    #[test]
+    fn a_secret_sent_on_a_connection_an_earlier_call_opened_is_the_sending_call_s() {
+        const KEY: &str = "wJalrXUtnFEMIK7MDENGbPxRfiCYzEXAMPLEKEY1";
+        let warm = Phase::Call("warm".into());
+        let send = Phase::Call("send".into());
+        let mut ev = Ev::new()
+            .honeytoken_secrets("/home/user/.aws/credentials", "aws-credentials", &[KEY])
+            .connect("198.18.1.3:443", warm.clone())
+            .flow(
+                F::tcp("198.18.1.3:443")
+                    .name("collect.example")
+                    .events(&[1]),
+            )
+            .build();
+        ev.manifest.timings = vec![
+            glassbox_model::PhaseTiming {
+                phase: warm.clone(),
+                start_ns: 0,
+                end_ns: 10_000,
+            },
+            glassbox_model::PhaseTiming {
+                phase: send.clone(),
+                start_ns: 10_000,
+                end_ns: 20_000,
+            },
+        ];
+        let exchange = |t: u64, body: &str| -> glassbox_model::HttpExchange {
+            serde_json::from_value(serde_json::json!({
+                "t_ns": t, "method": "POST", "target": "/v1", "body": body, "status": 200,
+            }))
+            .unwrap()
+        };
+        ev.flows[0].exchanges = vec![exchange(5_000, "hello"), exchange(15_000, KEY)];
+        let e = evaluate(&ev);
+        assert_eq!(e.findings.len(), 1, "{e:#?}");
+        assert_eq!(e.findings[0].phase, Some(send.clone()));
+        assert!(
+            e.findings[0].summary.ends_with("during call:send"),
+            "{}",
+            e.findings[0].summary
+        );
+        // A bundle from before exchanges were timed: the connect's call, as it was.
+        for x in &mut ev.flows[0].exchanges {
+            x.t_ns = 0;
+        }
+        let e = evaluate(&ev);
+        assert_eq!(e.findings[0].phase, Some(warm));
+    }
 
     #[test]
     fn a_tls_flow_that_sent_only_its_client_hello_is_not_unread() {

@@ -468,6 +468,7 @@ mod tests {
     /// not read.
     fn doh(host: &str, name: &str, qtype: &str) -> HttpExchange {
         HttpExchange {
+            t_ns: 0,
             method: "GET".into(),
             target: "/dns-query?dns=AAABAAABAAAAAAAA".into(),
             headers: vec![("Host".into(), host.into())],

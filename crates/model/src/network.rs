@@ -202,6 +202,11 @@ pub enum TlsOutcome {
 /// One HTTP/1.x request read at the edge and what glassbox answered it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HttpExchange {
+    /// When its request's head had arrived (ns since the start of the audit, the flows'
+    /// clock): the phase that sent it, which on a kept-alive connection need not be the one
+    /// that opened it. 0 in bundles from before it was recorded.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub t_ns: u64,
     /// The method.
     pub method: String,
     /// The request target (path or absolute URL).

@@ -341,6 +341,7 @@ mod tests {
 
     fn exchange(method: &str, target: &str, headers: &[(&str, &str)], body: &[u8]) -> HttpExchange {
         HttpExchange {
+            t_ns: 0,
             method: method.into(),
             target: Bytes::from(target),
             headers: headers

@@ -246,6 +246,10 @@ impl Flows {
         let Some(flow) = self.flows.get_mut(i) else {
             return;
         };
+        // Its request's last bytes came with the flow's latest packet.
+        if ex.t_ns == 0 {
+            ex.t_ns = flow.end_ns;
+        }
         if flow.http.is_none() {
             flow.http = Some(HttpRequest {
                 method: ex.method.clone(),

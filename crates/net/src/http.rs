@@ -437,6 +437,7 @@ impl Reader {
         self.requests += 1;
         let h = req.headers;
         let exchange = HttpExchange {
+            t_ns: 0,
             method: method.to_string(),
             target: Bytes::from(target),
             headers: h

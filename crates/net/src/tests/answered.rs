@@ -599,6 +599,13 @@ fn plain_http_is_read_in_full_and_answered_until_close() {
     assert_eq!(f.exchanges[0].body, Bytes::from("hello world"));
     assert_eq!(f.exchanges[1].body, Bytes::from("compressed secret"));
     assert!(f.exchanges.iter().all(|e| e.status == 200));
+    // Each exchange has the time its request was whole (the first's body waited 50 ms for
+    // its last bytes), in order, within the flow's.
+    let (a, b) = (f.exchanges[0].t_ns, f.exchanges[1].t_ns);
+    assert!(
+        f.t_ns + 50 * MS <= a && a <= b && b <= f.end_ns,
+        "{a} {b} {f:?}"
+    );
     assert_eq!(f.note, None);
 }
 
