@@ -434,13 +434,9 @@ fn labels_joined(name: &[u8]) -> Vec<u8> {
 }
 
 /// The fields of a flow searched, with their names: what it carried in clear, and what the
-/// edge decrypted of it and read of its HTTP exchanges (a body de-chunked and decompressed).
-pub(crate) fn fields(f: &Flow) -> Vec<(&'static str, Vec<u8>)> {
-    fields_at(f).into_iter().map(|(n, b, _)| (n, b)).collect()
-}
-
-/// [`fields`], each with the time of the HTTP exchange it is part of (0: none, or not known).
-fn fields_at(f: &Flow) -> Vec<(&'static str, Vec<u8>, u64)> {
+/// edge decrypted of it and read of its HTTP exchanges (a body de-chunked and decompressed),
+/// each with the time of the HTTP exchange it is part of (0: none, or not known).
+pub(crate) fn fields_at(f: &Flow) -> Vec<(&'static str, Vec<u8>, u64)> {
     let mut out = vec![
         ("payload", f.sample.as_slice().to_vec(), 0),
         ("decrypted payload", f.cleartext.as_slice().to_vec(), 0),

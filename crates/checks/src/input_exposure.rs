@@ -72,9 +72,10 @@
 //! under that call). A probe that only came back as text is not execution: the evaluated
 //! template rule above stays apart from it. What the input named includes a host given
 //! without a URL (`named.rs`), and a TLS flow that sent only its ClientHello before the edge
-//! answered is read (issue 34).
+//! answered is read (issue 34); input found in an HTTP exchange was sent during the phase of
+//! that exchange's time, not that of a kept-alive connection's `connect`.
 
-use crate::canary_exfiltration::{encodings, fields, unread, Encoding};
+use crate::canary_exfiltration::{encodings, fields_at, phase_at, unread, Encoding};
 use crate::flags::has_write_intent;
 use crate::layers::forms;
 use crate::net::{self, Keyed, PhaseOf};
@@ -159,6 +160,11 @@ struct Seen {
     modes: Vec<NetworkMode>,
     flows: Vec<u64>,
     ids: Vec<u64>,
+    /// The phases that sent it in an HTTP exchange, by the exchange's time.
+    sent: Vec<Phase>,
+    /// Of `ids`, the calls of flows where it was found only in timed exchanges: a kept-alive
+    /// connection's `connect`, whose phase is not the sending one's.
+    not_when: Vec<u64>,
     /// What explains the destination ([`What::Explained`]).
     why: Option<String>,
 }
@@ -223,7 +229,16 @@ pub(crate) fn start(c: &crate::Context<'_>) -> Box<dyn Evaluator> {
     if let Some((ac, names)) = &s.marker {
         for f in c.flows.iter().filter(|f| f.mode != NetworkMode::Install) {
             let mut how = Vec::new();
-            for (field, bytes) in fields(f) {
+            // When it was sent: an exchange's time says (a kept-alive connection carries later
+            // phases' requests); elsewhere the flow's calls do.
+            let mut sent = Vec::new();
+            let mut untimed = false;
+            for (field, bytes, t) in fields_at(f) {
+                let stream = matches!(field, "payload" | "decrypted payload");
+                if stream && !f.exchanges.is_empty() {
+                    // The exchanges' parts, read where they say where and when.
+                    continue;
+                }
                 // Every form the secret search reads: as is, percent-decoded, and unwrapped
                 // (compressed streams, text encoded twice: `layers.rs`).
                 for form in forms(&bytes) {
@@ -232,6 +247,11 @@ pub(crate) fn start(c: &crate::Context<'_>) -> Box<dyn Evaluator> {
                         let h = form.how((e != Encoding::Raw).then(|| e.name()), field);
                         if !how.contains(&h) {
                             how.push(h);
+                        }
+                        match phase_at(&c.manifest.timings, t).filter(|_| t > 0) {
+                            Some(p) if !sent.contains(&p) => sent.push(p),
+                            Some(_) => {}
+                            None => untimed = true,
                         }
                     }
                 }
@@ -272,6 +292,14 @@ pub(crate) fn start(c: &crate::Context<'_>) -> Box<dyn Evaluator> {
             }
             net::add_ids(&mut seen.flows, &[f.id]);
             net::add_ids(&mut seen.ids, &f.events);
+            if !untimed {
+                net::add_ids(&mut seen.not_when, &f.events);
+            }
+            for p in sent {
+                if !seen.sent.contains(&p) {
+                    seen.sent.push(p);
+                }
+            }
         }
     }
     Box::new(s)
@@ -580,7 +608,16 @@ impl Evaluator for State {
         let mut notes = Vec::new();
         let overflow = seen.overflow;
         for ((what, _), s) in seen.items {
-            let ps = phases.of(&s.ids);
+            let when: Vec<u64> = (s.ids.iter())
+                .filter(|i| !s.not_when.contains(i))
+                .copied()
+                .collect();
+            let mut ps = phases.of(&when);
+            for p in &s.sent {
+                if !ps.contains(p) {
+                    ps.push(p.clone());
+                }
+            }
             let mut summary = match what {
                 What::Explained => format!(
                     "a tool argument went towards {} ({}; {}) ({})",
@@ -823,6 +860,46 @@ mod tests {
             ["a tool argument left the sandbox towards search.example (as is in payload, as is in HTTP target; 1 flow) (capture run) during call:search"]
         );
         assert_eq!(phase_of(&e), [Some(Phase::Call("search".into()))]);
+    }
+
+    /// On a kept-alive connection an earlier call opened, the input of the call that sent
+    /// the request is what left, during that call (issue 34).
+    #[test]
+    fn input_sent_on_a_connection_an_earlier_call_opened_is_the_sending_call_s() {
+        let (warm, search) = (Phase::Call("warm".into()), Phase::Call("search".into()));
+        let mut ev = Ev::new()
+            .marker(M)
+            .connect("198.18.1.3:80", warm.clone())
+            .flow(F::tcp("198.18.1.3:80").name("search.example").events(&[1]))
+            .build();
+        ev.manifest.timings = vec![
+            glassbox_model::PhaseTiming {
+                phase: warm.clone(),
+                start_ns: 0,
+                end_ns: 10_000,
+            },
+            glassbox_model::PhaseTiming {
+                phase: search.clone(),
+                start_ns: 10_000,
+                end_ns: 20_000,
+            },
+        ];
+        let exchange = |t: u64, target: String| -> glassbox_model::HttpExchange {
+            serde_json::from_value(serde_json::json!({
+                "t_ns": t, "method": "GET", "target": target, "status": 200,
+            }))
+            .unwrap()
+        };
+        ev.flows[0].exchanges = vec![
+            exchange(5_000, "/ping".into()),
+            exchange(15_000, format!("/q?term=glassbox-{M}")),
+        ];
+        let e = evaluate(&ev);
+        assert_eq!(
+            summaries(e.clone()),
+            ["a tool argument left the sandbox towards search.example (as is in HTTP target; 1 flow) (capture run) during call:search"]
+        );
+        assert_eq!(phase_of(&e), [Some(search)]);
     }
 
     #[test]
