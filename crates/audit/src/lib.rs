@@ -468,9 +468,12 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
         },
         _ => target.ok_or_else(|| Error::Internal("no target".into()))?,
     };
-    let target = audit.server_environment(target)?;
+    let mut target = audit.server_environment(target)?;
     for (i, &mode) in audit.opts.network.modes().iter().enumerate() {
         audit.network_run(&target, i == 0, mode)?;
+        if i == 0 {
+            target = audit.start_again(target, mode)?;
+        }
     }
     audit.dual_runs(&target)?;
     audit.finish()
@@ -1003,6 +1006,145 @@ impl<'a> Pipeline<'a> {
         Ok(())
     }
 
+    /// A server that stopped before answering `initialize` and said what it lacked (an
+    /// environment variable, a required option, a usual subcommand: [`glassbox_plan::lack`])
+    /// is started again with it supplied, at most [`MAX_STARTS`] more times, never twice for
+    /// the same lack: a secret-named variable gets a canary (a planted secret like a
+    /// configuration's), a URL-named one a test URL, a path-named one the server's folder,
+    /// any other `glassbox`. The start that failed stays evidence: its events and flows with
+    /// the others, its run in `manifest.network.runs` with its session, its transcript and
+    /// stderr under their own names, and `manifest.target.starts` says what it said and was
+    /// given.
+    fn start_again(
+        &mut self,
+        mut target: target::Resolved,
+        mode: NetworkMode,
+    ) -> Result<target::Resolved, Error> {
+        let mut tried: Vec<glassbox_plan::lack::Lack> = Vec::new();
+        for k in 1..=MAX_STARTS {
+            let s = &self.manifest.session;
+            if s.completed || s.protocol_version.is_some() {
+                break;
+            }
+            let stderr = tail(&self.dir.join("stderr.log"), glassbox_plan::lack::MAX_READ);
+            let Some(lack) = glassbox_plan::lack::lack(&stderr) else {
+                break;
+            };
+            if tried.contains(&lack) {
+                break;
+            }
+            let supplied = self.supply(&mut target, &lack)?;
+            // The start that failed, under its own names.
+            let mut files = Vec::new();
+            for (from, to) in [
+                (
+                    "transcript.jsonl".to_string(),
+                    format!("transcript-start-{k}.jsonl"),
+                ),
+                ("stderr.log".to_string(), format!("stderr-start-{k}.log")),
+                ("stdout.log".to_string(), format!("stdout-start-{k}.log")),
+            ] {
+                if std::fs::rename(self.dir.join(&from), self.dir.join(&to)).is_ok() {
+                    files.push(to);
+                }
+            }
+            let m = &mut self.manifest;
+            if let Some(run) = m.network.runs.last_mut() {
+                run.session = Some(m.session.clone());
+                run.server_exit = m.server_exit.clone();
+            }
+            m.target.starts.push(glassbox_model::StartAttempt {
+                said: error_line(&stderr).unwrap_or_default(),
+                lacked: lack.to_string(),
+                supplied,
+                files,
+            });
+            tried.push(lack);
+            self.bundle.write_manifest(&self.manifest)?;
+            self.network_run(&target, true, mode)?;
+            // Each start of the main run said what it observes: once is enough.
+            let mut seen = std::collections::HashSet::new();
+            let channels = &mut self.manifest.recorder.channels;
+            channels.retain(|c| seen.insert(c.clone()));
+            self.bundle.write_manifest(&self.manifest)?;
+        }
+        Ok(target)
+    }
+
+    /// Gives `target` what it lacked (see [`Pipeline::start_again`]); says what it gave.
+    fn supply(
+        &mut self,
+        target: &mut target::Resolved,
+        lack: &glassbox_plan::lack::Lack,
+    ) -> Result<String, Error> {
+        use glassbox_plan::lack::Lack;
+        let value_for = |name: &str, folder: &str| -> String {
+            let upper = name.to_ascii_uppercase();
+            let has = |w: &[&str]| w.iter().any(|x| upper.contains(x));
+            if has(&["URL", "URI", "ENDPOINT", "HOST", "BASE"]) {
+                "https://api.example.test/".into()
+            } else if has(&[
+                "PATH",
+                "DIR",
+                "FILE",
+                "FOLDER",
+                "ROOT",
+                "WORKSPACE",
+                "PROJECT",
+            ]) {
+                folder.to_string()
+            } else if has(&["PORT"]) {
+                "8080".into()
+            } else {
+                "glassbox".into()
+            }
+        };
+        let folder = self.server_cwd.to_string_lossy().into_owned();
+        Ok(match lack {
+            Lack::Env(name) => {
+                let (value, said) = if config::secret_name(name) {
+                    let canary = run::env_canary()?;
+                    self.secrets.tokens.push(glassbox_model::Honeytoken {
+                        path: format!("env:{name}"),
+                        kind: "declared-secret".into(),
+                        secrets: vec![canary.clone()],
+                        random: vec![canary["gbx_".len()..].to_string()],
+                        ..Default::default()
+                    });
+                    (canary, format!("{name}, a canary"))
+                } else {
+                    let v = value_for(name, &folder);
+                    let said = format!("{name}={v}");
+                    (v, said)
+                };
+                target.env.retain(|(k, _)| k != name);
+                target.env.push((name.clone(), value));
+                said
+            }
+            Lack::Option(flag) => {
+                let v = value_for(flag.trim_start_matches('-'), &folder);
+                target.argv.push(flag.into());
+                target.argv.push(v.clone().into());
+                format!("{flag} {v}")
+            }
+            Lack::Subcommand(c) => {
+                // The program's first argument: after the script an interpreter runs.
+                let first = target.argv.first().map(|a| {
+                    let name = Path::new(a).file_name().unwrap_or_default();
+                    let name = name.to_string_lossy();
+                    name.starts_with("python") || ["node", "deno", "bun"].contains(&&*name)
+                });
+                let at = match first {
+                    Some(true) => 2,
+                    _ => 1,
+                };
+                let at = at.min(target.argv.len());
+                target.argv.insert(at, c.into());
+                format!("the subcommand {c}")
+            }
+        })
+    }
+
     /// Dual execution ([`dual`]): the capture run's calls in which a planted file was read and
     /// bytes the edge read left for a host not its service are made again, in two runs of
     /// their own (network simulated, events not kept): with fresh values in every planted
@@ -1010,8 +1152,9 @@ impl<'a> Pipeline<'a> {
     /// `manifest.dual`. Nothing is run when no call qualifies. Under either backend: a
     /// microVM's runs are fresh guests, planted from the secrets given as every run is.
     fn dual_runs(&mut self, target: &target::Resolved) -> Result<(), Error> {
+        // The main capture run (a start that failed for lack of a setting has its session).
         let Some(capture) = (self.manifest.network.runs.iter())
-            .find(|r| r.mode == NetworkMode::Capture)
+            .find(|r| r.mode == NetworkMode::Capture && r.session.is_none())
             .cloned()
         else {
             return Ok(());
@@ -1600,6 +1743,7 @@ fn new_manifest(
             program,
             cwd: opts.cwd.to_string_lossy().into_owned(),
             package: None,
+            starts: Vec::new(),
         },
         sandbox: Default::default(),
         recorder: RecorderSettings {
@@ -2084,6 +2228,23 @@ fn http_session(
         &opts.session,
         hooks,
     ))
+}
+
+/// How many more times a server that stopped for lack of a setting is started
+/// ([`Pipeline::start_again`]).
+const MAX_STARTS: usize = 3;
+
+/// The last `max` bytes of a file, as text (empty when it cannot be read).
+fn tail(path: &Path, max: usize) -> String {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut f) = std::fs::File::open(path) else {
+        return String::new();
+    };
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let _ = f.seek(SeekFrom::Start(len.saturating_sub(max as u64)));
+    let mut buf = Vec::new();
+    let _ = f.take(max as u64).read_to_end(&mut buf);
+    String::from_utf8_lossy(&buf).into_owned()
 }
 
 /// Words of a line that says what went wrong (lower case).

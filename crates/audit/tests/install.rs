@@ -544,14 +544,43 @@ fn a_bare_package_runs_as_its_readme_configures_it() {
         "{:?}",
         m.sandbox.honeytokens
     );
+    // Without it, the server says what it lacks, one thing at a time, and is started again
+    // with each: the token (a canary), then the option (its own folder). Each start that
+    // failed is kept: its run with its session, its files under their own names.
     let b = run(false, "without");
     let m = &b.evidence.manifest;
-    assert!(!m.session.completed);
     assert!(m.target.package.as_ref().unwrap().readme_config.is_none());
-    let why = m.session.failure.as_deref().unwrap_or_default();
+    assert!(m.session.completed, "{:?} {:?}", m.session, m.target.starts);
+    let starts: Vec<(&str, &str, &str)> = (m.target.starts.iter())
+        .map(|s| (s.said.as_str(), s.lacked.as_str(), s.supplied.as_str()))
+        .collect();
+    assert_eq!(starts.len(), 2, "{starts:?}");
     assert!(
-        why.contains("it said: Error: WIDGET_API_TOKEN is required") && !why.contains("at main"),
-        "{why}"
+        starts[0]
+            .0
+            .starts_with("Error: WIDGET_API_TOKEN is required"),
+        "{starts:?}"
     );
+    assert_eq!(starts[0].1, "the environment variable WIDGET_API_TOKEN");
+    assert_eq!(starts[0].2, "WIDGET_API_TOKEN, a canary");
+    assert_eq!(starts[1].1, "the option --workspace");
+    assert!(starts[1].2.starts_with("--workspace /"), "{starts:?}");
+    assert_eq!(
+        m.target.starts[0].files,
+        ["transcript-start-1.jsonl", "stderr-start-1.log"]
+    );
+    let dir = &b.evidence_dir;
+    assert!(std::fs::read_to_string(dir.join("stderr-start-1.log"))
+        .unwrap()
+        .contains("WIDGET_API_TOKEN is required"));
+    let failed: Vec<_> = (m.network.runs.iter())
+        .filter(|r| r.session.as_ref().is_some_and(|s| !s.completed))
+        .collect();
+    assert_eq!(failed.len(), 2, "{:?}", m.network.runs);
+    assert!(m
+        .sandbox
+        .honeytokens
+        .iter()
+        .any(|h| h.path == "env:WIDGET_API_TOKEN"));
     let _ = std::fs::remove_dir_all(&tmp);
 }

@@ -1143,6 +1143,26 @@ pub struct Target {
     /// The package audited, when the target is one (`npm:NAME`, `pypi:NAME`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub package: Option<PackageRef>,
+    /// Starts of the server that stopped before answering `initialize` saying what they
+    /// lacked, each followed by one with it supplied (the last start is the audited one).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub starts: Vec<StartAttempt>,
+}
+
+/// A start of the server that stopped before answering `initialize` for lack of a setting its
+/// error named, which the next start supplied.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StartAttempt {
+    /// What it said (the line of its stderr that names the error).
+    pub said: String,
+    /// What it lacked: `the environment variable NAME`, `the option --x`, `the subcommand run`.
+    pub lacked: String,
+    /// What the next start was given (`NAME, a canary`, `--port 8080`).
+    pub supplied: String,
+    /// Its files in the bundle, under their own names (`transcript-start-1.jsonl`,
+    /// `stderr-start-1.log`); its events and flows are in the bundle's, its run in
+    /// `manifest.network.runs` with its session.
+    pub files: Vec<String>,
 }
 
 /// A package from a registry, as audited.

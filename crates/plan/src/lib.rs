@@ -17,6 +17,7 @@ pub mod command;
 pub mod config;
 pub mod explain;
 pub mod install;
+pub mod lack;
 pub mod launcher;
 pub mod readme;
 pub mod target;

@@ -726,6 +726,24 @@ pub(crate) fn readme_config(ev: &Evidence) -> Option<String> {
     Some(escape::text(&parts.join("; ")))
 }
 
+/// The starts that stopped for lack of a setting, in one line: what each lacked and what the
+/// next was given.
+pub(crate) fn starts(ev: &Evidence) -> Option<String> {
+    let starts = &ev.manifest.target.starts;
+    if starts.is_empty() {
+        return None;
+    }
+    let each: Vec<String> = starts
+        .iter()
+        .map(|s| format!("it lacked {}: given {}", s.lacked, s.supplied))
+        .collect();
+    Some(escape::text(&format!(
+        "{} more time(s) ({})",
+        starts.len(),
+        each.join("; ")
+    )))
+}
+
 /// The install phase of a package target, in one line: how it went and what it installed.
 pub(crate) fn install(ev: &Evidence) -> Option<String> {
     let i = ev.manifest.install.as_ref()?;

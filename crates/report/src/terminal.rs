@@ -91,6 +91,9 @@ fn header(out: &mut String, st: &Style, ev: &Evidence, report: &AuditReport) {
     if let Some(text) = tables::readme_config(ev) {
         let _ = writeln!(out, "  started   {text}");
     }
+    if let Some(text) = tables::starts(ev) {
+        let _ = writeln!(out, "  restarted {text}");
+    }
 }
 
 fn pad(s: &str, width: usize) -> String {

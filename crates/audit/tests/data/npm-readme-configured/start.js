@@ -10,7 +10,11 @@ if (!process.env.WIDGET_API_TOKEN) {
 }
 const i = process.argv.indexOf("--workspace");
 const dir = i > 0 ? process.argv[i + 1] : undefined;
-if (!dir || !fs.existsSync(dir)) {
+if (!dir) {
+  console.error("error: required option '--workspace <dir>' not specified");
+  process.exit(2);
+}
+if (!fs.existsSync(dir)) {
   console.error(`error: --workspace must name a folder (got ${dir})`);
   process.exit(2);
 }
