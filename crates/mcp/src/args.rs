@@ -68,9 +68,11 @@ use serde_json::{Map, Number, Value};
 mod correct;
 mod pattern;
 pub mod plan;
+mod reuse;
 
 pub use correct::correct;
 pub use plan::{plan_calls, plan_calls_with, PlannedCall, Probes};
+pub use reuse::Returned;
 
 /// Deepest nesting of schemas followed (objects, arrays, `$ref`, combinators).
 const MAX_DEPTH: usize = 40;

@@ -194,6 +194,8 @@ pub(crate) struct Session<'a> {
     elicited: Vec<ElicitedSecret>,
     /// Calls, reads and gets made so far (bounded by the explore budget's `per_session`).
     made: usize,
+    /// What successful calls returned, for later calls' parameters of the same name.
+    returned: args::Returned,
 }
 
 impl<'a> Session<'a> {
@@ -229,6 +231,7 @@ impl<'a> Session<'a> {
             asked_in_phase: 0,
             elicited: Vec::new(),
             made: 0,
+            returned: args::Returned::default(),
         }
     }
 
@@ -445,6 +448,8 @@ impl<'a> Session<'a> {
         for (i, plan) in plans.iter().enumerate() {
             self.exercise_call(summary, i, &plan[0], None, &mut accepted)?;
         }
+        // Tools given values earlier answers returned, once each.
+        let mut reused = HashSet::new();
         if explore.per_tool <= 1 {
             return Ok(());
         }
@@ -452,7 +457,7 @@ impl<'a> Session<'a> {
         let mut cut = 0usize;
         for (i, plan) in plans.iter().enumerate() {
             let mut next = 1;
-            while next < plan.len() {
+            loop {
                 let calls = &summary.tools[i].calls;
                 let last = calls.last().expect("every tool had its first call");
                 if matches!(last.result, CallResult::Timeout | CallResult::NotCalled) {
@@ -464,10 +469,6 @@ impl<'a> Session<'a> {
                 if !in_budget {
                     break;
                 }
-                if self.made >= explore.per_session || Instant::now() >= until {
-                    cut += 1;
-                    break;
-                }
                 let retry_of = rejected.then_some(last.k);
                 // A rejection whose message says what was wanted is corrected from it, once,
                 // before the plan's next set.
@@ -477,13 +478,38 @@ impl<'a> Session<'a> {
                     }
                     _ => None,
                 };
+                // A tool none of whose calls did its work, given what earlier answers returned
+                // for its parameters (an id a listing returned), once.
+                let reuse = match corrected.is_none()
+                    && !reused.contains(&i)
+                    && calls.iter().all(|c| c.result != CallResult::Ok)
+                {
+                    true => self
+                        .returned
+                        .apply(&summary.tools[i].input_schema, &calls[0].arguments),
+                    false => None,
+                };
+                if reuse.is_none() && corrected.is_none() && next >= plan.len() {
+                    break;
+                }
+                if self.made >= explore.per_session || Instant::now() >= until {
+                    cut += 1;
+                    break;
+                }
+                if reuse.is_some() {
+                    reused.insert(i);
+                }
+                let extra = corrected.or(reuse);
                 // One slow tool does not take the others' time.
                 self.cap = Some(until.min(Instant::now() + explore.per_call()));
-                let planned = corrected.as_ref().unwrap_or(&plan[next]);
+                let planned = match &extra {
+                    Some(p) => p,
+                    None => &plan[next],
+                };
                 let result = self.exercise_call(summary, i, planned, retry_of, &mut accepted);
                 self.cap = None;
                 result?;
-                if corrected.is_none() {
+                if extra.is_none() {
                     next += 1;
                 }
             }
@@ -569,6 +595,11 @@ impl<'a> Session<'a> {
         };
         summary.tools[i].called = true;
         let answer = self.call(&name, planned.arguments.clone(), &step, headers);
+        if let Ok(result) = &answer {
+            if result.get("isError") != Some(&Value::Bool(true)) {
+                self.returned.keep(result);
+            }
+        }
         let (result, error, fatal) = self.settle(answer, outcome::of_result);
         let tool = &mut summary.tools[i];
         tool.calls.push(CallRecord {

@@ -133,6 +133,28 @@ fn rejected_arguments_are_tried_again_with_the_next_set() {
 }
 
 #[test]
+fn an_id_an_earlier_answer_returned_is_given_to_a_tool_that_wants_it() {
+    let r = run(Explore::quick());
+    let get = tool(&r, "get_item");
+    assert_eq!(
+        get.calls[0].result,
+        CallResult::ToolError,
+        "{:?}",
+        get.calls
+    );
+    let given = get
+        .calls
+        .iter()
+        .find(|c| {
+            c.label
+                .starts_with("values earlier answers returned: item_id")
+        })
+        .unwrap_or_else(|| panic!("{:?}", get.calls));
+    assert_eq!(given.arguments["item_id"], "it-42");
+    assert_eq!(given.result, CallResult::Ok, "{:?}", get.calls);
+}
+
+#[test]
 fn rejected_arguments_are_corrected_once_from_the_message() {
     let r = run(Explore::quick());
     let picky = tool(&r, "picky");
@@ -180,10 +202,10 @@ fn the_time_after_the_first_calls_is_bounded_and_a_cut_is_said() {
 
     let few = run(Explore {
         per_tool: 16,
-        per_session: 8,
+        per_session: 10,
         time: Duration::from_secs(30),
     });
     let made: usize = few.summary.tools.iter().map(|t| t.calls.len()).sum();
-    assert_eq!(made, 8, "7 first calls and one more");
+    assert_eq!(made, 10, "9 first calls and one more");
     assert!(few.summary.exploration_cut.is_some());
 }

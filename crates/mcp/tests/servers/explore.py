@@ -7,6 +7,7 @@
 - `strict`: rejects its first call with -32602 whatever it is sent, then accepts.
 - `picky`: wants `mode` fast or slow and a `query` its schema does not require; says so in
   zod's issues (as the TypeScript SDK does, -32602), accepts once both are right.
+- `list_items` returns its items' ids as JSON; `get_item` finds only an id it returned.
 - `net`: a tool error as Node's fetch writes one.
 - `slow`: its first call answers at once, every later one after 3 s.
 """
@@ -49,6 +50,15 @@ TOOLS = [
         "inputSchema": {
             "type": "object",
             "properties": {"query": {"type": "string"}, "mode": {"type": "string"}},
+        },
+    },
+    {"name": "list_items", "inputSchema": {"type": "object"}},
+    {
+        "name": "get_item",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"item_id": {"type": "string"}},
+            "required": ["item_id"],
         },
     },
     {"name": "net", "inputSchema": {"type": "object"}},
@@ -99,6 +109,13 @@ for msg in messages():
                       + json.dumps(issues, indent=2))
             else:
                 result(msg_id, text("picked " + args["mode"]))
+        elif name == "list_items":
+            result(msg_id, text(json.dumps({"items": [{"id": "it-42", "title": "first"}]})))
+        elif name == "get_item":
+            if args.get("item_id") == "it-42":
+                result(msg_id, text("item it-42"))
+            else:
+                result(msg_id, text("no such item: %s" % args.get("item_id"), True))
         elif name == "net":
             result(msg_id, text("TypeError: fetch failed", True))
         elif name == "slow":
