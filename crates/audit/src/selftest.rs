@@ -761,15 +761,21 @@ fn run_case(case: &Case, opts: &Options, lib: &Path, scratch: &Path) -> Result<A
             }
         };
         if !ok {
-            // Why it said what it said, where it says (a `not-observed` names what it lost).
-            let why = a
-                .report
-                .checks
-                .iter()
-                .find(|c| &c.id == id)
-                .and_then(|c| c.reason.as_deref())
-                .map(|w| format!(" ({w})"))
-                .unwrap_or_default();
+            // Why it said what it said, where it says (a `not-observed` names what it lost; a
+            // flag, what it found: a miss on a loaded machine is then diagnosable from its
+            // line alone, its evidence being gone with the scratch folder).
+            let check = a.report.checks.iter().find(|c| &c.id == id);
+            let found: Vec<String> = check
+                .map(|c| c.findings.iter().take(3))
+                .into_iter()
+                .flatten()
+                .map(|f| glassbox_model::truncate(&glassbox_model::printable(&f.summary), 300))
+                .collect();
+            let why = match (check.and_then(|c| c.reason.as_deref()), found.is_empty()) {
+                (Some(w), _) => format!(" ({w})"),
+                (None, false) => format!(" (found: {})", found.join("; ")),
+                (None, true) => String::new(),
+            };
             r.misses
                 .push(format!("{id}: expected {want}, got {got:?}{why}"));
         }
