@@ -570,17 +570,7 @@ fn context(s: &str, start: usize, end: usize, prefix: &str) -> String {
     truncate(&out, EXCERPT_CHARS)
 }
 
-/// `s` cut to at most `max` bytes, at a character boundary.
-pub(crate) fn cut(s: &str, max: usize) -> &str {
-    if s.len() <= max {
-        return s;
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
-}
+pub(crate) use glassbox_model::cut;
 
 // ---------------------------------------------------------------------------------------------
 // Tokens

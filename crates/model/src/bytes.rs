@@ -73,6 +73,19 @@ pub fn printable(s: &str) -> String {
     Bytes::from(s).to_string()
 }
 
+/// `s` cut to at most `max` bytes, at a character boundary (for bounding what is read; see
+/// [`truncate`] for what is shown).
+pub fn cut(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
 /// `s` cut to at most `max` characters, with `…` when cut.
 pub fn truncate(s: &str, max: usize) -> String {
     if s.chars().count() <= max {

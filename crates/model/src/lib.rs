@@ -37,7 +37,7 @@ pub mod hosts;
 mod network;
 mod report;
 
-pub use bytes::{argv_line, printable, truncate, Bytes};
+pub use bytes::{argv_line, cut, printable, truncate, Bytes};
 pub use evidence::*;
 pub use network::*;
 pub use report::*;

@@ -15,6 +15,7 @@
 
 use crate::config::{self, EnvValue, Launch, ServerEntry, Vars};
 use crate::install::{PackageSpec, Registry};
+use glassbox_model::cut;
 use std::path::{Path, PathBuf};
 
 /// Most bytes of a README read.
@@ -333,18 +334,6 @@ fn without_comments(text: &str) -> String {
         i += 1;
     }
     out
-}
-
-/// At most `max` bytes of `s`, cut at a character boundary.
-fn cut(s: &str, max: usize) -> &str {
-    if s.len() <= max {
-        return s;
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
 }
 
 /// The fenced code blocks of a Markdown text (```` ``` ```` or `~~~`), at most [`MAX_BLOCKS`],

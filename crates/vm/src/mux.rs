@@ -163,11 +163,7 @@ fn read_frame(r: &mut impl Read) -> io::Result<Option<Frame>> {
 
 /// At most [`MAX_TEXT`] bytes of `s`, cut at a character boundary.
 fn text(s: &str) -> &[u8] {
-    let mut end = s.len().min(MAX_TEXT);
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s.as_bytes()[..end]
+    glassbox_model::cut(s, MAX_TEXT).as_bytes()
 }
 
 /// The error kinds that cross in a [`REFUSED`] frame; any other is sent as `Other`.
