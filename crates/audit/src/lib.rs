@@ -736,27 +736,30 @@ impl<'a> Pipeline<'a> {
                 target.env.push((name.clone(), value.clone()));
             }
         }
-        for (name, value) in &self.opts.server_env {
+        for (name, value) in self.opts.server_env.clone() {
             let value = match value {
-                config::EnvValue::Plain(v) => v.clone(),
-                config::EnvValue::Secret { hosts } => {
-                    let canary = run::env_canary()?;
-                    self.secrets.tokens.push(glassbox_model::Honeytoken {
-                        path: format!("env:{name}"),
-                        kind: "declared-secret".into(),
-                        secrets: vec![canary.clone()],
-                        hosts: hosts.clone(),
-                        random: vec![canary["gbx_".len()..].to_string()],
-                        ..Default::default()
-                    });
-                    canary
-                }
+                config::EnvValue::Plain(v) => v,
+                config::EnvValue::Secret { hosts } => self.declared_canary(&name, hosts)?,
             };
-            target.env.retain(|(k, _)| k != name);
-            target.env.push((name.clone(), value));
+            set_env(&mut target.env, name, value);
         }
         self.manifest.network.names = entry_names(&self.opts, self.installed_in.as_deref());
         Ok(target)
+    }
+
+    /// A fresh canary for the declared secret variable `name`, planted (`env:NAME`, followed
+    /// like the files), which may go to `hosts`.
+    fn declared_canary(&mut self, name: &str, hosts: Vec<String>) -> Result<String, Error> {
+        let canary = run::env_canary()?;
+        self.secrets.tokens.push(glassbox_model::Honeytoken {
+            path: format!("env:{name}"),
+            kind: "declared-secret".into(),
+            secrets: vec![canary.clone()],
+            hosts,
+            random: vec![canary["gbx_".len()..].to_string()],
+            ..Default::default()
+        });
+        Ok(canary)
     }
 
     /// One run of the server (`main`: the first, the capture run), merged into the manifest,
@@ -896,16 +899,16 @@ impl<'a> Pipeline<'a> {
                 manifest.recorder.syscalls.push(s.clone());
             }
         }
+        // A server started again (`start.rs`) makes the main run more than once: what it
+        // observes and not is said once.
+        let rec = &mut manifest.recorder;
         match &run.ground_truth {
-            None if main => manifest
-                .recorder
-                .channels
-                .push("honeytoken-ground-truth".into()),
+            None if main => say_once(&mut rec.channels, "honeytoken-ground-truth".into()),
             None => {}
-            Some(why) => manifest.recorder.unobserved.push(format!(
-                "honeytoken-ground-truth ({} run): {why}",
-                mode.name()
-            )),
+            Some(why) => say_once(
+                &mut rec.unobserved,
+                format!("honeytoken-ground-truth ({} run): {why}", mode.name()),
+            ),
         }
         if main {
             manifest.sandbox = run.settings;
@@ -927,24 +930,27 @@ impl<'a> Pipeline<'a> {
         match run.usage {
             Some(u) => {
                 if main {
-                    manifest.recorder.channels.push(usage::CHANNEL.into());
+                    say_once(&mut manifest.recorder.channels, usage::CHANNEL.into());
                 }
                 self.usage.extend(u.into_iter().map(|mut p| {
                     p.mode = mode;
                     p
                 }));
             }
-            None if main => manifest.recorder.unobserved.push(format!(
-                "{}: this backend does not read the sandbox's usage while it runs",
-                usage::CHANNEL
-            )),
+            None if main => say_once(
+                &mut manifest.recorder.unobserved,
+                format!(
+                    "{}: this backend does not read the sandbox's usage while it runs",
+                    usage::CHANNEL
+                ),
+            ),
             None => {}
         }
         self.outlived.extend(of_run(&run.outlived));
         match run.left {
             Some((files, cut)) => {
                 if main {
-                    manifest.recorder.channels.push(left::CHANNEL.into());
+                    say_once(&mut manifest.recorder.channels, left::CHANNEL.into());
                 }
                 self.left.extend(files.into_iter().map(|mut f| {
                     f.mode = mode;
@@ -952,10 +958,13 @@ impl<'a> Pipeline<'a> {
                 }));
                 self.left_cut.extend(of_run(&cut));
             }
-            None if main => manifest.recorder.unobserved.push(format!(
-                "{}: this backend could not read what the run left",
-                left::CHANNEL
-            )),
+            None if main => say_once(
+                &mut manifest.recorder.unobserved,
+                format!(
+                    "{}: this backend could not read what the run left",
+                    left::CHANNEL
+                ),
+            ),
             None => {}
         }
         manifest.sandbox.usage = self.usage.clone();
@@ -2051,6 +2060,19 @@ fn http_session(
         &opts.session,
         hooks,
     ))
+}
+
+/// Adds `s` to `list` unless it is there.
+fn say_once(list: &mut Vec<String>, s: String) {
+    if !list.contains(&s) {
+        list.push(s);
+    }
+}
+
+/// Sets the environment variable `name` of a command to `value`, in place of any it had.
+fn set_env(env: &mut Vec<(String, String)>, name: String, value: String) {
+    env.retain(|(k, _)| *k != name);
+    env.push((name, value));
 }
 
 /// Evaluates the current checks over stored or fresh evidence.

@@ -4,7 +4,7 @@
 //! line of its stderr that says why ([`error_line`]) and the sandbox limits that can have
 //! caused it ([`limits_that_failed`]).
 
-use crate::{config, install, run, target, Error, Pipeline};
+use crate::{config, install, target, Error, Pipeline};
 use glassbox_model::{NetworkMode, ServerExit};
 use std::path::Path;
 
@@ -104,11 +104,6 @@ impl Pipeline<'_> {
             tried.push(lack);
             self.bundle.write_manifest(&self.manifest)?;
             self.network_run(&target, true, mode)?;
-            // Each start of the main run said what it observes: once is enough.
-            let mut seen = std::collections::HashSet::new();
-            let channels = &mut self.manifest.recorder.channels;
-            channels.retain(|c| seen.insert(c.clone()));
-            self.bundle.write_manifest(&self.manifest)?;
         }
         Ok(target)
     }
@@ -145,22 +140,14 @@ impl Pipeline<'_> {
         Ok(match lack {
             Lack::Env(name) => {
                 let (value, said) = if config::secret_name(name) {
-                    let canary = run::env_canary()?;
-                    self.secrets.tokens.push(glassbox_model::Honeytoken {
-                        path: format!("env:{name}"),
-                        kind: "declared-secret".into(),
-                        secrets: vec![canary.clone()],
-                        random: vec![canary["gbx_".len()..].to_string()],
-                        ..Default::default()
-                    });
+                    let canary = self.declared_canary(name, Vec::new())?;
                     (canary, format!("{name}, a canary"))
                 } else {
                     let v = value_for(name, &folder);
                     let said = format!("{name}={v}");
                     (v, said)
                 };
-                target.env.retain(|(k, _)| k != name);
-                target.env.push((name.clone(), value));
+                crate::set_env(&mut target.env, name.clone(), value);
                 said
             }
             Lack::Option(flag) => {

@@ -577,6 +577,11 @@ fn a_bare_package_runs_as_its_readme_configures_it() {
         .filter(|r| r.session.as_ref().is_some_and(|s| !s.completed))
         .collect();
     assert_eq!(failed.len(), 2, "{:?}", m.network.runs);
+    // Three starts of the main run say what it observes, and does not, once.
+    for list in [&m.recorder.channels, &m.recorder.unobserved] {
+        let mut seen = std::collections::HashSet::new();
+        assert!(list.iter().all(|c| seen.insert(c)), "{list:?}");
+    }
     assert!(m
         .sandbox
         .honeytokens
