@@ -103,6 +103,21 @@ struct Walk<'a> {
     over_read: bool,
 }
 
+impl<'a> Walk<'a> {
+    fn new(planted: &'a [Planted], needles: &'a Needles) -> Walk<'a> {
+        Walk {
+            planted,
+            needles,
+            files: Vec::new(),
+            visited: 0,
+            read: 0,
+            more: 0,
+            deep: false,
+            over_read: false,
+        }
+    }
+}
+
 /// A planted file: its path inside, and the SHA-256 (hex) of what was planted there (`None`:
 /// its content is made while the run goes, the lazily made RSA key: never listed).
 pub(crate) type Planted = (String, Option<String>);
@@ -124,16 +139,7 @@ pub(crate) fn scan(
     planted: &[Planted],
     needles: &Needles,
 ) -> Left {
-    let mut w = Walk {
-        planted,
-        needles,
-        files: Vec::new(),
-        visited: 0,
-        read: 0,
-        more: 0,
-        deep: false,
-        over_read: false,
-    };
+    let mut w = Walk::new(planted, needles);
     // Home is mounted under another writable place on none of ours, but `/run` holds the
     // canary sockets (not regular files: not listed) and `/var/run` is the link to it.
     for (inside, by) in roots {
@@ -373,16 +379,7 @@ mod tests {
             holds: Vec::new(),
         };
         let needles = Needles::new(&[], "/home/u", None);
-        let mut w = Walk {
-            planted: &[],
-            needles: &needles,
-            files: Vec::new(),
-            visited: 0,
-            read: 0,
-            more: 0,
-            deep: false,
-            over_read: false,
-        };
+        let mut w = Walk::new(&[], &needles);
         let dev = std::fs::metadata(&root).map(|m| m.dev()).ok();
         read(&mut w, &root.join("q"), dev, &mut f);
         read(&mut w, &root.join("p"), dev, &mut f);
