@@ -640,6 +640,7 @@ impl<'a> Pipeline<'a> {
             &self.secrets.tokens,
             self.opts.metadata_probe,
             &self.opts.command,
+            &self.secrets.home,
         );
         Ok(())
     }
@@ -723,7 +724,7 @@ impl<'a> Pipeline<'a> {
         self.finish()
     }
 
-    /// The server's environment and paths: `--ro`, the bait variables, the configuration's
+    /// The server's environment and paths: `--ro`, the bait variables, the browser's, the configuration's
     /// plain values as given and its secrets as fresh canaries that are planted secrets like
     /// the files (`env:NAME`); then what the entry explains.
     fn server_environment(
@@ -731,7 +732,10 @@ impl<'a> Pipeline<'a> {
         mut target: target::Resolved,
     ) -> Result<target::Resolved, Error> {
         target.extra_ro.extend(self.opts.extra_ro.iter().cloned());
-        for (name, value) in &self.bait {
+        // The bait variables, and where the host has a Chromium, the variables that point
+        // browser drivers at its launcher: a value the target sets stays.
+        let browser = glassbox_sandbox::browser::planted().map(|(_, env)| env);
+        for (name, value) in self.bait.iter().chain(browser.iter().flatten()) {
             if !target.env.iter().any(|(k, _)| k == name) {
                 target.env.push((name.clone(), value.clone()));
             }
@@ -1123,6 +1127,7 @@ fn finish(
     // The key made on first open (if it was opened) is a planted secret like the others.
     secrets.settle_rsa();
     manifest.sandbox.honeytokens = secrets.tokens.clone();
+    manifest.sandbox.workspace = glassbox_sandbox::workspace::dir(&secrets.home);
     if let Err(e) = sink.clone().flush() {
         return Err(Error::Evidence {
             path: dir.join(bundle::EVENTS),
@@ -1258,8 +1263,18 @@ fn install_phase(
     let _lock = InstallLock::take(&dir)?;
     let registry: Vec<(String, u16)> = install::registry_hosts(spec.registry);
     let registry_text: Vec<String> = registry.iter().map(|(h, p)| format!("{h}:{p}")).collect();
-    let install_env: Vec<String> = opts
-        .install_env
+    // Where the host has a Chromium, browser drivers are pointed at it when the server runs
+    // (`glassbox_sandbox::browser`): their installers need not download one (which the
+    // registry-only network refuses, failing the install).
+    let mut env = opts.install_env.clone();
+    if glassbox_sandbox::browser::system_chromium().is_some() {
+        for (k, v) in glassbox_sandbox::browser::INSTALL_ENV {
+            if !env.iter().any(|(n, _)| n == k) {
+                env.push((k.to_string(), v.to_string()));
+            }
+        }
+    }
+    let install_env: Vec<String> = env
         .iter()
         .map(|(k, v)| match config::secret_name(k) {
             true => format!("{k}=***"),
@@ -1303,7 +1318,7 @@ fn install_phase(
         uid => uid,
     };
     std::os::unix::fs::chown(&dir, Some(owner), None).map_err(fresh)?;
-    let installer = install::installer(package, &exact, &dir, &opts.install_env)?;
+    let installer = install::installer(package, &exact, &dir, &env)?;
     let command: Vec<String> = installer
         .command
         .iter()
@@ -2114,20 +2129,31 @@ pub fn report(
 
 /// The role probes of the plans of calls ([`glassbox_mcp::args::Probes`]): a planted cloud
 /// credential and another project's `.env` for paths, the canary Docker socket for sockets,
-/// the metadata address for URLs.
+/// the metadata address for URLs; the workspace path values go in, and its files.
 fn probes(
     tokens: &[glassbox_model::Honeytoken],
     metadata: std::net::IpAddr,
     command: &[OsString],
+    home: &str,
 ) -> glassbox_mcp::args::Probes {
     // The folder the server was given: the first argument that is an absolute path of a
-    // directory (visible in the sandbox at the same path).
-    let workspace = command
+    // directory (visible in the sandbox at the same path), with what it holds; else the
+    // sample workspace planted in home.
+    let given = command
         .iter()
         .skip(1)
         .map(Path::new)
-        .find(|p| p.is_absolute() && p.is_dir())
-        .map(|p| p.to_string_lossy().into_owned());
+        .find(|p| p.is_absolute() && p.is_dir());
+    let (workspace, files) = match given {
+        Some(dir) => (dir.to_string_lossy().into_owned(), listing(dir)),
+        None => (
+            glassbox_sandbox::workspace::dir(home),
+            glassbox_sandbox::workspace::samples()
+                .into_iter()
+                .map(String::from)
+                .collect(),
+        ),
+    };
     let mut outside = Vec::new();
     for (kind, what) in [
         ("aws-credentials", "a planted credential"),
@@ -2141,9 +2167,48 @@ fn probes(
         outside,
         socket: Some(canary::DOCKER_VAR.to_string()),
         metadata: Some(metadata.to_string()),
-        workspace,
+        workspace: Some(workspace),
+        files,
         tool: String::new(),
     }
+}
+
+/// The files of a folder the user gave the server (paths relative to it), for path values
+/// to name: bounded (three levels, 2,000 entries looked at, 200 kept), hidden entries and
+/// links left out, in name order.
+fn listing(dir: &Path) -> Vec<String> {
+    const LOOKED: usize = 2_000;
+    const KEPT: usize = 200;
+    let mut out = Vec::new();
+    let mut looked = 0;
+    let mut todo = vec![(dir.to_path_buf(), 0)];
+    'walk: while let Some((d, depth)) = todo.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        let mut entries: Vec<_> = entries.flatten().take(LOOKED).collect();
+        entries.sort_by_key(|e| e.file_name());
+        for e in entries {
+            looked += 1;
+            if looked > LOOKED || out.len() >= KEPT {
+                break 'walk;
+            }
+            if e.file_name().to_string_lossy().starts_with('.') {
+                continue;
+            }
+            let Ok(kind) = e.file_type() else { continue };
+            let path = e.path();
+            if kind.is_dir() && depth < 2 {
+                todo.push((path, depth + 1));
+            } else if kind.is_file() {
+                if let Ok(rel) = path.strip_prefix(dir) {
+                    out.push(rel.to_string_lossy().into_owned());
+                }
+            }
+        }
+    }
+    out.sort();
+    out
 }
 
 /// What [`trace`] saw besides the events it wrote.

@@ -260,7 +260,8 @@ pub(crate) struct Recording {
 }
 
 /// The sandbox user and the planted secrets: made once per audit, the same in every run (a
-/// secret found outbound in any run is then one of the manifest's).
+/// secret found outbound in any run is then one of the manifest's). The planted files hold the
+/// sample workspace too ([`glassbox_sandbox::workspace`]), which is no secret.
 #[derive(Clone)]
 pub(crate) struct Secrets {
     pub user: String,
@@ -319,11 +320,12 @@ impl Secrets {
             hostname: hostname.clone(),
             made: Default::default(),
         });
-        let (files, tokens) = match lazy_rsa {
+        let (mut files, tokens) = match lazy_rsa {
             Some(_) => honeytokens::generate_with(&home, &user, &hostname, None),
             None => honeytokens::generate(&home, &user, &hostname),
         }
         .map_err(Error::Honeytokens)?;
+        files.extend(planted_not_secret(&home));
         Ok(Secrets {
             user,
             hostname,
@@ -340,8 +342,9 @@ impl Secrets {
     /// declared secret's canary, the bait variables, an elicitation's canary) kept: they are
     /// the server's environment and answers, not planted files. For dual execution.
     pub(crate) fn refreshed(&self, ca_pem: Option<&str>) -> Result<Secrets, Error> {
-        let (files, tokens) = honeytokens::generate(&self.home, &self.user, &self.hostname)
+        let (mut files, tokens) = honeytokens::generate(&self.home, &self.user, &self.hostname)
             .map_err(Error::Honeytokens)?;
+        files.extend(planted_not_secret(&self.home));
         let mut fresh = Secrets {
             user: self.user.clone(),
             hostname: self.hostname.clone(),
@@ -384,6 +387,18 @@ impl Secrets {
         }
         self.lazy_rsa = None;
     }
+}
+
+/// What is planted besides the secrets: the sample workspace and, where the host has a
+/// Chromium, the launcher browser drivers are pointed at ([`glassbox_sandbox::browser`]).
+fn planted_not_secret(home: &str) -> Vec<glassbox_sandbox::PlantedFile> {
+    let mut files = glassbox_sandbox::workspace::files(home);
+    files.extend(
+        glassbox_sandbox::browser::planted()
+            .map(|(launcher, _)| launcher)
+            .unwrap_or_default(),
+    );
+    files
 }
 
 /// A fresh canary for a declared secret (an API key in a configuration's `env`): random,
@@ -625,6 +640,7 @@ pub(crate) fn start(
     })?;
     let mut settings = sandbox.settings().clone();
     settings.honeytokens = tokens;
+    settings.workspace = glassbox_sandbox::workspace::dir(&home);
     let listener = sandbox
         .listener
         .take()

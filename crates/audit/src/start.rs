@@ -25,7 +25,7 @@ impl Pipeline<'_> {
             return None;
         }
         let fill = glassbox_plan::readme::Fill {
-            path: dir.to_string_lossy().into_owned(),
+            path: glassbox_sandbox::workspace::dir(&self.secrets.home),
             files: self.manifest.sandbox.home.clone(),
             url: "https://api.example.test/".into(),
         };
@@ -136,7 +136,8 @@ impl Pipeline<'_> {
                 "glassbox".into()
             }
         };
-        let folder = self.server_cwd.to_string_lossy().into_owned();
+        // A folder it lacks is the sample workspace, as a user gives their project.
+        let folder = glassbox_sandbox::workspace::dir(&self.secrets.home);
         Ok(match lack {
             Lack::Env(name) => {
                 let (value, said) = if config::secret_name(name) {

@@ -7,8 +7,12 @@
 //!
 //! Each must install, complete with every tool called, and keep its expected verdict; none
 //! may be accused, and every flag it keeps is listed below with the reason a reviewer would
-//! give. Any other flag fails the test. The call outcomes are totalled (the README's corpus
-//! table is this test's output: `target/corpus.md`).
+//! give. Any other flag fails the test, and so does a listed flag that no longer fires or a
+//! server whose tools with a successful call fall below the number recorded. Two are started
+//! bare, from their README's configuration, as a registry maintainer starts a package. The
+//! call outcomes, the start rate (installed, started, listed, called) and the tools with a
+//! successful call are totalled (the README's corpus table is this test's output:
+//! `target/corpus.md`).
 //!
 //! It needs the package registries (npm, PyPI) and takes about ten minutes: it runs when
 //! `GLASSBOX_CORPUS=1` (scripts/test sets it); `GLASSBOX_CORPUS_ONLY=TEXT` runs the servers
@@ -35,6 +39,13 @@ struct Server {
     install_env: &'static [(&'static str, &'static str)],
     /// Every check it is flagged by, with why a reviewer keeps (or dismisses) the flag.
     flags: &'static [(&'static str, &'static str)],
+    /// Tools with at least one successful call, as last recorded (one less where a call
+    /// timed out then: a slower machine): the audit must reach at least as many (a fall is a
+    /// regression of what the calls do).
+    ok_tools: usize,
+    /// Started bare, as a registry maintainer starts it: no arguments or environment given,
+    /// the package's README's client configuration used (`glassbox_plan::readme`).
+    readme: bool,
 }
 
 const NO: &[(&str, &str)] = &[];
@@ -48,14 +59,18 @@ const CORPUS: &[Server] = &[
         env: &[],
         install_env: &[],
         flags: NO,
+        ok_tools: 3,
+        readme: false,
     },
     Server {
         target: "npm:@modelcontextprotocol/server-filesystem@2026.8.31",
-        class: "TypeScript SDK, current; a folder given",
-        args: &["<DIR>"],
+        class: "TypeScript SDK, current; the folder its README names",
+        args: &[],
         env: &[],
         install_env: &[],
         flags: NO,
+        ok_tools: 12,
+        readme: true,
     },
     Server {
         target: "npm:@modelcontextprotocol/server-everything@2026.8.31",
@@ -77,6 +92,8 @@ const CORPUS: &[Server] = &[
                 "gzip-file-as-resource fetches any URL it is given, the metadata address too: server-side request forgery, a finding a reviewer keeps",
             ),
         ],
+        ok_tools: 15,
+        readme: false,
     },
     Server {
         target: "npm:@modelcontextprotocol/server-sequential-thinking@2026.8.31",
@@ -85,6 +102,8 @@ const CORPUS: &[Server] = &[
         env: &[],
         install_env: &[],
         flags: NO,
+        ok_tools: 1,
+        readme: false,
     },
     Server {
         target: "pypi:mcp-server-time==2026.10.19",
@@ -93,6 +112,8 @@ const CORPUS: &[Server] = &[
         env: &[],
         install_env: &[],
         flags: NO,
+        ok_tools: 1,
+        readme: false,
     },
     Server {
         target: "pypi:mcp-server-fetch==2026.10.24",
@@ -101,14 +122,18 @@ const CORPUS: &[Server] = &[
         env: &[],
         install_env: &[],
         flags: NO,
+        ok_tools: 0,
+        readme: false,
     },
     Server {
         target: "pypi:mcp-server-git==2026.10.19",
-        class: "Python SDK; shells out to git",
+        class: "Python SDK; shells out to git (the repository its README names)",
         args: &[],
         env: &[],
         install_env: &[],
         flags: NO,
+        ok_tools: 9,
+        readme: true,
     },
     Server {
         target: "npm:@modelcontextprotocol/server-memory@0.6.2",
@@ -117,6 +142,8 @@ const CORPUS: &[Server] = &[
         env: &[],
         install_env: &[],
         flags: NO,
+        ok_tools: 3,
+        readme: false,
     },
     Server {
         target: "npm:@modelcontextprotocol/server-filesystem@2025.1.14",
@@ -125,6 +152,8 @@ const CORPUS: &[Server] = &[
         env: &[],
         install_env: &[],
         flags: NO,
+        ok_tools: 1,
+        readme: false,
     },
     Server {
         target: "npm:@modelcontextprotocol/server-everything@2025.1.14",
@@ -133,6 +162,8 @@ const CORPUS: &[Server] = &[
         env: &[],
         install_env: &[],
         flags: NO,
+        ok_tools: 5,
+        readme: false,
     },
     Server {
         target: "npm:@modelcontextprotocol/server-sequential-thinking@0.6.2",
@@ -141,6 +172,8 @@ const CORPUS: &[Server] = &[
         env: &[],
         install_env: &[],
         flags: NO,
+        ok_tools: 1,
+        readme: false,
     },
     Server {
         target: "pypi:mcp-server-calculator==0.2.1",
@@ -149,6 +182,8 @@ const CORPUS: &[Server] = &[
         env: &[],
         install_env: &[],
         flags: NO,
+        ok_tools: 1,
+        readme: false,
     },
     Server {
         target: "npm:@modelcontextprotocol/server-brave-search@0.6.2",
@@ -157,6 +192,8 @@ const CORPUS: &[Server] = &[
         env: &[("BRAVE_API_KEY", "BSA-example")],
         install_env: &[],
         flags: NO,
+        ok_tools: 1,
+        readme: false,
     },
     Server {
         target: "npm:@modelcontextprotocol/server-github@2025.4.8",
@@ -165,6 +202,8 @@ const CORPUS: &[Server] = &[
         env: &[("GITHUB_PERSONAL_ACCESS_TOKEN", "ghp_example")],
         install_env: &[],
         flags: NO,
+        ok_tools: 11,
+        readme: false,
     },
     Server {
         target: "npm:@modelcontextprotocol/server-gitlab@2025.4.25",
@@ -176,6 +215,8 @@ const CORPUS: &[Server] = &[
         ],
         install_env: &[],
         flags: NO,
+        ok_tools: 0,
+        readme: false,
     },
     Server {
         target: "npm:@modelcontextprotocol/server-slack@2025.4.25",
@@ -187,6 +228,8 @@ const CORPUS: &[Server] = &[
         ],
         install_env: &[],
         flags: NO,
+        ok_tools: 8,
+        readme: false,
     },
     Server {
         target: "npm:@modelcontextprotocol/server-google-maps@0.6.2",
@@ -195,6 +238,8 @@ const CORPUS: &[Server] = &[
         env: &[("GOOGLE_MAPS_API_KEY", "AIza-example")],
         install_env: &[],
         flags: NO,
+        ok_tools: 0,
+        readme: false,
     },
     Server {
         target: "npm:@modelcontextprotocol/server-everart@0.6.2",
@@ -203,6 +248,8 @@ const CORPUS: &[Server] = &[
         env: &[("EVERART_API_KEY", "everart-example")],
         install_env: &[],
         flags: NO,
+        ok_tools: 0,
+        readme: false,
     },
     Server {
         target: "npm:tavily-mcp@0.2.22",
@@ -211,6 +258,8 @@ const CORPUS: &[Server] = &[
         env: &[("TAVILY_API_KEY", "tvly-example")],
         install_env: &[],
         flags: NO,
+        ok_tools: 1,
+        readme: false,
     },
     Server {
         target: "npm:firecrawl-mcp@3.26.0",
@@ -219,6 +268,8 @@ const CORPUS: &[Server] = &[
         env: &[("FIRECRAWL_API_KEY", "fc-example")],
         install_env: &[],
         flags: NO,
+        ok_tools: 21,
+        readme: false,
     },
     Server {
         target: "npm:exa-mcp-server@3.4.1",
@@ -236,6 +287,8 @@ const CORPUS: &[Server] = &[
                 "the same analytics, tried with the network denied",
             ),
         ],
+        ok_tools: 2,
+        readme: false,
     },
     Server {
         target: "npm:@notionhq/notion-mcp-server@2.5.2",
@@ -244,6 +297,8 @@ const CORPUS: &[Server] = &[
         env: &[("NOTION_TOKEN", "ntn_example")],
         install_env: &[],
         flags: NO,
+        ok_tools: 24,
+        readme: false,
     },
     Server {
         target: "npm:@sentry/mcp-server@0.39.0",
@@ -252,6 +307,8 @@ const CORPUS: &[Server] = &[
         env: &[("SENTRY_ACCESS_TOKEN", "sntrys_example")],
         install_env: &[],
         flags: NO,
+        ok_tools: 1,
+        readme: false,
     },
     Server {
         target: "npm:@perplexity-ai/mcp-server@1.2.1",
@@ -260,6 +317,8 @@ const CORPUS: &[Server] = &[
         env: &[("PERPLEXITY_API_KEY", "pplx-example")],
         install_env: &[],
         flags: NO,
+        ok_tools: 0,
+        readme: false,
     },
     Server {
         target: "npm:@upstash/context7-mcp@4.1.1",
@@ -284,6 +343,8 @@ const CORPUS: &[Server] = &[
                 "the library name a tool is given goes to context7.com in the query: what the tool is for, to a destination nothing published names: a reviewer dismisses it with the egress",
             ),
         ],
+        ok_tools: 2,
+        readme: false,
     },
     Server {
         target: "pypi:mcp-atlassian==0.23.1",
@@ -305,6 +366,8 @@ const CORPUS: &[Server] = &[
                 "the same look, tried with the network denied",
             ),
         ],
+        ok_tools: 47,
+        readme: false,
     },
     Server {
         target: "npm:mcp-server-kubernetes@4.1.7",
@@ -318,22 +381,54 @@ const CORPUS: &[Server] = &[
                 "reads the kubeconfig it is for (its token went only to that kubeconfig's cluster) and looks at ~/.kube",
             ),
         ],
+        ok_tools: 9,
+        readme: false,
     },
     Server {
         target: "npm:@playwright/mcp@0.0.83",
-        class: "browser driver",
+        class: "browser driver (the system's Chromium, docs/workspace.md)",
         args: &[],
         env: &[],
         install_env: &[],
-        flags: NO,
+        flags: &[
+            (
+                "unexplained-egress",
+                "the Chromium glassbox supplies checks whether IPv6 reaches the Internet by connecting a UDP socket to Google's public DNS address ([2001:4860:4860::8888]:443) and sends nothing: a reviewer dismisses it (the recorder does not yet say a connect's socket type)",
+            ),
+            (
+                "denied-network-attempts",
+                "the same check, with the network denied",
+            ),
+            (
+                "input-exposure",
+                "its navigation tool opens any URL it is given, the metadata address too: server-side request forgery, a finding a reviewer keeps",
+            ),
+        ],
+        ok_tools: 9,
+        readme: false,
     },
     Server {
         target: "npm:@modelcontextprotocol/server-puppeteer@2025.5.12",
-        class: "browser driver, 2024-11-05 era",
+        class: "browser driver, 2024-11-05 era (the system's Chromium)",
         args: &[],
         env: &[],
-        install_env: &[("PUPPETEER_SKIP_DOWNLOAD", "1")],
-        flags: NO,
+        install_env: &[],
+        flags: &[
+            (
+                "unexplained-egress",
+                "the Chromium glassbox supplies checks whether IPv6 reaches the Internet by connecting a UDP socket to Google's public DNS address ([2001:4860:4860::8888]:443) and sends nothing: a reviewer dismisses it (the recorder does not yet say a connect's socket type)",
+            ),
+            (
+                "denied-network-attempts",
+                "the same check, with the network denied",
+            ),
+            (
+                "input-exposure",
+                "its navigation tool opens any URL it is given, the metadata address too: server-side request forgery, a finding a reviewer keeps",
+            ),
+        ],
+        ok_tools: 1,
+        readme: false,
     },
     Server {
         target: "pypi:mcp-shell-server==1.1.14",
@@ -342,6 +437,8 @@ const CORPUS: &[Server] = &[
         env: &[("ALLOW_COMMANDS", "ls,cat,echo,pwd")],
         install_env: &[],
         flags: NO,
+        ok_tools: 0,
+        readme: false,
     },
     Server {
         target: "npm:@modelcontextprotocol/server-postgres@0.6.2",
@@ -350,6 +447,8 @@ const CORPUS: &[Server] = &[
         env: &[],
         install_env: &[],
         flags: NO,
+        ok_tools: 0,
+        readme: false,
     },
     Server {
         target: "npm:mongodb-mcp-server@3.0.4",
@@ -382,6 +481,8 @@ const CORPUS: &[Server] = &[
                 "its atlas-local tools drive Docker: they connect to the (canary) Docker socket and ask it to pull an image",
             ),
         ],
+        ok_tools: 2,
+        readme: false,
     },
 ];
 
@@ -394,6 +495,11 @@ struct Done {
     row: String,
     calls: BTreeMap<String, u64>,
     failures: Vec<String>,
+    /// How far it got: installed, started (answered `initialize`), listed its tools, called
+    /// every tool.
+    reached: [bool; 4],
+    /// Tools, and tools with at least one successful call.
+    tools: (usize, usize),
 }
 
 fn outcome_name(r: CallResult) -> String {
@@ -413,8 +519,9 @@ fn audit_one(s: &Server, i: usize, tmp: &std::path::Path, data: &std::path::Path
         tmp.to_path_buf(),
     );
     o.package = PackageSpec::parse(s.target).unwrap().map(Into::into);
-    // A client configuration's entry, as written here: never the package's README's.
-    o.readme_config = false;
+    // A client configuration's entry, as written here; or, started bare, the package's
+    // README's.
+    o.readme_config = s.readme;
     o.extra_ro = vec![data.to_path_buf()];
     o.evidence_dir = Some(tmp.join(format!("evidence-{i}")));
     o.proofs = Some(Proofs::all_proven());
@@ -440,9 +547,11 @@ fn audit_one(s: &Server, i: usize, tmp: &std::path::Path, data: &std::path::Path
         Ok(a) => a,
         Err(e) => {
             return Done {
-                row: format!("| `{}` | error | | | |", s.target),
+                row: format!("| `{}` | error | | | | | |", s.target),
                 calls: BTreeMap::new(),
                 failures: vec![format!("{}: {e}", s.target)],
+                reached: [false; 4],
+                tools: (0, 0),
             }
         }
     };
@@ -466,6 +575,24 @@ fn audit_one(s: &Server, i: usize, tmp: &std::path::Path, data: &std::path::Path
             *calls.entry(outcome_name(c.result)).or_default() += 1;
         }
     }
+    let ok_tools = m
+        .session
+        .tools
+        .iter()
+        .filter(|t| t.calls.iter().any(|c| c.result == CallResult::Ok))
+        .count();
+    if ok_tools < s.ok_tools {
+        failures.push(format!(
+            "{target}: {ok_tools} tools with a successful call, {} recorded",
+            s.ok_tools
+        ));
+    }
+    let reached = [
+        m.install.as_ref().is_some_and(|i| i.failure.is_none()),
+        m.session.protocol_version.is_some(),
+        !m.session.tools.is_empty(),
+        !a.report.tools.is_empty() && a.report.tools.iter().all(|t| t.called),
+    ];
     let mut flagged: Vec<String> = Vec::new();
     for c in &a.report.checks {
         for f in &c.findings {
@@ -498,7 +625,7 @@ fn audit_one(s: &Server, i: usize, tmp: &std::path::Path, data: &std::path::Path
     }
     for (id, why) in s.flags {
         if !flagged.iter().any(|f| f == id) {
-            eprintln!("{target}: listed flag {id} did not fire ({why})");
+            failures.push(format!("{target}: listed flag {id} did not fire ({why})"));
         }
     }
     let n: u64 = calls.values().sum();
@@ -508,26 +635,34 @@ fn audit_one(s: &Server, i: usize, tmp: &std::path::Path, data: &std::path::Path
         .iter()
         .map(|(id, why)| format!("`{id}`: {why}"))
         .collect();
+    let tools = m.session.tools.len();
     eprintln!(
-        "{target}: {:?}, {} tools, {n} calls ({}), {:.1}s",
+        "{target}: {:?}, {tools} tools ({ok_tools} with a successful call), {n} calls ({}), {:.1}s",
         a.report.verdict,
-        a.report.tools.len(),
         shown.join(", "),
         started.elapsed().as_secs_f64()
     );
     Done {
         row: format!(
-            "| `{}` | {} | {} | {} | {} ({}) | {} |",
+            "| `{}` | {}{} | {} | {} | {} | {} ({}) | {} |",
             target.split_once(':').map_or(target, |(_, t)| t),
             s.class,
+            if s.readme {
+                "; started bare (its README's configuration)"
+            } else {
+                ""
+            },
             format!("{:?}", a.report.verdict).to_lowercase(),
-            a.report.tools.len(),
+            tools,
+            ok_tools,
             n,
             shown.join(", "),
             why.join("; ")
         ),
         calls,
         failures,
+        reached,
+        tools: (tools, ok_tools),
     }
 }
 
@@ -573,8 +708,8 @@ fn the_benign_corpus_completes_unaccused() {
     let mut totals: BTreeMap<String, u64> = BTreeMap::new();
     let mut failures = Vec::new();
     let mut table = String::from(
-        "| server | what it stands for | verdict | tools | calls (outcomes) | flags kept, and why |\n\
-         |---|---|---|---|---|---|\n",
+        "| server | what it stands for | verdict | tools | tools with a successful call | calls (outcomes) | flags kept, and why |\n\
+         |---|---|---|---|---|---|---|\n",
     );
     for (_, d) in &done {
         table += &d.row;
@@ -597,7 +732,21 @@ fn the_benign_corpus_completes_unaccused() {
         share("ok"),
         share("transport_failure_at_edge"),
     );
-    table += &format!("\n{summary}\n");
+    let reached = |i: usize| done.iter().filter(|(_, d)| d.reached[i]).count();
+    let (tools, ok_tools) = done
+        .iter()
+        .fold((0, 0), |(t, o), (_, d)| (t + d.tools.0, o + d.tools.1));
+    let start_rate = format!(
+        "{} servers: {} installed, {} started (answered `initialize`), {} listed their tools, \
+         {} had every tool called; {ok_tools} of {tools} tools ({:.0}%) had a successful call",
+        done.len(),
+        reached(0),
+        reached(1),
+        reached(2),
+        reached(3),
+        100.0 * ok_tools as f64 / tools.max(1) as f64
+    );
+    table += &format!("\n{start_rate}\n\n{summary}\n");
     eprintln!("{table}");
     let out = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/corpus.md");
     let _ = std::fs::write(out, &table);

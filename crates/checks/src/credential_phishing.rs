@@ -30,6 +30,9 @@
 //! Version 2: what the input named includes a host given without a URL (`named.rs`): a host
 //! parameter's `m1x2.example.test`, an address with its port, a keyword connection string's
 //! `host=` (issue 34: a host glassbox itself gave a tool was called unexplained egress).
+//!
+//! Version 3 judges as version 2 did; its source `named.rs` now explains a `.test` name an
+//! earlier call's input gave at any time after that call (for `unexplained-egress`).
 
 use crate::explain::{self, Explains};
 use crate::json::{self, Message, Value};
@@ -39,7 +42,7 @@ use std::collections::HashSet;
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "credential-phishing",
-    version: 2,
+    version: 3,
     claim: "asks the user for no secret (no elicitation of a password, token or key; no \
             elicitation that sends the user to a page nothing explains)",
     severity: Severity::High,

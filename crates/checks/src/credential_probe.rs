@@ -61,6 +61,9 @@
 //! service (the npm registry for the npm token, the cluster of a kubeconfig) makes no fate
 //! unknown, its worst being the secret's use there; the finding names it.
 //! What the input named includes a host given without a URL (`named.rs`).
+//!
+//! Version 14 judges as version 13 did; its source `named.rs` now explains a `.test` name an
+//! earlier call's input gave at any time after that call (for `unexplained-egress`).
 
 use crate::paths::{self, NormPath, Rules, View};
 use crate::text::{self, Groups};
@@ -69,7 +72,7 @@ use glassbox_model::{Event, EventKind, Manifest, Severity};
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "credential-probe",
-    version: 13,
+    version: 14,
     claim: "no credential probing",
     severity: Severity::High,
     channels: &[Channel::Syscalls],

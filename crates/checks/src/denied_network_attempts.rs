@@ -33,6 +33,9 @@
 //! Version 9: what the input named includes a host given without a URL (`named.rs`): a host
 //! parameter's `m1x2.example.test`, an address with its port, a keyword connection string's
 //! `host=` (issue 34: a host glassbox itself gave a tool was called unexplained egress).
+//!
+//! Version 10 judges as version 9 did; what the input named (`named.rs`) now includes a `.test`
+//! name an earlier call's input gave, at any time after that call.
 
 use crate::explain::Explains;
 use crate::net::{self, Keyed, PhaseOf};
@@ -43,7 +46,7 @@ use std::collections::HashMap;
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "denied-network-attempts",
-    version: 9,
+    version: 10,
     claim: "tries nothing when the network is denied",
     severity: Severity::Medium,
     channels: &[Channel::Syscalls, Channel::PacketEdge, Channel::DeniedRun],

@@ -89,7 +89,7 @@ use std::net::IpAddr;
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "input-exposure",
-    version: 11,
+    version: 12,
     claim: "keeps tool input inside the sandbox and its workspace",
     severity: Severity::Medium,
     channels: &[
@@ -333,7 +333,8 @@ fn is_interpreter(path: &[u8], argv0: &[u8]) -> bool {
 
 /// The folders the server's arguments name (`server-filesystem /home/ana/notes`): absolute
 /// arguments after the program, normalized, that are not `/`, home, or a folder holding a
-/// planted secret (a server given the whole home is still reported reaching into it).
+/// planted secret (a server given the whole home is still reported reaching into it); and the
+/// sample workspace planted for the tools ([`glassbox_model::SandboxSettings::workspace`]).
 fn given_folders(m: &glassbox_model::Manifest) -> Vec<Vec<u8>> {
     let home = NormPath::new(m.sandbox.home.as_bytes());
     let planted: Vec<NormPath> = m
@@ -349,6 +350,10 @@ fn given_folders(m: &glassbox_model::Manifest) -> Vec<Vec<u8>> {
         .skip(1)
         .filter(|a| a.starts_with('/'))
         .map(|a| NormPath::new(a.as_bytes()))
+        .chain(
+            (!m.sandbox.workspace.is_empty())
+                .then(|| NormPath::new(m.sandbox.workspace.as_bytes())),
+        )
         .filter(|p| {
             !p.components().is_empty()
                 && !home.starts_with(p)
@@ -1009,6 +1014,27 @@ mod tests {
         assert_eq!(written(&["/home/user"]), 1);
         assert_eq!(written(&["/"]), 1);
         assert_eq!(written(&["/home"]), 1);
+    }
+
+    #[test]
+    fn the_planted_sample_workspace_is_a_workspace() {
+        let written = |workspace: &str| {
+            let mut ev = Ev::new()
+                .marker(M)
+                .cwd("/work/app")
+                .home("/home/user")
+                .open(
+                    format!("/home/user/projects/report/glassbox-probe-{M}.txt"),
+                    O_WRONLY | O_CREAT,
+                    Phase::Call("write_file".into()),
+                )
+                .build();
+            ev.manifest.sandbox.workspace = workspace.into();
+            summaries(evaluate(&ev)).len()
+        };
+        assert_eq!(written(""), 1);
+        assert_eq!(written("/home/user/projects/report"), 0);
+        assert_eq!(written("/home/user/projects/other"), 1);
     }
 
     #[test]

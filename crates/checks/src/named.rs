@@ -139,11 +139,32 @@ impl Named {
     /// with host `host` (a name, lower-case, or an IP address) or a host it is under, with
     /// that URL's argument: what a flow at `t_ns` to `host` was asked for. A flow carries no
     /// phase of its own (a microVM's none of its events either), so its time decides.
+    ///
+    /// A name under `.test` (RFC 6761: reserved, never a real destination; the names
+    /// glassbox's generated arguments give are under `example.test`) that an earlier call's
+    /// input named is that call's at any later time too: a page a browser tool opened goes on
+    /// loading, and retrying, through the calls after it.
     pub(crate) fn url_host_at(&self, t_ns: u64, host: &str) -> Option<(&Phase, &str)> {
+        let during = self.url_host_in(host, |start, end| {
+            start <= t_ns && t_ns <= end.saturating_add(LATE_NS)
+        });
+        if during.is_some() || !crate::net::is_under(host, "test") {
+            return during;
+        }
+        self.url_host_in(host, |start, _| start <= t_ns)
+    }
+
+    /// The first call whose window `in_window` takes and whose input has a URL with host
+    /// `host`, with that URL's argument.
+    fn url_host_in(
+        &self,
+        host: &str,
+        in_window: impl Fn(u64, u64) -> bool,
+    ) -> Option<(&Phase, &str)> {
         let ip = host.parse::<IpAddr>().ok();
         self.windows
             .iter()
-            .filter(|(start, end, _)| *start <= t_ns && t_ns <= end.saturating_add(LATE_NS))
+            .filter(|(start, end, _)| in_window(*start, *end))
             .find_map(|(_, _, p)| {
                 let c = self.by_phase.get(p)?;
                 let by_name = c.hosts.iter().find(|(_, h)| crate::net::is_under(host, h));
@@ -503,6 +524,36 @@ mod tests {
         );
         assert_eq!(n.url_host_at(3_500_000_000, "docs.vendor.example"), None);
         assert_eq!(n.url_host_at(500_000_000, "docs.vendor.example"), None);
+    }
+
+    #[test]
+    fn a_test_name_an_earlier_call_gave_is_that_calls_later_too() {
+        let mut m = manifest(vec![
+            json!({"url": "https://example.test/gbm0123456789"}),
+            json!({"url": "https://docs.vendor.example/"}),
+        ]);
+        m.timings = vec![
+            glassbox_model::PhaseTiming {
+                phase: Phase::call("read_file", 1),
+                start_ns: 1_000_000_000,
+                end_ns: 2_000_000_000,
+            },
+            glassbox_model::PhaseTiming {
+                phase: Phase::call("read_file", 2),
+                start_ns: 3_000_000_000,
+                end_ns: 4_000_000_000,
+            },
+        ];
+        let n = Named::of(&m);
+        let first = Phase::call("read_file", 1);
+        // A page still loading in a later call.
+        assert_eq!(
+            n.url_host_at(9_000_000_000, "example.test"),
+            Some((&first, "url"))
+        );
+        // Not before the call, and not a name that may be real.
+        assert_eq!(n.url_host_at(500_000_000, "example.test"), None);
+        assert_eq!(n.url_host_at(9_000_000_000, "docs.vendor.example"), None);
     }
 
     fn comps(p: &str) -> Vec<Vec<u8>> {

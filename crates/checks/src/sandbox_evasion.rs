@@ -45,6 +45,10 @@
 //!
 //! Version 11 judges as version 10 did; it reads the open family, so records of it the eBPF
 //! channel lost blind it as before (`outcome.rs` now tells those from other losses).
+//!
+//! Version 12 lists a refused netlink socket of the kernel's device events (a udev monitor,
+//! which a browser opens) as a note, apart from the other refused sockets, which it flags as
+//! before.
 
 use crate::net;
 use crate::text::{self, Groups};
@@ -53,7 +57,7 @@ use glassbox_model::{Event, EventKind, FlowProtocol, NetworkMode, Severity};
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "sandbox-evasion",
-    version: 11,
+    version: 12,
     claim: "nothing escaped the recorder",
     severity: Severity::High,
     channels: &[Channel::Syscalls, Channel::PacketEdge],
@@ -104,8 +108,14 @@ pub(crate) struct Refusal {
     reason: String,
 }
 
-/// The C library's routine attempt, refused so that `clone`'s flags can be read: not evasion.
-const ROUTINE: &[&str] = &["clone3"];
+/// The C library's routine attempt, refused so that `clone`'s flags can be read, and a udev
+/// monitor's socket of device events (libudev opens one for any program that watches devices:
+/// a browser, a USB library), refused because only netlink-route is let through: not
+/// evasion (version 12).
+const ROUTINE: &[&str] = &["clone3", UEVENT_KEY];
+
+/// The group of the refused sockets of device events ([`glassbox_model::UEVENT_REFUSAL`]).
+const UEVENT_KEY: &str = "socket (netlink device events)";
 
 /// Calls runtimes try once to learn whether the kernel has them, and do without when it is
 /// refused: libuv (Node) and others probe `io_uring_setup` when they start. A refusal of one
@@ -237,7 +247,14 @@ impl Evaluator for State {
                         .entry((syscall.clone(), e.pid))
                         .or_insert((e.t_ns, 0));
                 }
-                if let Some(g) = self.refused.add(syscall.clone(), e.id, &e.phase) {
+                // A udev monitor's socket is grouped, and judged, apart from the other
+                // refused sockets.
+                let key = if reason == glassbox_model::UEVENT_REFUSAL {
+                    UEVENT_KEY.to_string()
+                } else {
+                    syscall.clone()
+                };
+                if let Some(g) = self.refused.add(key, e.id, &e.phase) {
                     if g.reason.is_empty() {
                         g.errno = *errno;
                         g.reason = reason.clone();
@@ -444,6 +461,31 @@ mod tests {
         assert_eq!(eval.findings[0].evidence, vec![1, 2, 3]);
         assert_eq!(eval.notes.len(), 1);
         assert!(eval.notes[0].summary.starts_with("refused clone3"));
+    }
+
+    #[test]
+    fn a_udev_monitors_socket_is_a_note_and_a_packet_socket_is_flagged() {
+        let sock = |ev: Ev, reason: &str| {
+            ev.event(
+                2,
+                Phase::Call("t".into()),
+                EventKind::Refused {
+                    syscall: "socket".into(),
+                    errno: 97,
+                    reason: reason.into(),
+                },
+            )
+        };
+        let ev = sock(Ev::new(), glassbox_model::UEVENT_REFUSAL);
+        let eval = evaluate(&sock(ev, "raw packets").build());
+        assert_eq!(eval.findings.len(), 1, "{:?}", eval.findings);
+        assert!(eval.findings[0]
+            .summary
+            .contains("refused socket 1 time (errno 97): raw packets"));
+        assert_eq!(eval.notes.len(), 1);
+        assert!(eval.notes[0]
+            .summary
+            .starts_with("refused socket (netlink device events) 1 time"));
     }
 
     #[test]

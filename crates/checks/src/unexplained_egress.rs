@@ -41,6 +41,11 @@
 //! Version 9: what the input named includes a host given without a URL (`named.rs`): a host
 //! parameter's `m1x2.example.test`, an address with its port, a keyword connection string's
 //! `host=` (issue 34: a host glassbox itself gave a tool was called unexplained egress).
+//!
+//! Version 10 explains a name under `.test` (reserved; the names glassbox's generated arguments
+//! give) that an earlier call's input gave, at any time after that call (`named.rs`): a page a
+//! browser tool opened goes on loading, and retrying, through the calls after it, and was
+//! called unexplained egress in the denied run.
 
 use crate::explain::{self, Explains};
 use crate::net::{self, Keyed, PhaseOf};
@@ -52,7 +57,7 @@ use std::net::IpAddr;
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "unexplained-egress",
-    version: 9,
+    version: 10,
     claim: "no unexplained network egress",
     severity: Severity::High,
     channels: &[Channel::Syscalls, Channel::PacketEdge],

@@ -40,6 +40,9 @@
 //! Version 8: what the input named includes a host given without a URL (`named.rs`): a host
 //! parameter's `m1x2.example.test`, an address with its port, a keyword connection string's
 //! `host=` (issue 34: a host glassbox itself gave a tool was called unexplained egress).
+//!
+//! Version 9 judges as version 8 did; its source `named.rs` now explains a `.test` name an
+//! earlier call's input gave at any time after that call (for `unexplained-egress`).
 
 use crate::net::{self, Keyed, PhaseOf};
 use crate::paths::NormPath;
@@ -50,7 +53,7 @@ use std::collections::HashSet;
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "unix-socket",
-    version: 8,
+    version: 9,
     claim: "connects to no Unix socket it does not own",
     severity: Severity::High,
     channels: &[Channel::Syscalls],

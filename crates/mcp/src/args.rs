@@ -66,6 +66,7 @@
 use serde_json::{Map, Number, Value};
 
 mod correct;
+mod files;
 mod pattern;
 pub mod plan;
 mod reuse;
@@ -109,6 +110,10 @@ thread_local! {
     /// path values go in.
     static WORKSPACE: std::cell::RefCell<String> =
         const { std::cell::RefCell::new(String::new()) };
+    /// The files of the workspace ([`plan::Probes::files`]) and the tool the plan is for:
+    /// what path values name by kind ([`files`]).
+    static FILES: std::cell::RefCell<(Vec<String>, String)> =
+        const { std::cell::RefCell::new((Vec::new(), String::new())) };
 }
 
 /// The current marker (empty when none).
@@ -329,6 +334,14 @@ const KNOWN: &[(&[&str], &[&str])] = &[
     (&["currency"], &["USD", "EUR", "JPY"]),
     (&["country"], &["US", "FR", "JP"]),
     (&["expression", "expr"], &["1 + 2", "3 * 4", "10 / 2"]),
+    // A git revision or branch: ones every repository has (a made-up name resolves to
+    // nothing, and the call fails before it does anything).
+    (
+        &[
+            "revision", "rev", "ref", "commit", "sha", "treeish", "branch",
+        ],
+        &["HEAD", "HEAD~1", "main"],
+    ),
 ];
 
 impl Hint {
@@ -774,7 +787,26 @@ impl<'a> Gen<'a> {
                 && !obj.contains_key("format")
                 && !obj.contains_key("pattern")
             {
-                let s = hint.value(ctx.variant);
+                let param = self.path.last().map_or("", String::as_str);
+                let pick = WORKSPACE.with(|w| {
+                    FILES.with(|f| {
+                        let (files, tool) = &*f.borrow();
+                        files::pick(
+                            &w.borrow(),
+                            files,
+                            tool,
+                            param,
+                            obj,
+                            hint == Hint::Dir,
+                            ctx.variant,
+                        )
+                    })
+                });
+                let s = match pick {
+                    files::Pick::Existing(s) => s,
+                    files::Pick::NewDir => Hint::Dir.value(ctx.variant),
+                    files::Pick::MadeUp => hint.value(ctx.variant),
+                };
                 if length_ok(obj, &s) {
                     return Some(Value::String(s));
                 }

@@ -964,6 +964,11 @@ pub struct SandboxSettings {
     pub env: Vec<String>,
     /// The planted fake secrets.
     pub honeytokens: Vec<Honeytoken>,
+    /// The sample workspace planted for the tools to work on (a project folder under home
+    /// with a git repository, documents and data; nothing secret): the folder the client
+    /// gives as its root and path arguments name, unless the server's arguments name one.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub workspace: String,
     /// The resource limits applied, by resource (`memory`, `pids`, `cpu`, `disk`, `core`):
     /// the value and how it was enforced (`"1 GiB via cgroup v1 memory"`, `"512 via
     /// RLIMIT_NPROC (...)"`, `"1 CPU not enforced (...)"`).

@@ -45,6 +45,13 @@ pub use report::*;
 /// The version of glassbox that produced a bundle or a report.
 pub const GLASSBOX_VERSION: &str = env!("CARGO_PKG_VERSION");
 
+/// Why the sandbox refused a netlink socket of the kernel's device events
+/// (`NETLINK_KOBJECT_UEVENT`, what libudev's monitor opens): the filter lets netlink-route
+/// alone through, and this one carries no traffic anywhere. `sandbox-evasion` keys the refusal
+/// on this reason, which the filter gives it.
+pub const UEVENT_REFUSAL: &str = "a netlink socket of the kernel's device events (a udev monitor: \
+     no traffic leaves through it); the filter lets netlink-route alone through";
+
 /// The host's system directories (under `/`) that every isolation backend shows the server
 /// read-only at their own paths, when present; the manifest's read-only paths start from them.
 pub const SYSTEM_DIRS: &[&str] = &[

@@ -214,7 +214,8 @@ fn same_name(spec: &PackageSpec, name: &str) -> bool {
 }
 
 /// What a placeholder argument becomes: a path a person would replace by their own (an
-/// absolute path under a user's home or a `/path/to`, `~/...`, a Windows path), the folder; a
+/// absolute path under a user's home or a `/path/to`, a relative `path/to/...`, `~/...`, a
+/// Windows path), the folder; a
 /// placeholder after a URL-named option (`--api-url <your-url>`), the URL. `None`: kept.
 fn filled_arg(a: &str, option: &str, fill: &Fill) -> Option<String> {
     // `--root=/path/to/dir`: the value after `=`.
@@ -253,6 +254,8 @@ fn placeholder_path(a: &str) -> bool {
         "/Users/",
         "/home/",
         "/path/to",
+        "path/to/",
+        "./path/to/",
         "/absolute/path",
         "/your/",
         "~/",
@@ -466,6 +469,10 @@ mod tests {
         let readme = "```json\n{\"mcpServers\": {\"time\": {\"command\": \"uvx\", \"args\": [\"mcp-server-time\", \"--local-timezone=America/New_York\"]}}}\n```\n";
         let s = from_readme(readme, &spec("pypi:mcp_server_time"), &fill()).unwrap();
         assert_eq!(s.args, ["--local-timezone=America/New_York"]);
+        // A relative placeholder path (mcp-server-git's `path/to/git/repo`): the folder.
+        let git = "```json\n{\"mcpServers\": {\"git\": {\"command\": \"uvx\", \"args\": [\"mcp-server-git\", \"--repository\", \"path/to/git/repo\"]}}}\n```\n";
+        let s = from_readme(git, &spec("pypi:mcp-server-git"), &fill()).unwrap();
+        assert_eq!(s.args, ["--repository", "/srv/pkg"]);
     }
 
     #[test]

@@ -51,9 +51,11 @@ pub mod limits;
 mod netdev;
 
 pub use netdev::verify_isolation;
+pub mod browser;
 pub mod seccomp;
 mod sys;
 pub mod trust;
+pub mod workspace;
 
 use glassbox_model::{MountRecord, SandboxSettings, ServerExit};
 use std::ffi::OsString;
@@ -382,6 +384,7 @@ impl Config {
                 .map(|(k, v)| format!("{k}={v}"))
                 .collect(),
             honeytokens: Vec::new(),
+            workspace: String::new(),
             limits: Default::default(),
             limits_reached: Vec::new(),
             usage: Vec::new(),

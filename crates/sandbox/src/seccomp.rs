@@ -273,6 +273,13 @@ pub fn refusal(arch: u32, nr: i32, args: &[u64; 6]) -> Option<Refusal> {
             if allowed {
                 return None;
             }
+            if family == libc::AF_NETLINK && args[2] as u32 as i32 == libc::NETLINK_KOBJECT_UEVENT {
+                return Some(Refusal {
+                    syscall: syscall_name(nr as i64).to_string(),
+                    errno: libc::EAFNOSUPPORT,
+                    reason: glassbox_model::UEVENT_REFUSAL,
+                });
+            }
             libc::EAFNOSUPPORT as u32
         }
         Route::Notify | Route::NotifyIfArgNonNull(_) => return None,
@@ -453,6 +460,17 @@ mod tests {
         assert_eq!(refusal(AUDIT_ARCH_X86_64, socket, &route), None);
         let audit = [libc::AF_NETLINK as u64, 3, 9, 0, 0, 0];
         assert!(refusal(AUDIT_ARCH_X86_64, socket, &audit).is_some());
+        // A udev monitor's socket is refused with a reason of its own.
+        let uevent = [libc::AF_NETLINK as u64, 3, 15, 0, 0, 0];
+        let r = refusal(AUDIT_ARCH_X86_64, socket, &uevent).unwrap();
+        assert_eq!(
+            (r.errno, r.reason),
+            (libc::EAFNOSUPPORT, glassbox_model::UEVENT_REFUSAL)
+        );
+        assert_ne!(
+            refusal(AUDIT_ARCH_X86_64, socket, &audit).unwrap().reason,
+            glassbox_model::UEVENT_REFUSAL
+        );
         let packet = [libc::AF_PACKET as u64, 3, 0, 0, 0, 0];
         assert_eq!(
             refusal(AUDIT_ARCH_X86_64, socket, &packet).map(|r| r.errno),

@@ -60,6 +60,10 @@ pub struct Probes {
     /// `server-filesystem /home/ana/notes`): path values go inside it, as a user's would, so
     /// that a tool confined to it does its work rather than refuse every call.
     pub workspace: Option<String>,
+    /// Files in the workspace (paths relative to it), which path values name by the kind a
+    /// parameter wants (the spreadsheet for a spreadsheet, the folder for a repository); a
+    /// value to be made new stays made up ([`super::files`]).
+    pub files: Vec<String>,
     /// What the plan is for (a tool's, resource template's or prompt's name): the execution
     /// canaries' ids are made from it and the parameter's name, so that the effect of one
     /// names the call that sent it ([`glassbox_model::exec_probe`]).
@@ -111,9 +115,11 @@ pub fn plan_calls_with(
     };
     MARKER.with(|m| *m.borrow_mut() = marker.to_string());
     super::WORKSPACE.with(|w| *w.borrow_mut() = probes.workspace.clone().unwrap_or_default());
+    super::FILES.with(|f| *f.borrow_mut() = (probes.files.clone(), probes.tool.clone()));
     let plan = plan_unmarked(schema, probes, max.max(1));
     MARKER.with(|m| m.borrow_mut().clear());
     super::WORKSPACE.with(|w| w.borrow_mut().clear());
+    super::FILES.with(|f| *f.borrow_mut() = Default::default());
     plan
 }
 
@@ -859,6 +865,7 @@ mod tests {
             socket: Some("/var/run/docker.sock".into()),
             metadata: Some("192.0.2.254".into()),
             workspace: None,
+            files: Vec::new(),
             tool: "t".into(),
         }
     }
@@ -877,12 +884,41 @@ mod tests {
         let plan = plan_calls_with(&schema, "m1234567", &given, 16);
         let full = &plan[0].arguments;
         assert_eq!(full["path"], "/home/ana/notes/glassbox-probe-m1234567.txt");
-        assert_eq!(full["dir"], "/home/ana/notes/glassbox-probe-m1234567");
+        // A folder is the one given (it exists; a made-up one under it would not).
+        assert_eq!(full["dir"], "/home/ana/notes");
         // The role probes still name what is outside it.
         assert!(texts(&plan, "path").contains(&"/home/ana/.aws/credentials"));
         // And the next plan, without a folder, is as before.
         let plan = plan_calls_with(&schema, "m1234567", &probes(), 16);
         assert_eq!(plan[0].arguments["path"], "glassbox-probe-m1234567.txt");
+    }
+
+    #[test]
+    fn paths_name_the_workspaces_files_by_kind_unless_the_tool_makes_them() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "The spreadsheet to read"},
+                "repo_path": {"type": "string"}
+            },
+            "required": ["path"]
+        });
+        let given = Probes {
+            workspace: Some("/home/ana/report".into()),
+            files: vec!["README.md".into(), "q1/budget.xlsx".into()],
+            ..probes()
+        };
+        let plan = plan_calls_with(&schema, "m1234567", &given.for_tool("read_sheet"), 16);
+        assert_eq!(plan[0].arguments["path"], "/home/ana/report/q1/budget.xlsx");
+        assert_eq!(plan[0].arguments["repo_path"], "/home/ana/report");
+        // The role probes still name what is outside it, and a tool that writes its path gets
+        // a new one, which carries the marker.
+        assert!(texts(&plan, "path").contains(&"/home/ana/.aws/credentials"));
+        let plan = plan_calls_with(&schema, "m1234567", &given.for_tool("write_sheet"), 16);
+        assert_eq!(
+            plan[0].arguments["path"],
+            "/home/ana/report/glassbox-probe-m1234567.txt"
+        );
     }
 
     /// [`valid_plan`] with the role probes and a marker.
