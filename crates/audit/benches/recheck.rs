@@ -799,5 +799,6 @@ fn connect(rng: &mut Rng) -> EventKind {
         syscall: rng.pick(&["connect", "sendto"]).into(),
         fd: 3 + rng.below(40) as i32,
         addr,
+        sock_type: None,
     }
 }

@@ -392,14 +392,6 @@ const CORPUS: &[Server] = &[
         install_env: &[],
         flags: &[
             (
-                "unexplained-egress",
-                "the Chromium glassbox supplies checks whether IPv6 reaches the Internet by connecting a UDP socket to Google's public DNS address ([2001:4860:4860::8888]:443) and sends nothing: a reviewer dismisses it (the recorder does not yet say a connect's socket type)",
-            ),
-            (
-                "denied-network-attempts",
-                "the same check, with the network denied",
-            ),
-            (
                 "input-exposure",
                 "its navigation tool opens any URL it is given, the metadata address too: server-side request forgery, a finding a reviewer keeps",
             ),
@@ -414,14 +406,6 @@ const CORPUS: &[Server] = &[
         env: &[],
         install_env: &[],
         flags: &[
-            (
-                "unexplained-egress",
-                "the Chromium glassbox supplies checks whether IPv6 reaches the Internet by connecting a UDP socket to Google's public DNS address ([2001:4860:4860::8888]:443) and sends nothing: a reviewer dismisses it (the recorder does not yet say a connect's socket type)",
-            ),
-            (
-                "denied-network-attempts",
-                "the same check, with the network denied",
-            ),
             (
                 "input-exposure",
                 "its navigation tool opens any URL it is given, the metadata address too: server-side request forgery, a finding a reviewer keeps",

@@ -351,7 +351,16 @@ fn a_failed_install_is_an_inconclusive_audit_whose_install_is_checked() {
         !install2.cached && install2.failure.is_none(),
         "{install2:?}"
     );
-    assert_eq!(install2.env, vec!["GB_PROBE_SKIP_DOWNLOAD=1".to_string()]);
+    // Where the host has a Chromium, the browser drivers' download is skipped too.
+    let mut env = vec!["GB_PROBE_SKIP_DOWNLOAD=1".to_string()];
+    if glassbox_sandbox::browser::system_chromium().is_some() {
+        env.extend(
+            glassbox_sandbox::browser::INSTALL_ENV
+                .iter()
+                .map(|(k, v)| format!("{k}={v}")),
+        );
+    }
+    assert_eq!(install2.env, env);
     assert!(m2.session.completed, "{:?}", m2.session);
     assert_eq!(
         m2.target.package.as_ref().unwrap().program.as_deref(),

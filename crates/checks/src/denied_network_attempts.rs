@@ -36,6 +36,10 @@
 //!
 //! Version 10 judges as version 9 did; what the input named (`named.rs`) now includes a `.test`
 //! name an earlier call's input gave, at any time after that call.
+//!
+//! Version 11 does not count a connect of a datagram socket that no packet followed (the
+//! recorder now says a connect's socket type): nothing was sent; a browser checks that IPv6
+//! reaches the Internet so. A stream socket's connect still counts.
 
 use crate::explain::Explains;
 use crate::net::{self, Keyed, PhaseOf};
@@ -46,7 +50,7 @@ use std::collections::HashMap;
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "denied-network-attempts",
-    version: 10,
+    version: 11,
     claim: "tries nothing when the network is denied",
     severity: Severity::Medium,
     channels: &[Channel::Syscalls, Channel::PacketEdge, Channel::DeniedRun],
@@ -249,8 +253,9 @@ impl Evaluator for State {
         if !net::is_egress(ip) || !self.in_denied_run(e.id) {
             return;
         }
-        // The C library's source-address probe (a UDP connect to port 0, nothing sent).
-        if port == 0 && !self.flow_of.contains_key(&e.id) {
+        // The C library's source-address probe (a UDP connect to port 0, nothing sent), and
+        // any connect of a datagram socket no packet followed: nothing was sent (version 11).
+        if (port == 0 || e.kind.is_datagram_connect()) && !self.flow_of.contains_key(&e.id) {
             return;
         }
         let (dest, why) = match self.flow_of.get(&e.id) {
@@ -348,6 +353,18 @@ mod tests {
         // The capture run's call is not counted.
         assert_eq!(f.evidence, vec![3, 4, 5]);
         assert_eq!(f.phase, Some(Phase::Startup));
+    }
+
+    #[test]
+    fn a_datagram_socket_connected_and_never_sent_on_tried_nothing() {
+        let ev = two_runs()
+            .connect_typed("[2001:db8::8888]:443", 2, Phase::Startup)
+            .build();
+        assert!(evaluate(&ev).findings.is_empty());
+        let ev = two_runs()
+            .connect_typed("[2001:db8::8888]:443", 1, Phase::Startup)
+            .build();
+        assert_eq!(evaluate(&ev).findings.len(), 1);
     }
 
     #[test]

@@ -292,6 +292,7 @@ mod tests {
                     ip: ip.into(),
                     port,
                 },
+                sock_type: None,
             },
         }
     }

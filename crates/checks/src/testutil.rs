@@ -249,6 +249,21 @@ impl Ev {
                 syscall: syscall.into(),
                 fd: 3,
                 addr: addr(to),
+                sock_type: None,
+            },
+        )
+    }
+
+    /// A `connect` by pid 2 to `to` of a socket of type `sock_type` (1 stream, 2 datagram).
+    pub(crate) fn connect_typed(self, to: &str, sock_type: i32, phase: Phase) -> Self {
+        self.event(
+            2,
+            phase,
+            EventKind::Connect {
+                syscall: "connect".into(),
+                fd: 3,
+                addr: addr(to),
+                sock_type: Some(sock_type),
             },
         )
     }

@@ -46,6 +46,11 @@
 //! give) that an earlier call's input gave, at any time after that call (`named.rs`): a page a
 //! browser tool opened goes on loading, and retrying, through the calls after it, and was
 //! called unexplained egress in the denied run.
+//!
+//! Version 11 does not count a connect of a datagram socket that no packet followed (the
+//! recorder now says a connect's socket type): nothing was sent, as with the C library's port-0
+//! probe before; a browser checks that IPv6 reaches the Internet so. A stream socket's connect
+//! still counts.
 
 use crate::explain::{self, Explains};
 use crate::net::{self, Keyed, PhaseOf};
@@ -57,7 +62,7 @@ use std::net::IpAddr;
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "unexplained-egress",
-    version: 10,
+    version: 11,
     claim: "no unexplained network egress",
     severity: Severity::High,
     channels: &[Channel::Syscalls, Channel::PacketEdge],
@@ -330,6 +335,12 @@ impl Evaluator for State {
         // each answer of a lookup (RFC 6724 sorting): a UDP socket connected, nothing sent.
         // The lookup itself is a DNS flow, judged as such.
         if port == 0 {
+            return;
+        }
+        // Nor does a connect of any other datagram socket send anything (a browser's check
+        // that IPv6 reaches the Internet connects one to Google's public DNS address): what
+        // it sends later is a flow (version 11). A stream socket's connect still counts.
+        if e.kind.is_datagram_connect() {
             return;
         }
         self.unmatched(e, ip, port);
@@ -681,6 +692,15 @@ mod tests {
              packet reached the edge (capture run) during startup"
         );
         assert_eq!(eval.findings[0].evidence, vec![1, 2]);
+        // A datagram socket connected, nothing sent: no attempt; a stream socket's is one.
+        let ev = Ev::new()
+            .connect_typed("[2001:db8::8888]:443", 2, Phase::Startup)
+            .build();
+        assert_eq!(evaluate(&ev), Evaluation::default());
+        let ev = Ev::new()
+            .connect_typed("[2001:db8::8888]:443", 1, Phase::Startup)
+            .build();
+        assert_eq!(evaluate(&ev).findings.len(), 1);
         // Allowed by its address.
         let ev = Ev::new()
             .connect("192.0.2.20:8443", Phase::Startup)

@@ -233,11 +233,19 @@ impl Serialize for Event {
                 m.serialize_entry("syscall", syscall)?;
                 m.serialize_entry("path", path)?;
             }
-            EventKind::Connect { syscall, fd, addr } => {
+            EventKind::Connect {
+                syscall,
+                fd,
+                addr,
+                sock_type,
+            } => {
                 m.serialize_entry("kind", "connect")?;
                 m.serialize_entry("syscall", syscall)?;
                 m.serialize_entry("fd", fd)?;
                 m.serialize_entry("addr", addr)?;
+                if let Some(t) = sock_type {
+                    m.serialize_entry("sock_type", t)?;
+                }
             }
             EventKind::Bind { fd, addr } => {
                 m.serialize_entry("kind", "bind")?;
@@ -451,7 +459,7 @@ impl Kind {
                 F::Syscall | F::Path | F::Flags | F::FlagsText | F::Result
             ),
             Kind::Stat => matches!(f, F::Syscall | F::Path),
-            Kind::Connect => matches!(f, F::Syscall | F::Fd | F::Addr),
+            Kind::Connect => matches!(f, F::Syscall | F::Fd | F::Addr | F::SockType),
             Kind::Bind => matches!(f, F::Fd | F::Addr),
             Kind::Socket => matches!(f, F::Domain | F::SockType | F::Protocol),
             Kind::Image => matches!(f, F::Path | F::Shown),
@@ -604,6 +612,7 @@ impl KindFields {
                 syscall: required(self.syscall, "syscall")?,
                 fd: required(self.fd, "fd")?,
                 addr: required(self.addr, "addr")?,
+                sock_type: self.sock_type,
             },
             Kind::Bind => EventKind::Bind {
                 fd: required(self.fd, "fd")?,
@@ -738,6 +747,11 @@ pub enum EventKind {
         fd: i32,
         /// The destination.
         addr: SockAddr,
+        /// The socket's type (`SOCK_STREAM` 1, `SOCK_DGRAM` 2, ...), where the recorder could
+        /// read it (`None` in evidence from before it did): a datagram socket connected sends
+        /// nothing by connecting, a stream socket's connect sends its first packet.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sock_type: Option<i32>,
     },
     /// `bind`.
     Bind {
@@ -789,6 +803,17 @@ pub enum EventKind {
 }
 
 impl EventKind {
+    /// Whether this is a `connect` of a datagram socket (the recorder read its type): it sends
+    /// nothing by itself, and is how a program asks which route or source address it would use
+    /// (the C library's address sorting, a browser's check that IPv6 reaches the Internet).
+    /// What such a socket sends later is a flow of its own.
+    pub fn is_datagram_connect(&self) -> bool {
+        /// `SOCK_DGRAM` on Linux.
+        const SOCK_DGRAM: i32 = 2;
+        matches!(self, EventKind::Connect { syscall, sock_type: Some(t), .. }
+            if syscall == "connect" && *t == SOCK_DGRAM)
+    }
+
     /// The path the event is about, for file and exec events.
     pub fn path(&self) -> Option<&Bytes> {
         match self {
@@ -1807,6 +1832,7 @@ mod tests {
                     ip: "2001:db8::1".into(),
                     port: 53,
                 },
+                sock_type: None,
             },
             EventKind::Connect {
                 syscall: "connect".into(),
@@ -1815,11 +1841,13 @@ mod tests {
                     ip: "10.0.0.1".into(),
                     port: 443,
                 },
+                sock_type: Some(2),
             },
             EventKind::Connect {
                 syscall: "sendmsg".into(),
                 fd: 9,
                 addr: SockAddr::Other { family_id: 16 },
+                sock_type: None,
             },
             EventKind::Bind {
                 fd: 4,
@@ -2038,6 +2066,14 @@ mod tests {
                     assert_eq!(parse(&json).unwrap(), expected);
                     continue;
                 }
+                if let (EventKind::Connect { .. }, "sock_type") = (&e.kind, key.as_str()) {
+                    let mut expected = e.clone();
+                    if let EventKind::Connect { sock_type, .. } = &mut expected.kind {
+                        *sock_type = None;
+                    }
+                    assert_eq!(parse(&json).unwrap(), expected);
+                    continue;
+                }
                 let err = parse(&json).unwrap_err();
                 // `addr.family` and friends are inside `addr`: only top-level keys here.
                 assert!(
@@ -2163,6 +2199,7 @@ mod tests {
                         ip: "127.0.0.1".into(),
                         port: 8000 + (i % 100) as u16,
                     },
+                    sock_type: None,
                 },
                 2..=5 => EventKind::Stat {
                     syscall: "newfstatat".into(),

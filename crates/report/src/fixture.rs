@@ -69,6 +69,7 @@ fn connect(ip: &str, port: u16) -> EventKind {
             ip: ip.into(),
             port,
         },
+        sock_type: None,
     }
 }
 
@@ -421,6 +422,7 @@ pub(crate) fn hostile() -> (Evidence, AuditReport) {
                     path: Bytes::from(evil.as_str()),
                     is_abstract: false,
                 },
+                sock_type: None,
             },
         ),
     ];

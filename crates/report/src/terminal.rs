@@ -408,6 +408,7 @@ mod tests {
                         ip: "198.18.0.7".into(),
                         port: 443,
                     },
+                    sock_type: None,
                 },
             ),
         ]);
@@ -589,6 +590,7 @@ mod tests {
                         path: Bytes::from(evil),
                         is_abstract: false,
                     },
+                    sock_type: None,
                 },
             ),
             (Phase::Startup, open(b"/home/user/\xff\x9b31m", 0)),
@@ -653,6 +655,7 @@ mod tests {
                         ip: format!("10.0.0.{i}"),
                         port: 53,
                     },
+                    sock_type: None,
                 },
             ));
         }

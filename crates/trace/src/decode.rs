@@ -1,6 +1,6 @@
 //! Which system calls are recorded, and how each is turned into an event.
 
-use crate::procinfo::{absolute, proc_link, read_cstr, read_mem, read_u64};
+use crate::procinfo::{absolute, proc_link, read_cstr, read_mem, read_u64, tgid};
 use glassbox_model::{Bytes, EventKind, SockAddr};
 use glassbox_sandbox::seccomp::{Route, Rule};
 
@@ -320,6 +320,12 @@ pub(crate) fn decode(tid: u32, nr: i32, args: &[u64; 6], home: &[u8]) -> Decoded
             Some(addr) => Decoded::Event(EventKind::Connect {
                 syscall,
                 fd: args[0] as i32,
+                sock_type: match addr {
+                    SockAddr::Inet { .. } | SockAddr::Inet6 { .. } => {
+                        socket_type(tid, args[0] as i32)
+                    }
+                    _ => None,
+                },
                 addr,
             }),
             None => Decoded::Lost,
@@ -340,6 +346,7 @@ pub(crate) fn decode(tid: u32, nr: i32, args: &[u64; 6], home: &[u8]) -> Decoded
                     syscall,
                     fd: args[0] as i32,
                     addr,
+                    sock_type: None,
                 }),
                 None => Decoded::Lost,
             }
@@ -349,6 +356,7 @@ pub(crate) fn decode(tid: u32, nr: i32, args: &[u64; 6], home: &[u8]) -> Decoded
                 syscall,
                 fd: args[0] as i32,
                 addr,
+                sock_type: None,
             }),
             Some(None) => Decoded::Skip,
             None => Decoded::Lost,
@@ -376,6 +384,7 @@ pub(crate) fn decode(tid: u32, nr: i32, args: &[u64; 6], home: &[u8]) -> Decoded
                     syscall: syscall.clone(),
                     fd: args[0] as i32,
                     addr,
+                    sock_type: None,
                 })
                 .collect();
             match kinds.len() {
@@ -482,6 +491,45 @@ fn msg_name(tid: u32, msghdr: u64) -> Option<Option<SockAddr>> {
         return Some(None);
     }
     read_sockaddr(tid, name, len).map(Some)
+}
+
+/// The type of the socket `fd` of thread `tid` (`SOCK_STREAM`, `SOCK_DGRAM`...), read from a
+/// copy of the descriptor (`pidfd_getfd`, which the recorder may take of a process in the
+/// sandbox it started); `None` where it cannot be taken (the process gone, the descriptor
+/// closed by another thread). Asked of an IP `connect` alone: a datagram socket connected
+/// sends nothing by connecting (a route or source-address probe), which the checks tell from
+/// a stream socket's connect, which sends.
+fn socket_type(tid: u32, fd: i32) -> Option<i32> {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    let pid = tgid(tid)?;
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
+    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+    if pidfd < 0 {
+        return None;
+    }
+    // SAFETY: pidfd_open returned a descriptor of ours, owned from here on.
+    let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd as i32) };
+    // SAFETY: pidfd_getfd takes a pidfd, a descriptor number of that process and flags, and
+    // returns a new descriptor of ours or -1.
+    let copy = unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd.as_raw_fd(), fd, 0) };
+    if copy < 0 {
+        return None;
+    }
+    // SAFETY: pidfd_getfd returned a descriptor of ours, owned from here on.
+    let copy = unsafe { OwnedFd::from_raw_fd(copy as i32) };
+    let mut value: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: SO_TYPE writes one c_int into `value`, whose size `len` gives.
+    let r = unsafe {
+        libc::getsockopt(
+            copy.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_TYPE,
+            (&mut value as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    (r == 0).then_some(value)
 }
 
 fn read_sockaddr(tid: u32, addr: u64, len: u64) -> Option<SockAddr> {

@@ -28,6 +28,7 @@ fn empty_event(k: usize) -> Event {
             syscall: String::new(),
             fd: 0,
             addr: SockAddr::Other { family_id: 0 },
+            sock_type: None,
         },
         4 => EventKind::Bind {
             fd: 0,
@@ -333,13 +334,23 @@ impl<'a> Cursor<'a> {
                 self.lit(b",\"path\":")?;
                 self.bytes_into(path)
             }
-            EventKind::Connect { syscall, fd, addr } => {
+            EventKind::Connect {
+                syscall,
+                fd,
+                addr,
+                sock_type,
+            } => {
                 self.lit(b",\"syscall\":")?;
                 self.string_into(syscall)?;
                 self.lit(b",\"fd\":")?;
                 *fd = self.i32()?;
                 self.lit(b",\"addr\":")?;
-                self.addr_into(addr)
+                self.addr_into(addr)?;
+                *sock_type = match self.lit(b",\"sock_type\":") {
+                    Some(()) => Some(self.i32()?),
+                    None => None,
+                };
+                Some(())
             }
             EventKind::Bind { fd, addr } => {
                 self.lit(b",\"fd\":")?;

@@ -73,6 +73,13 @@ fn samples() -> Vec<Event> {
             syscall: "sendto".into(),
             fd: -1,
             addr: addr.clone(),
+            sock_type: None,
+        });
+        kinds.push(EventKind::Connect {
+            syscall: "connect".into(),
+            fd: 7,
+            addr: addr.clone(),
+            sock_type: Some(2),
         });
         kinds.push(EventKind::Bind { fd: i32::MAX, addr });
     }
