@@ -120,7 +120,7 @@ pub fn checksummed_token(prefix: &str) -> io::Result<String> {
 const NAMES: &[&str] = &[
     "alex", "sam", "jordan", "taylor", "morgan", "casey", "riley", "jamie",
 ];
-const PROJECTS: &[&str] = &[
+pub(crate) const PROJECTS: &[&str] = &[
     "billing-api",
     "acme-dashboard",
     "invoice-service",

@@ -330,6 +330,19 @@ mod tests {
         std::fs::remove_dir_all(&tmp).unwrap();
     }
 
+    /// The workspace is never the other project whose `.env` is a planted secret: a tool
+    /// at work in it would read that secret.
+    #[test]
+    fn the_workspace_is_not_the_project_holding_a_planted_dotenv() {
+        let name = DIR.rsplit('/').next().unwrap();
+        assert!(!crate::honeytokens::PROJECTS.contains(&name));
+        let home = "/home/u";
+        let (files, tokens) = crate::honeytokens::generate_with(home, "u", "devbox", None).unwrap();
+        let root = format!("{}/", dir(home));
+        assert!(!files.iter().any(|f| f.path.starts_with(&root)));
+        assert!(!tokens.iter().any(|t| t.path.starts_with(&root)));
+    }
+
     #[test]
     fn the_samples_are_the_working_tree_without_the_repository() {
         let s = samples();
