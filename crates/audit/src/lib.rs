@@ -734,8 +734,8 @@ impl<'a> Pipeline<'a> {
         target.extra_ro.extend(self.opts.extra_ro.iter().cloned());
         // The bait variables, and where the host has a Chromium, the variables that point
         // browser drivers at its launcher: a value the target sets stays.
-        let browser = glassbox_sandbox::browser::planted().map(|(_, env)| env);
-        for (name, value) in self.bait.iter().chain(browser.iter().flatten()) {
+        let browser = glassbox_sandbox::browser::environment();
+        for (name, value) in self.bait.iter().chain(&browser) {
             if !target.env.iter().any(|(k, _)| k == name) {
                 target.env.push((name.clone(), value.clone()));
             }
@@ -1267,11 +1267,9 @@ fn install_phase(
     // (`glassbox_sandbox::browser`): their installers need not download one (which the
     // registry-only network refuses, failing the install).
     let mut env = opts.install_env.clone();
-    if glassbox_sandbox::browser::system_chromium().is_some() {
-        for (k, v) in glassbox_sandbox::browser::INSTALL_ENV {
-            if !env.iter().any(|(n, _)| n == k) {
-                env.push((k.to_string(), v.to_string()));
-            }
+    for (k, v) in glassbox_sandbox::browser::install_environment() {
+        if !env.iter().any(|(n, _)| n == k) {
+            env.push((k.to_string(), v.to_string()));
         }
     }
     let install_env: Vec<String> = env

@@ -393,11 +393,7 @@ impl Secrets {
 /// Chromium, the launcher browser drivers are pointed at ([`glassbox_sandbox::browser`]).
 fn planted_not_secret(home: &str) -> Vec<glassbox_sandbox::PlantedFile> {
     let mut files = glassbox_sandbox::workspace::files(home);
-    files.extend(
-        glassbox_sandbox::browser::planted()
-            .map(|(launcher, _)| launcher)
-            .unwrap_or_default(),
-    );
+    files.extend(glassbox_sandbox::browser::files());
     files
 }
 

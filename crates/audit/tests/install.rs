@@ -353,13 +353,11 @@ fn a_failed_install_is_an_inconclusive_audit_whose_install_is_checked() {
     );
     // Where the host has a Chromium, the browser drivers' download is skipped too.
     let mut env = vec!["GB_PROBE_SKIP_DOWNLOAD=1".to_string()];
-    if glassbox_sandbox::browser::system_chromium().is_some() {
-        env.extend(
-            glassbox_sandbox::browser::INSTALL_ENV
-                .iter()
-                .map(|(k, v)| format!("{k}={v}")),
-        );
-    }
+    env.extend(
+        glassbox_sandbox::browser::install_environment()
+            .iter()
+            .map(|(k, v)| format!("{k}={v}")),
+    );
     assert_eq!(install2.env, env);
     assert!(m2.session.completed, "{:?}", m2.session);
     assert_eq!(

@@ -37,7 +37,7 @@ const VARIABLES: &[&str] = &[
 
 /// The installer's variables that skip a browser download (Puppeteer's, Playwright's): set
 /// where the host has a Chromium, which the server is given instead.
-pub const INSTALL_ENV: &[(&str, &str)] = &[
+const INSTALL_ENV: &[(&str, &str)] = &[
     ("PUPPETEER_SKIP_DOWNLOAD", "1"),
     ("PUPPETEER_SKIP_CHROMIUM_DOWNLOAD", "1"),
     ("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1"),
@@ -136,17 +136,30 @@ pub fn launcher(chromium: &str) -> Vec<PlantedFile> {
     ]
 }
 
-/// The launcher's files, and the variables (name, value) that point at it.
-pub type Planted = (Vec<PlantedFile>, Vec<(String, String)>);
+/// The launcher's files to plant, where the host has a Chromium (else none).
+pub fn files() -> Vec<PlantedFile> {
+    system_chromium().map(launcher).unwrap_or_default()
+}
 
-/// The launcher and the variables that point at it, where the host has a Chromium.
-pub fn planted() -> Option<Planted> {
-    let chromium = system_chromium()?;
-    let env = VARIABLES
-        .iter()
-        .map(|v| (v.to_string(), LAUNCHER.to_string()))
-        .collect();
-    Some((launcher(chromium), env))
+/// The server's variables (name, value) that point browser drivers at the launcher, where the
+/// host has a Chromium (else none).
+pub fn environment() -> Vec<(String, String)> {
+    match system_chromium() {
+        Some(_) => VARIABLES
+            .iter()
+            .map(|v| (v.to_string(), LAUNCHER.to_string()))
+            .collect(),
+        None => Vec::new(),
+    }
+}
+
+/// The installer's variables that skip a browser download, where the host has a Chromium
+/// (else none).
+pub fn install_environment() -> &'static [(&'static str, &'static str)] {
+    match system_chromium() {
+        Some(_) => INSTALL_ENV,
+        None => &[],
+    }
 }
 
 #[cfg(test)]
