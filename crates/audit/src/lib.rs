@@ -951,6 +951,18 @@ impl<'a> Pipeline<'a> {
             None => {}
         }
         self.outlived.extend(of_run(&run.outlived));
+        // A run whose server started the browser glassbox supplies says what that browser
+        // keeps from the record.
+        let launched = run.recording.events.iter().any(|e| {
+            matches!(&e.kind, glassbox_model::EventKind::Exec { path, .. }
+                if path.as_slice() == glassbox_sandbox::browser::LAUNCHER.as_bytes())
+        });
+        if launched {
+            say_once(
+                &mut manifest.recorder.unobserved,
+                glassbox_sandbox::browser::blind_spot(),
+            );
+        }
         match run.left {
             Some((files, cut)) => {
                 if main {
