@@ -618,6 +618,10 @@ impl Recorder {
             }
             _ => None,
         };
+        // The call's time is now, while its caller waits: once answered it runs (a connect's
+        // first packet may reach the edge before this thread runs again), and the audit pairs
+        // a flow with the calls made before it.
+        let t = st.clock.now_ns();
         // The reads above are only trusted if the caller is still the one that stopped.
         let mut id = req.id;
         // SAFETY: ID_VALID reads a u64.
@@ -632,7 +636,6 @@ impl Recorder {
         unsafe { libc::ioctl(fd, IOCTL_NOTIF_SEND, &resp) };
         match decoded {
             Decoded::Event(kind) if valid => {
-                let t = st.clock.now_ns();
                 if let Some(mut p) = image {
                     st.pids.forget(req.pid);
                     p.ids = ids.unwrap_or((0, 0));
@@ -645,7 +648,6 @@ impl Recorder {
                 st.emit(sink, t, true, ids.unwrap_or((0, 0)), kind);
             }
             Decoded::Events(kinds) if valid => {
-                let t = st.clock.now_ns();
                 for kind in kinds {
                     st.emit(sink, t, true, ids.unwrap_or((0, 0)), kind);
                 }
