@@ -813,6 +813,7 @@ impl<'a> Pipeline<'a> {
                 trust: self.trust.clone(),
                 ring: self.opts.recorder_ring,
                 marker: self.opts.session.input_marker.clone(),
+                clock_shift: None,
             },
             self.progress,
             &mut |settings, mechanism| {
@@ -1078,6 +1079,7 @@ impl<'a> Pipeline<'a> {
                 trust: self.trust.clone(),
                 ring: self.opts.recorder_ring,
                 marker: self.opts.session.input_marker.clone(),
+                clock_shift: None,
             },
             self.progress,
             &mut |_, _| Ok(()),
@@ -1367,6 +1369,7 @@ fn install_phase(
             trust: cx.answer.as_ref().map(run::CaCertificate::of),
             ring: opts.recorder_ring,
             marker: None,
+            clock_shift: None,
         },
         Some(opts.install_timeout),
     )?;
@@ -2275,6 +2278,7 @@ pub fn trace(
             trust,
             ring: None,
             marker: None,
+            clock_shift: None,
         },
     )?;
     let pump = |from: Option<std::fs::File>, mut to: Box<dyn std::io::Write + Send>| {

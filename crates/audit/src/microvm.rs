@@ -413,6 +413,7 @@ pub(crate) fn start(
         }),
         ring: plan.ring.map(|b| b as u64),
         marker: plan.marker.clone(),
+        clock_shift_days: plan.clock_shift.map(|c| (c.seconds() / 86_400) as u32),
     };
     let exe = std::env::current_exe()
         .map_err(|e| Error::Internal(format!("cannot find glassbox's own executable: {e}")))?;
@@ -1063,6 +1064,9 @@ fn guest_run(sink: &run::SharedSink) -> Result<Record, Error> {
             }),
             ring: req.ring.map(|b| b as usize),
             marker: req.marker.clone(),
+            clock_shift: req
+                .clock_shift_days
+                .map(glassbox_sandbox::clock::ClockShift::days),
         },
     )?;
     let (isolation, canary_sockets) = running

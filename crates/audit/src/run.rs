@@ -460,6 +460,8 @@ pub(crate) struct RunPlan {
     pub ring: Option<usize>,
     /// The audit's input marker, looked for in the files the run leaves ([`crate::left`]).
     pub marker: Option<String>,
+    /// The server's clocks moved forward (the trigger run); `None`: the host's.
+    pub clock_shift: Option<glassbox_sandbox::clock::ClockShift>,
 }
 
 /// The audit's CA certificate, as a sandbox trusts it.
@@ -560,6 +562,7 @@ pub(crate) fn start(
                 extra_bundles: glassbox_sandbox::certifi_bundles(&roots),
             }
         }),
+        clock: plan.clock_shift,
     };
     let clock = plan.clock.clone();
     let mut files = None;

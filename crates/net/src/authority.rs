@@ -225,13 +225,18 @@ impl Authority {
     }
 }
 
+/// How many days from today the audit's certificates stay valid: a year, plus the ten years a
+/// trigger run may move the server's clock forward (`glassbox_sandbox::clock::ClockShift`'s
+/// `MAX_DAYS`), so that the edge's certificates are good on the moved date too.
+pub const VALID_DAYS: i64 = 365 + 3650;
+
 /// `not_before`, `not_after` (civil dates, UTC) for certificates made at `now`: yesterday
-/// and a year ahead.
+/// and [`VALID_DAYS`] ahead.
 fn validity(now: SystemTime) -> ((i32, u8, u8), (i32, u8, u8)) {
     let days = now
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| (d.as_secs() / 86_400) as i64);
-    (civil(days - 1), civil(days + 365))
+    (civil(days - 1), civil(days + VALID_DAYS))
 }
 
 fn set_validity(params: &mut CertificateParams, from: (i32, u8, u8), to: (i32, u8, u8)) {
@@ -266,9 +271,9 @@ mod tests {
         assert_eq!(civil(11_016), (2000, 2, 29));
         assert_eq!(civil(19_782), (2024, 2, 29));
         assert_eq!(civil(20_453), (2025, 12, 31));
-        // 2024-03-01 01:00 UTC: from the day before (a leap day) to a year ahead.
+        // 2024-03-01 01:00 UTC: from the day before (a leap day) to eleven years ahead.
         let t = UNIX_EPOCH + std::time::Duration::from_secs(19_783 * 86_400 + 3600);
-        assert_eq!(validity(t), ((2024, 2, 29), (2025, 3, 1)));
+        assert_eq!(validity(t), ((2024, 2, 29), (2035, 2, 27)));
     }
 
     #[test]

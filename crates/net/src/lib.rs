@@ -99,7 +99,7 @@ mod tls;
 mod tun;
 pub mod wire;
 
-pub use authority::{Authority, AuthorityError, LEAF_CACHE};
+pub use authority::{Authority, AuthorityError, LEAF_CACHE, VALID_DAYS};
 pub use relay::Relay;
 pub use tun::{serve, serve_framed};
 pub use wire::Framing;

@@ -57,6 +57,7 @@ fn sandboxed(python: &Path, script: &Path, root: &Path) -> f64 {
         refusals: Refusals::Kernel,
         limits: glassbox_sandbox::Limits::default(),
         trust: None,
+        clock: None,
     };
     let before = children_cpu();
     let mut sb = Sandbox::spawn(&cfg).expect("sandbox");

@@ -5,7 +5,9 @@
 //! child never returns into glassbox's code: it ends with `_exit`, panics included.
 
 use crate::limits::Rlimit;
-use crate::{idmap, io_err, netdev, seccomp, sys, trust, Config, Error, MountPlan, SANDBOX_UID};
+use crate::{
+    idmap, io_err, netdev, seccomp, sys, trust, Config, Error, MountPlan, PlantedFile, SANDBOX_UID,
+};
 use std::ffi::{CString, OsStr};
 use std::fs::File;
 use std::io::{self, Write};
@@ -32,6 +34,8 @@ struct Prepared<'a> {
     plan: Vec<MountPlan>,
     /// The CA to trust, where it goes ([`trust::Overlay`]).
     trust: Option<trust::Overlay>,
+    /// The files to plant ([`Config::planted`]).
+    files: Vec<PlantedFile>,
     program: CString,
     argv: Vec<CString>,
     env: Vec<CString>,
@@ -76,6 +80,7 @@ pub(crate) fn spawn(
         cfg,
         plan: plan.to_vec(),
         trust: trust.cloned(),
+        files: cfg.planted(),
         program: to_cstring(cfg.program.as_os_str()),
         argv: cfg.argv.iter().map(|a| to_cstring(a)).collect(),
         env: cfg
@@ -326,7 +331,12 @@ fn outer(p: &Prepared<'_>, parent_pid: i32, fds: Fds) -> Result<(), String> {
         | libc::CLONE_NEWNET
         | libc::CLONE_NEWIPC
         | libc::CLONE_NEWUTS
-        | libc::CLONE_NEWCGROUP;
+        | libc::CLONE_NEWCGROUP
+        | if p.cfg.clock.is_some() {
+            libc::CLONE_NEWTIME
+        } else {
+            0
+        };
     // SAFETY: unshare with flag bits only.
     let ret = unsafe { libc::unshare(flags) };
     ctx("unshare", sys::check(ret.into()))?;
@@ -337,6 +347,15 @@ fn outer(p: &Prepared<'_>, parent_pid: i32, fds: Fds) -> Result<(), String> {
     let mut b = [0u8; 1];
     if ctx("wait for glassbox", sys::read(fds.go.as_raw_fd(), &mut b))? != 1 || b[0] != b'g' {
         return Err("glassbox stopped the set-up".into());
+    }
+    // The moved clock's offsets, given to the time namespace before anything is in it (pid 1,
+    // forked below, is its first process), while this process holds CAP_SYS_TIME over it.
+    if let Some(c) = p.cfg.clock {
+        let written = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/proc/self/timens_offsets")
+            .and_then(|mut f| f.write_all(c.offsets().as_bytes()));
+        ctx("move the clocks of the time namespace", written)?;
     }
     // The bind sources, opened while this process still has glassbox's own host ids (the
     // sandbox user may have no right to walk to a source such as a prefix under `/root`) and
@@ -724,7 +743,7 @@ fn build_root(
     ctx("symlink /var/run", symlink("/run", new.join("var/run")))?;
     let home = new.join(rel(Path::new(&cfg.home())));
     tmpfs(&home, "0755", size)?;
-    for f in &cfg.files {
+    for f in &p.files {
         let path = new.join(rel(Path::new(&f.path)));
         if let Some(parent) = path.parent() {
             let mode = if parent.ends_with(".ssh") {

@@ -52,6 +52,7 @@ mod netdev;
 
 pub use netdev::verify_isolation;
 pub mod browser;
+pub mod clock;
 pub mod seccomp;
 mod sys;
 pub mod trust;
@@ -151,6 +152,8 @@ pub struct Config {
     /// whose certificates the network edge presents ([`trust`]). `None`: the sandbox's trust
     /// is the host's, untouched.
     pub trust: Option<Trust>,
+    /// The server's clocks moved forward (a trigger run, [`clock`]); `None`: the host's.
+    pub clock: Option<clock::ClockShift>,
 }
 
 /// The network edge's interface inside the sandbox: a TUN device that every route leads
@@ -224,7 +227,25 @@ impl Config {
             env.retain(|(ek, _)| ek != k);
             env.push((k.clone(), v.clone()));
         }
+        if self.clock.is_some() {
+            let i = env.iter().position(|(k, _)| k == "LD_PRELOAD");
+            let preload = clock::ClockShift::preload(i.map(|i| env[i].1.as_str()));
+            match i {
+                Some(i) => env[i].1 = preload,
+                None => env.push(("LD_PRELOAD".into(), preload)),
+            }
+        }
         env
+    }
+
+    /// The files planted before the server starts: [`Config::files`], and the moved clock's
+    /// shim when there is one.
+    pub(crate) fn planted(&self) -> Vec<PlantedFile> {
+        let mut files = self.files.clone();
+        if let Some(c) = self.clock {
+            files.extend(c.files());
+        }
+        files
     }
 
     /// The writable tmpfs mounts inside (each `size=` the disk limit).

@@ -26,6 +26,7 @@ fn config(program: &str, argv: &[&str], limits: Limits) -> Config {
         refusals: glassbox_sandbox::seccomp::Refusals::Kernel,
         limits,
         trust: None,
+        clock: None,
     }
 }
 

@@ -28,6 +28,7 @@ fn config(script: &str, cwd: &Path) -> Config {
         refusals: glassbox_sandbox::seccomp::Refusals::Kernel,
         limits: glassbox_sandbox::Limits::default(),
         trust: None,
+        clock: None,
     }
 }
 

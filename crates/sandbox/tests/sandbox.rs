@@ -27,6 +27,7 @@ fn config(script: &str) -> Config {
         refusals: glassbox_sandbox::seccomp::Refusals::Kernel,
         limits: glassbox_sandbox::Limits::default(),
         trust: None,
+        clock: None,
     }
 }
 

@@ -34,6 +34,7 @@ fn config(script: &str, env: Vec<(String, String)>) -> Config {
         refusals: glassbox_sandbox::seccomp::Refusals::Kernel,
         limits: glassbox_sandbox::Limits::default(),
         trust: None,
+        clock: None,
     }
 }
 

@@ -38,6 +38,7 @@ fn record_stats(
         refusals: glassbox_sandbox::seccomp::Refusals::Kernel,
         limits: glassbox_sandbox::Limits::default(),
         trust: None,
+        clock: None,
     };
     let mut files = None;
     let mut sb = Sandbox::spawn_with(&cfg, &mut |pid| {

@@ -111,6 +111,9 @@ pub struct GuestRequest {
     /// The audit's input marker, looked for in the files the run leaves.
     #[serde(default)]
     pub marker: Option<String>,
+    /// The server's clocks moved forward by so many days (a trigger run); `None`: the guest's.
+    #[serde(default)]
+    pub clock_shift_days: Option<u32>,
 }
 
 /// The recorder's counters as they cross to the host.
