@@ -330,6 +330,7 @@ fn run(trusted: &Ca, with_trust: bool, extra: Vec<PathBuf>) -> Outcome {
             ca_der: trusted.der.clone(),
             extra_bundles: [certifi_bundles(&[prefix]), extra].concat(),
         }),
+        clock: None,
     };
     let mut sb = Sandbox::spawn(&cfg).expect("spawn");
     drop(sb.stdin.take());
@@ -583,6 +584,7 @@ fn bare(trust: Option<Trust>, env: Vec<(String, String)>) -> Config {
         refusals: glassbox_sandbox::seccomp::Refusals::Kernel,
         limits: glassbox_sandbox::Limits::default(),
         trust,
+        clock: None,
     }
 }
 
