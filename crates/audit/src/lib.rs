@@ -29,6 +29,7 @@ pub mod recheck;
 mod run;
 pub mod selftest;
 mod start;
+pub mod triggers;
 mod usage;
 
 pub use run::{EventSink, RecorderChoice};
@@ -162,6 +163,10 @@ pub struct AuditOptions {
     /// `server.json` configures it ([`glassbox_plan::readme`]; default on; off for the
     /// entries of a client configuration, which are the user's own).
     pub readme_config: bool,
+    /// The trigger run after the capture and denied runs: the session again with the
+    /// server's world changed ([`triggers`]); [`Triggers::none`] (the default here; the
+    /// command line's default is both triggers): no such run.
+    pub triggers: triggers::Triggers,
 }
 
 /// The cloud metadata service's address (AWS, GCP, Azure, OpenStack alike).
@@ -242,6 +247,12 @@ impl NetworkChoice {
 }
 
 impl AuditOptions {
+    /// Whether the audit makes a trigger run: triggers asked for, and a capture run to
+    /// compare it with.
+    pub fn trigger_run(&self) -> bool {
+        !self.triggers.is_none() && self.network.modes().contains(&NetworkMode::Capture)
+    }
+
     /// These options for one configured server: how it is launched (a package and the
     /// server's arguments, a command, a remote URL), its environment (secrets replaced by
     /// canaries at the audit) and what its entry names.
@@ -302,6 +313,7 @@ impl AuditOptions {
             dual: true,
             recorder_ring: None,
             readme_config: true,
+            triggers: triggers::Triggers::none(),
         }
     }
 }
@@ -471,10 +483,18 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
     };
     let mut target = audit.server_environment(target)?;
     for (i, &mode) in audit.opts.network.modes().iter().enumerate() {
-        audit.network_run(&target, i == 0, mode)?;
+        audit.network_run(&target, i == 0, mode, None)?;
         if i == 0 {
             target = audit.start_again(target, mode)?;
         }
+    }
+    if audit.opts.trigger_run() {
+        let mut changed = target.clone();
+        for (name, value) in &audit.trigger_env {
+            set_env(&mut changed.env, name.clone(), value.clone());
+        }
+        let triggers = audit.opts.triggers;
+        audit.network_run(&changed, false, NetworkMode::Trigger, Some(&triggers))?;
     }
     audit.dual_runs(&target)?;
     audit.finish()
@@ -499,6 +519,8 @@ struct Pipeline<'a> {
     secrets: run::Secrets,
     /// The bait variables ([`run::BAIT_ENV`]) and their planted values.
     bait: Vec<(String, String)>,
+    /// The trigger run's variables ([`triggers::Machine`]), its planted tokens included.
+    trigger_env: Vec<(String, String)>,
     all_events: Vec<glassbox_model::Event>,
     flows: Vec<glassbox_model::Flow>,
     limits_reached: Vec<String>,
@@ -556,6 +578,9 @@ impl<'a> Pipeline<'a> {
         if opts.network.modes().contains(&NetworkMode::Denied) {
             channels.push("network-denied-run".into());
         }
+        if opts.trigger_run() {
+            channels.push(triggers::CHANNEL.into());
+        }
         let mut manifest = new_manifest(
             &run_id,
             &opts,
@@ -599,6 +624,7 @@ impl<'a> Pipeline<'a> {
             clock: Arc::new(glassbox_trace::Clock::new()),
             secrets,
             bait: Vec::new(),
+            trigger_env: Vec::new(),
             all_events: Vec::new(),
             flows: Vec::new(),
             limits_reached: Vec::new(),
@@ -635,6 +661,27 @@ impl<'a> Pipeline<'a> {
                 ..Default::default()
             });
             self.bait.push((name.to_string(), value));
+        }
+        if let Some(machine) = self.opts.triggers.machine {
+            self.trigger_env = machine
+                .variables()
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            if machine == triggers::Machine::Ci {
+                for &(name, prefix, len) in triggers::CI_TOKENS {
+                    let random = run::bait_value(len)?;
+                    let value = format!("{prefix}{random}");
+                    self.secrets.tokens.push(glassbox_model::Honeytoken {
+                        path: format!("env:{name}"),
+                        kind: "bait-env".into(),
+                        secrets: vec![value.clone()],
+                        random: vec![random],
+                        ..Default::default()
+                    });
+                    self.trigger_env.push((name.to_string(), value));
+                }
+            }
         }
         self.opts.session.probes = probes(
             &self.secrets.tokens,
@@ -718,9 +765,9 @@ impl<'a> Pipeline<'a> {
         m.sandbox.limits_reached = std::mem::take(&mut self.limits_reached);
         m.session.completed = false;
         m.session.failure = Some(why);
-        m.recorder
-            .channels
-            .retain(|c| c != "mcp-transcript" && c != "network-denied-run");
+        m.recorder.channels.retain(|c| {
+            c != "mcp-transcript" && c != "network-denied-run" && c != triggers::CHANNEL
+        });
         self.finish()
     }
 
@@ -773,6 +820,7 @@ impl<'a> Pipeline<'a> {
         target: &target::Resolved,
         main: bool,
         mode: NetworkMode,
+        triggers: Option<&triggers::Triggers>,
     ) -> Result<(), Error> {
         self.progress.network_run(mode);
         let suffix = if main {
@@ -813,7 +861,7 @@ impl<'a> Pipeline<'a> {
                 trust: self.trust.clone(),
                 ring: self.opts.recorder_ring,
                 marker: self.opts.session.input_marker.clone(),
-                clock_shift: None,
+                clock_shift: triggers.and_then(|t| t.shift()),
             },
             self.progress,
             &mut |settings, mechanism| {
@@ -880,6 +928,8 @@ impl<'a> Pipeline<'a> {
             session: (!main).then(|| run.session.clone()),
             server_exit: (!main).then(|| run.server_exit.clone()),
             allow: Vec::new(),
+            trigger: triggers
+                .map(|t| t.record(self.trigger_env.iter().map(|(k, _)| k.clone()).collect())),
         });
         manifest.timings.extend(run.timings);
         if let Some(vm) = run.vm {
@@ -1436,6 +1486,7 @@ fn install_phase(
         session: None,
         server_exit: Some(exit.clone()),
         allow: registry_text.clone(),
+        trigger: None,
     });
     let destinations = install_destinations(&flows, &registry_text);
     let tail = if err_tail.trim().is_empty() {

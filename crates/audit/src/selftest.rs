@@ -124,6 +124,10 @@ pub struct Case {
     /// records (elsewhere it is skipped, and says why).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ring: Option<u64>,
+    /// The trigger run for this control (its header's `triggers:`, `--triggers`' words);
+    /// `None`: no trigger run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub triggers: Option<String>,
 }
 
 impl Controls {
@@ -673,6 +677,10 @@ fn run_case(case: &Case, opts: &Options, lib: &Path, scratch: &Path) -> Result<A
     o.recorder = opts.recorder;
     o.isolation = opts.isolation;
     o.recorder_ring = case.ring.map(|b| b as usize);
+    if let Some(words) = &case.triggers {
+        o.triggers = crate::triggers::parse(words, crate::triggers::DEFAULT_CLOCK_DAYS)
+            .map_err(|e| Error::Internal(format!("{}: {e}", case.name)))?;
+    }
     // As a client configuration gets it (`--config`): a variable named like a secret is the
     // user's declared secret, given a canary, its value in the header aside.
     o.server_env = case
@@ -896,6 +904,7 @@ mod tests {
             network: true,
             env: BTreeMap::new(),
             ring: None,
+            triggers: None,
         };
         let got = |name: &str, o: Outcome| CaseResult {
             name: name.into(),
@@ -941,6 +950,7 @@ mod tests {
             network: false,
             env: BTreeMap::new(),
             ring: Some(4096),
+            triggers: None,
         };
         assert!(not_for(&case, "ebpf").is_none());
         let why = not_for(&case, "notify").unwrap();

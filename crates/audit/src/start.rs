@@ -103,7 +103,7 @@ impl Pipeline<'_> {
             });
             tried.push(lack);
             self.bundle.write_manifest(&self.manifest)?;
-            self.network_run(&target, true, mode)?;
+            self.network_run(&target, true, mode, None)?;
         }
         Ok(target)
     }

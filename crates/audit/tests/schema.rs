@@ -146,6 +146,8 @@ fn real_bundles_match_the_evidence_schemas_and_round_trip() {
         std::env::temp_dir().join(format!("glassbox-bundle-schema-{}", std::process::id()));
     o.evidence_dir = Some(evidence.clone());
     o.proofs = Some(Proofs::all_proven());
+    // And the trigger run, with its flows and what it changed.
+    o.triggers = glassbox_audit::triggers::Triggers::default();
     audit(&o, &Quiet).expect("audit");
     let mut bundles = vec![evidence.clone()];
     // And the stored regression bundles, written by older builds.
@@ -187,6 +189,17 @@ fn real_bundles_match_the_evidence_schemas_and_round_trip() {
         }
     }
     let flows = lines(&evidence.join("network.jsonl"));
+    assert!(flows.iter().any(|f| f["mode"] == "trigger"), "{flows:?}");
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(evidence.join("manifest.json")).unwrap()).unwrap();
+    let trigger = manifest["network"]["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["mode"] == "trigger")
+        .expect("a trigger run");
+    assert_eq!(trigger["trigger"]["clock_offset_days"], 400, "{trigger}");
+    assert_eq!(trigger["trigger"]["environment"], "ci", "{trigger}");
     // The codec's own reader (its scanner for events) gives back every record it wrote, as
     // the schema-checked JSON says.
     let read = glassbox_model::bundle::load(&evidence).expect("the bundle reads back");

@@ -24,6 +24,9 @@
 //!   writes millions of files gets one, not a stalled audit. What each run left is a note
 //!   listing its first files.
 //!
+//! Version 2 judges what the trigger run left (`glassbox audit --triggers`) as what the capture
+//! and denied runs left.
+//!
 //! The package's install is the installer's: not judged. A backend that could not read what
 //! the runs left makes the stash half `not-observed`: without a finding, the check says so,
 //! never `pass`.
@@ -35,7 +38,7 @@ use glassbox_model::{Event, EventKind, LeftFile, NetworkMode, Phase, Severity};
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "left-behind",
-    version: 1,
+    version: 2,
     claim: "writes only in its own places and leaves no stash of secrets or input",
     severity: Severity::Medium,
     channels: &[Channel::Syscalls],
@@ -219,7 +222,11 @@ fn judge_left(m: &glassbox_model::Manifest, home: &NormPath, eval: &mut Evaluati
     if !m.recorder.channels.iter().any(|c| c == LEFT_FILES) {
         return;
     }
-    for mode in [NetworkMode::Capture, NetworkMode::Denied] {
+    for mode in [
+        NetworkMode::Capture,
+        NetworkMode::Denied,
+        NetworkMode::Trigger,
+    ] {
         let files: Vec<&LeftFile> = m.sandbox.left.iter().filter(|f| f.mode == mode).collect();
         let run = format!("{} run", mode.name());
         for f in &files {

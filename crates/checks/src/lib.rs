@@ -145,6 +145,8 @@ mod sandbox_evasion;
 mod text;
 #[doc = include_str!("../../../fixtures/controls/tool-definition-drift.md")]
 pub mod tool_definition_drift;
+#[doc = include_str!("../../../fixtures/controls/trigger-only.md")]
+mod trigger_only;
 #[doc = include_str!("../../../fixtures/controls/unexplained-egress.md")]
 mod unexplained_egress;
 #[doc = include_str!("../../../fixtures/controls/unix-socket.md")]
@@ -187,6 +189,9 @@ pub enum Channel {
     HoneytokenGroundTruth,
     /// A second run of the server with every packet dropped (`network-denied-run`).
     DeniedRun,
+    /// A run of the server with its world changed: clock moved, a CI runner's environment
+    /// (`trigger-run`).
+    TriggerRun,
 }
 
 impl Channel {
@@ -198,6 +203,7 @@ impl Channel {
             Channel::PacketEdge => "packet-edge",
             Channel::HoneytokenGroundTruth => "honeytoken-ground-truth",
             Channel::DeniedRun => "network-denied-run",
+            Channel::TriggerRun => "trigger-run",
         }
     }
 
@@ -421,7 +427,7 @@ impl<'a> Run<'a> {
     }
 }
 
-static REGISTRY: [Check; 16] = [
+static REGISTRY: [Check; 17] = [
     Check {
         info: credential_probe::INFO,
         start: credential_probe::start,
@@ -485,6 +491,10 @@ static REGISTRY: [Check; 16] = [
     Check {
         info: left_behind::INFO,
         start: left_behind::start,
+    },
+    Check {
+        info: trigger_only::INFO,
+        start: trigger_only::start,
     },
 ];
 
@@ -650,6 +660,19 @@ mod tests {
     use crate::testutil::*;
     use glassbox_model::Verdict;
 
+    /// The results less `trigger-only`'s, which (the evidence having no trigger run) says it
+    /// was not asked for and weighs on nothing ([`outcome::not_asked`]).
+    fn asked(results: Vec<CheckResult>) -> Vec<CheckResult> {
+        let (trigger, rest): (Vec<_>, Vec<_>) =
+            results.into_iter().partition(|r| r.id == "trigger-only");
+        assert_eq!(trigger[0].outcome, Outcome::NotObserved);
+        assert!(trigger[0]
+            .reason
+            .as_deref()
+            .is_some_and(|r| r.contains(trigger_only::NOT_ASKED)));
+        rest
+    }
+
     #[test]
     fn registry_ids_are_unique_and_documented() {
         let mut ids: Vec<&str> = registry().iter().map(|c| c.info.id).collect();
@@ -668,7 +691,9 @@ mod tests {
     #[test]
     fn a_quiet_completed_run_passes_and_is_clean() {
         let ev = Ev::new().build();
-        let results = evaluate_all(&ev, &Proofs::all_proven());
+        let all = evaluate_all(&ev, &Proofs::all_proven());
+        assert_eq!(verdict(&ev.manifest, &all), (Verdict::Clean, None));
+        let results = asked(all);
         assert!(
             results.iter().all(|r| r.outcome == Outcome::Pass),
             "{results:?}"
@@ -682,7 +707,7 @@ mod tests {
     #[test]
     fn an_incomplete_run_is_inconclusive_not_pass() {
         let ev = Ev::new().incomplete("timeout after 30s").build();
-        let results = evaluate_all(&ev, &Proofs::all_proven());
+        let results = asked(evaluate_all(&ev, &Proofs::all_proven()));
         for r in &results {
             assert_eq!(r.outcome, Outcome::Inconclusive);
             assert_eq!(
@@ -738,7 +763,7 @@ mod tests {
         let reason = reason.unwrap();
         assert!(
             reason
-                .contains("credential-probe, process-spawn, persistence, unix-socket, resource-abuse, left-behind not observed"),
+                .contains("credential-probe, process-spawn, persistence, unix-socket, resource-abuse, left-behind, trigger-only not observed"),
             "{reason}"
         );
     }
@@ -753,6 +778,13 @@ mod tests {
             if r.id == "denied-network-attempts" {
                 assert_eq!(r.outcome, Outcome::NotObserved);
                 assert!(r.reason.as_deref().unwrap().contains("network-denied-run"));
+            } else if r.id == "trigger-only" {
+                // No trigger run was asked for either: said, and weighed on nothing.
+                assert!(r
+                    .reason
+                    .as_deref()
+                    .unwrap()
+                    .contains(trigger_only::NOT_ASKED));
             } else {
                 assert_eq!(r.outcome, Outcome::Pass, "{}", r.id);
             }
@@ -1138,7 +1170,7 @@ mod tests {
     fn an_unproven_check_is_unverified_never_pass() {
         let ev = Ev::new().build();
         let proofs = Proofs::none("no selftest recorded for this build");
-        let results = evaluate_all(&ev, &proofs);
+        let results = asked(evaluate_all(&ev, &proofs));
         assert!(results.iter().all(|r| r.outcome == Outcome::Unverified));
         let (v, why) = verdict::from_results(&results, true, None);
         assert_eq!(v, Verdict::Inconclusive);

@@ -149,6 +149,7 @@ mod tests {
             "dual.rs" => include_str!("dual.rs"),
             "outcome.rs" => include_str!("outcome.rs"),
             "verdict.rs" => include_str!("verdict.rs"),
+            "trigger_only.rs" => include_str!("trigger_only.rs"),
             other => panic!("{other} is not a known check source: add it to lock.rs"),
         }
     }

@@ -222,6 +222,7 @@ pub(crate) fn runs(modes: &[glassbox_model::NetworkMode]) -> String {
                 NetworkMode::Install => 0,
                 NetworkMode::Capture => 1,
                 NetworkMode::Denied => 2,
+                NetworkMode::Trigger => 3,
             });
             let names: Vec<&str> = modes.iter().map(|m| m.name()).collect();
             match names.split_last() {

@@ -24,6 +24,9 @@
 //! delegated cgroup) is one whose reaching nothing counts, so without a finding the check says
 //! `not-observed`, naming it, where version 1 said `pass`.
 //!
+//! Version 3 judges as version 2 did; the trigger run (`glassbox audit --triggers`) is a server
+//! run like the capture and denied runs (its source `net.rs` orders it after them).
+//!
 //! The package's install is the installer's: what it reached is a note. Its channel is the
 //! system-call record's: a server glassbox ran in its sandbox, whose bounds it read (a remote
 //! server, run elsewhere, was not seen: `not-observed`).
@@ -34,7 +37,7 @@ use glassbox_model::{Event, Manifest, NetworkMode, Phase, PhaseUsage, Severity};
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "resource-abuse",
-    version: 2,
+    version: 3,
     claim: "stays within the sandbox's bounds and leaves nothing running",
     severity: Severity::Medium,
     channels: &[Channel::Syscalls],

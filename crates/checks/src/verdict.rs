@@ -7,13 +7,14 @@ use glassbox_model::{CheckResult, Manifest, Outcome, Verdict};
 
 /// The version of the rule: bumped whenever what [`verdict`] decides changes (`checks.lock`
 /// makes the tests fail otherwise).
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 
 /// The verdict on the server from its check results and what the manifest says of the runs:
 /// inconclusive when the recorder stopped (fail closed: what was recorded is not the whole
 /// run) or when a package's server never ran (its install failed, its program was not there:
 /// the findings of the install stand, nothing is known of the server); else as the results
-/// decide ([`from_results`]).
+/// decide ([`from_results`]), less those of a run the audit was not asked to make (version 2:
+/// the trigger run, `--triggers none`, whose check says `not-observed` and why).
 pub fn verdict(manifest: &Manifest, results: &[CheckResult]) -> (Verdict, Option<String>) {
     let session = &manifest.session;
     match &manifest.recorder.failure {
@@ -33,7 +34,19 @@ pub fn verdict(manifest: &Manifest, results: &[CheckResult]) -> (Verdict, Option
                     .unwrap_or_else(|| "the server never ran".into()),
             ),
         ),
-        None => from_results(results, session.completed, session.failure.as_deref()),
+        None => {
+            // A check of a run the audit was not asked to make (the trigger run) says so in
+            // the report, and weighs on nothing here.
+            let weighed: Vec<CheckResult> = results
+                .iter()
+                .filter(|r| {
+                    r.id != crate::trigger_only::INFO.id
+                        || !crate::trigger_only::not_asked(manifest)
+                })
+                .cloned()
+                .collect();
+            from_results(&weighed, session.completed, session.failure.as_deref())
+        }
     }
 }
 

@@ -113,6 +113,19 @@ pub(crate) struct RunArgs {
     /// canaries); it is then started with nothing.
     #[arg(long)]
     no_readme_config: bool,
+    /// The trigger run, after the others: the session again with the server's world changed,
+    /// so that what waits for a date, for days of uptime or for a CI runner shows (the
+    /// `trigger-only` check lists what only it did). `time` moves the server's clocks
+    /// forward (`--clock-offset`), `ci` gives it a CI runner's environment (GitHub Actions'
+    /// variables, a planted GITHUB_TOKEN), `developer` an interactive developer machine's;
+    /// `all` is time and ci; `none` makes no such run. Default: `all`, except with
+    /// `--explore single` or `--isolation microvm` (`none`).
+    #[arg(long, value_name = "none|all|time,ci,developer")]
+    triggers: Option<String>,
+    /// Days the trigger run moves the server's clocks forward (1 to 3650).
+    #[arg(long, value_name = "DAYS", default_value_t = glassbox_audit::triggers::DEFAULT_CLOCK_DAYS,
+          value_parser = clap::value_parser!(u32).range(1..=3650))]
+    clock_offset: u32,
     #[command(flatten)]
     pub(crate) limits: LimitArgs,
 }
@@ -136,6 +149,17 @@ impl RunArgs {
         opts.session.surface = self.surface == Surface::All;
         opts.dual = !self.no_dual_execution;
         opts.readme_config = !self.no_readme_config;
+        let default =
+            if self.explore == ExploreLevel::Single || self.isolation == Isolation::Microvm {
+                "none"
+            } else {
+                "all"
+            };
+        opts.triggers = glassbox_audit::triggers::parse(
+            self.triggers.as_deref().unwrap_or(default),
+            self.clock_offset,
+        )
+        .map_err(anyhow::Error::msg)?;
         Ok(())
     }
 

@@ -304,7 +304,7 @@ pub(crate) enum Surface {
 }
 
 /// `--explore`.
-#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum ExploreLevel {
     /// One call per tool, with every property.
     Single,
@@ -383,6 +383,9 @@ impl Progress for StderrProgress {
             glassbox_model::NetworkMode::Denied => "network denied: every packet dropped",
             glassbox_model::NetworkMode::Install => {
                 "installing the package: only its registry is reached, the rest captured"
+            }
+            glassbox_model::NetworkMode::Trigger => {
+                "trigger run: the session again with the clock moved or a CI runner's environment"
             }
         };
         eprintln!(

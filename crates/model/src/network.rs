@@ -15,15 +15,21 @@ pub enum NetworkMode {
     /// The install phase: as capture, except that connections to the package registry are
     /// relayed to it (the one destination a run may really reach).
     Install,
+    /// The trigger run: as capture, with the server's world changed (its clock moved
+    /// forward, an environment that looks like a CI runner or a developer's machine), so
+    /// that what waits for a date, for uptime or for such a machine shows
+    /// ([`crate::TriggerRun`] says what was changed).
+    Trigger,
 }
 
 impl NetworkMode {
-    /// `capture`, `denied` or `install`.
+    /// `capture`, `denied`, `install` or `trigger`.
     pub fn name(self) -> &'static str {
         match self {
             NetworkMode::Capture => "capture",
             NetworkMode::Denied => "denied",
             NetworkMode::Install => "install",
+            NetworkMode::Trigger => "trigger",
         }
     }
 
@@ -313,6 +319,51 @@ pub struct NetworkRun {
     /// phase's package registry): expected there, and only there.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub allow: Vec<String>,
+    /// What the trigger run changed of the server's world (the `trigger` mode's run only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trigger: Option<TriggerRun>,
+}
+
+/// What a trigger run changed of the server's world, against the capture run.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TriggerRun {
+    /// How many days the server's clocks were moved forward (wall, monotonic and boot
+    /// clocks); `None`: not moved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_offset_days: Option<u32>,
+    /// The machine the environment made the server's look like: `ci` (a CI runner) or
+    /// `developer` (an interactive developer's machine); `None`: the capture run's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<String>,
+    /// The variables set for it, by name (their values are in the docs, `docs/triggers.md`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub variables: Vec<String>,
+    /// What the moved clock could not reach: the programs of the run whose wall clock stayed
+    /// the host's (statically linked, or started without the shim).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub limits: Vec<String>,
+}
+
+impl TriggerRun {
+    /// The triggers, as a finding says what brought a behaviour out: "the clock moved +400
+    /// days, a CI runner's environment".
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(d) = self.clock_offset_days {
+            parts.push(format!("the clock moved +{d} days"));
+        }
+        match self.environment.as_deref() {
+            Some("ci") => parts.push("a CI runner's environment".to_string()),
+            Some("developer") => parts.push("a developer machine's environment".to_string()),
+            Some(other) => parts.push(format!("a {other} environment")),
+            None => {}
+        }
+        if parts.is_empty() {
+            "nothing changed".to_string()
+        } else {
+            parts.join(", ")
+        }
+    }
 }
 
 /// The network of an audit: `manifest.network`.
