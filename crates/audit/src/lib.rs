@@ -494,7 +494,20 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
             set_env(&mut changed.env, name.clone(), value.clone());
         }
         let triggers = audit.opts.triggers;
+        let first = audit.all_events.len();
         audit.network_run(&changed, false, NetworkMode::Trigger, Some(&triggers))?;
+        let unmoved = triggers::unmoved(&audit.all_events[first..], &audit.secrets.home);
+        if let Some(t) = audit
+            .manifest
+            .network
+            .runs
+            .iter_mut()
+            .rev()
+            .find(|r| r.mode == NetworkMode::Trigger)
+            .and_then(|r| r.trigger.as_mut())
+        {
+            t.limits = unmoved;
+        }
     }
     audit.dual_runs(&target)?;
     audit.finish()

@@ -160,6 +160,56 @@ impl Triggers {
     }
 }
 
+/// The sandbox's own writable places (and its home): what is there is not the host's.
+const SANDBOX_ONLY: &[&str] = &["/tmp/", "/run/", "/var/", "/dev/shm/"];
+
+/// What the moved clock could not reach in the trigger run: each program it executed (by the
+/// path of its exec, read on the host, where system folders and the server's own are at the
+/// same paths) that is a statically linked 64-bit ELF, whose wall clock the shim could not
+/// move ([`glassbox_sandbox::clock`]). A program not found on the host (made in the sandbox's
+/// home or `/tmp`) is said as such.
+pub(crate) fn unmoved(events: &[glassbox_model::Event], home: &str) -> Vec<String> {
+    use std::io::Read as _;
+    let mut seen = std::collections::BTreeSet::new();
+    let mut out = Vec::new();
+    for e in events {
+        let glassbox_model::EventKind::Exec { path, .. } = &e.kind else {
+            continue;
+        };
+        let path = String::from_utf8_lossy(path.as_slice()).into_owned();
+        if !seen.insert(path.clone()) {
+            continue;
+        }
+        // The sandbox's own places are gone with it (and the host's file of that name is
+        // another).
+        let in_home = !home.is_empty() && path.starts_with(&format!("{home}/"));
+        if in_home || SANDBOX_ONLY.iter().any(|p| path.starts_with(p)) {
+            out.push(format!(
+                "{}: a program of the sandbox's own places, not read: whether its wall clock \
+                 moved is not known",
+                glassbox_model::printable(&path)
+            ));
+            continue;
+        }
+        let mut head = Vec::new();
+        let read =
+            std::fs::File::open(&path).and_then(|f| f.take(64 * 1024).read_to_end(&mut head));
+        if read.is_ok()
+            && glassbox_vm::initramfs::is_elf64(&head)
+            && glassbox_vm::initramfs::elf_interpreter(&head).is_none()
+        {
+            out.push(format!(
+                "{}: statically linked, its wall clock was the host's",
+                glassbox_model::printable(&path)
+            ));
+        }
+        if out.len() >= 20 {
+            break;
+        }
+    }
+    out
+}
+
 /// Parses `--triggers`: `none`, `all` (time and ci), or a comma-separated list of `time`,
 /// `ci`, `developer` (`ci` and `developer` are two machines: one of them).
 pub fn parse(text: &str, clock_days: u32) -> Result<Triggers, String> {
@@ -215,6 +265,41 @@ mod tests {
             r.describe(),
             "the clock moved +400 days, a CI runner's environment"
         );
+    }
+
+    fn exec(id: u64, path: &str) -> glassbox_model::Event {
+        glassbox_model::Event {
+            id,
+            t_ns: 0,
+            pid: 2,
+            ppid: 1,
+            phase: glassbox_model::Phase::Startup,
+            kind: glassbox_model::EventKind::Exec {
+                syscall: "execve".into(),
+                path: path.into(),
+                argv: Vec::new(),
+            },
+        }
+    }
+
+    #[test]
+    fn a_statically_linked_program_is_what_the_moved_clock_could_not_reach() {
+        // Debian's ldconfig is a static-pie build; the shell is dynamically linked.
+        let events = [
+            exec(1, "/bin/sh"),
+            exec(2, "/sbin/ldconfig"),
+            exec(3, "/sbin/ldconfig"),
+            exec(4, "/home/sam/.cache/tool"),
+            exec(5, "/tmp/helper"),
+        ];
+        let said = unmoved(&events, "/home/sam");
+        assert_eq!(said.len(), 3, "{said:?}");
+        assert!(
+            said[0].starts_with("/sbin/ldconfig: statically linked"),
+            "{said:?}"
+        );
+        assert!(said[1].starts_with("/home/sam/.cache/tool: a program of the sandbox's own"));
+        assert!(said[2].starts_with("/tmp/helper: "));
     }
 
     #[test]

@@ -506,6 +506,9 @@ fn audit_one(s: &Server, i: usize, tmp: &std::path::Path, data: &std::path::Path
     // A client configuration's entry, as written here; or, started bare, the package's
     // README's.
     o.readme_config = s.readme;
+    // As `glassbox audit` runs it by default: the trigger run too, which must bring out
+    // nothing of a benign server.
+    o.triggers = glassbox_audit::triggers::Triggers::default();
     o.extra_ro = vec![data.to_path_buf()];
     o.evidence_dir = Some(tmp.join(format!("evidence-{i}")));
     o.proofs = Some(Proofs::all_proven());

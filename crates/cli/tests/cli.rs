@@ -40,6 +40,29 @@ fn a_missing_command_is_a_usage_error_that_names_it() {
 }
 
 #[test]
+fn a_bad_trigger_or_clock_offset_is_a_usage_error_that_names_it() {
+    for (args, said) in [
+        (
+            &["--triggers", "tomorrow"][..],
+            "\"tomorrow\" is not one of",
+        ),
+        (&["--triggers", "ci,developer"][..], "two machines"),
+        (&["--clock-offset", "0"][..], "--clock-offset"),
+        (&["--clock-offset", "4000"][..], "--clock-offset"),
+    ] {
+        let out = glassbox()
+            .args(["audit", "--no-selftest"])
+            .args(args)
+            .args(["--", "true"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(said), "{args:?}: {err}");
+    }
+}
+
+#[test]
 fn no_command_is_a_usage_error() {
     let out = glassbox().arg("audit").output().unwrap();
     assert_eq!(out.status.code(), Some(2));

@@ -274,10 +274,15 @@ fn repository_owner(spec: &str) -> Option<String> {
     Some(format!("{host}/{owner}").to_ascii_lowercase())
 }
 
-/// Whether a capture or denied run was recorded, and the hosts the flows of those runs went
+/// Whether a capture, denied or trigger run was recorded, and the hosts the flows of those runs went
 /// to (Unix canary sockets are not hosts).
 fn hosts(ev: &Evidence) -> (bool, BTreeSet<String>) {
-    let server_run = |m: NetworkMode| matches!(m, NetworkMode::Capture | NetworkMode::Denied);
+    let server_run = |m: NetworkMode| {
+        matches!(
+            m,
+            NetworkMode::Capture | NetworkMode::Denied | NetworkMode::Trigger
+        )
+    };
     let observed = ev.manifest.network.runs.iter().any(|r| server_run(r.mode));
     let mut out = BTreeSet::new();
     for f in ev.flows.iter().filter(|f| server_run(f.mode)) {

@@ -195,8 +195,9 @@ pub fn strip_to_segments(elf: &mut Vec<u8>) {
     }
 }
 
-/// `PT_INTERP` of a 64-bit little-endian ELF.
-fn elf_interpreter(elf: &[u8]) -> Option<PathBuf> {
+/// `PT_INTERP` of a 64-bit little-endian ELF: the dynamic loader it names; `None` for a
+/// statically linked program (or what is not such an ELF: [`is_elf64`] tells them apart).
+pub fn elf_interpreter(elf: &[u8]) -> Option<PathBuf> {
     if elf.len() < 64 || elf[..4] != *b"\x7fELF" || elf[4] != 2 {
         return None;
     }
@@ -217,6 +218,11 @@ fn elf_interpreter(elf: &[u8]) -> Option<PathBuf> {
         }
     }
     None
+}
+
+/// Whether `b` begins a 64-bit little-endian ELF.
+pub fn is_elf64(b: &[u8]) -> bool {
+    b.len() >= 64 && b[..4] == *b"\x7fELF" && b[4] == 2 && b[5] == 1
 }
 
 /// A cpio "newc" archive in memory.
