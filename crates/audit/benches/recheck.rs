@@ -207,6 +207,7 @@ fn one_pass(what: &str, path: &Path, n: u64) {
         manifest: &manifest,
         transcript: &transcript,
         denied_transcript: &[],
+        trigger_transcript: &[],
         flows: &[],
     };
     let p = match what {

@@ -1005,6 +1005,29 @@ fn guest_step(what: &str) {
     }
 }
 
+/// Sets the guest's wall clock `seconds` ahead (the guest is the run's alone: nothing else
+/// reads it).
+fn set_wall_clock_forward(seconds: i64) -> Result<(), Error> {
+    // SAFETY: timespec is plain old data; zero is valid.
+    let mut now: libc::timespec = unsafe { std::mem::zeroed() };
+    // SAFETY: `now` is a valid out-pointer.
+    if unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut now) } != 0 {
+        return Err(Error::Internal(format!(
+            "cannot read the guest's clock: {}",
+            std::io::Error::last_os_error()
+        )));
+    }
+    now.tv_sec += seconds as libc::time_t;
+    // SAFETY: `now` is a valid timespec; the guest agent runs as the guest's root.
+    if unsafe { libc::clock_settime(libc::CLOCK_REALTIME, &now) } != 0 {
+        return Err(Error::Internal(format!(
+            "cannot set the guest's clock forward: {}",
+            std::io::Error::last_os_error()
+        )));
+    }
+    Ok(())
+}
+
 fn guest_run(sink: &run::SharedSink) -> Result<Record, Error> {
     guest_step("reading the request");
     // The request: the first line of stdin. What the reader buffered past it is the server's.
@@ -1040,6 +1063,17 @@ fn guest_run(sink: &run::SharedSink) -> Result<Record, Error> {
         ssh_agent: s.ssh_agent,
         lazy_rsa: None,
     };
+    // A trigger run's wall clock: the guest's own, set forward before the server starts, so
+    // that every program sees the moved date (a statically linked one too); the sandbox's time
+    // namespace moves the monotonic clocks.
+    let shift = match req.clock_shift_days {
+        Some(days) => {
+            let shift = glassbox_sandbox::clock::ClockShift::days(days);
+            set_wall_clock_forward(shift.seconds())?;
+            Some(shift.wall_set())
+        }
+        None => None,
+    };
     let clock = Arc::new(Clock::new());
     let mut running = run::start(
         &target,
@@ -1064,9 +1098,7 @@ fn guest_run(sink: &run::SharedSink) -> Result<Record, Error> {
             }),
             ring: req.ring.map(|b| b as usize),
             marker: req.marker.clone(),
-            clock_shift: req
-                .clock_shift_days
-                .map(glassbox_sandbox::clock::ClockShift::days),
+            clock_shift: shift,
         },
     )?;
     let (isolation, canary_sockets) = running

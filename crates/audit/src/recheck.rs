@@ -47,6 +47,8 @@ fn evaluate_bundle_counted(dir: &Path, proofs: &Proofs) -> Result<Evaluated, Err
     let transcript = bundle::transcript(dir, "")?;
     // The denied run's, when there was one (what `tool-definition-drift` compares across runs).
     let denied_transcript = bundle::transcript(dir, "-denied")?;
+    // The trigger run's (what was said only with the world changed).
+    let trigger_transcript = bundle::transcript(dir, "-trigger")?;
     let flows = bundle::flows(dir)?;
     let epath = dir.join(EVENTS);
     let mut pass = 0;
@@ -56,6 +58,7 @@ fn evaluate_bundle_counted(dir: &Path, proofs: &Proofs) -> Result<Evaluated, Err
             manifest: &manifest,
             transcript: &transcript,
             denied_transcript: &denied_transcript,
+            trigger_transcript: &trigger_transcript,
         },
         flows,
         |f: &mut dyn FnMut(&Event)| {

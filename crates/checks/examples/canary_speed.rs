@@ -168,6 +168,7 @@ fn pass(tokens: &[Honeytoken], flows: &[Flow]) -> Duration {
         manifest: &manifest,
         transcript: &[],
         denied_transcript: &[],
+        trigger_transcript: &[],
         flows,
     };
     let check = glassbox_checks::find("canary-exfiltration").expect("the check");

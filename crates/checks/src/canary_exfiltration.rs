@@ -119,6 +119,10 @@
 //! Version 12 judges as version 11 did, but a destination explained for `unexplained-egress`
 //! now includes a `.test` name an earlier call's input gave, at any time after that call
 //! (`named.rs`).
+//!
+//! Version 13 searches the trigger run's answers too (`transcript-trigger.jsonl`,
+//! `glassbox audit --triggers`): a planted secret that came back to the client only with the
+//! world changed (a CI runner's `GITHUB_TOKEN` in a tool's result) came back.
 
 use crate::explain;
 use crate::layers::{self, Form};
@@ -133,7 +137,7 @@ use std::collections::HashMap;
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "canary-exfiltration",
-    version: 12,
+    version: 13,
     claim: "no planted secret leaves the sandbox",
     severity: Severity::High,
     channels: &[Channel::PacketEdge],
@@ -840,7 +844,12 @@ pub(crate) fn went(c: &crate::Context<'_>) -> Option<Vec<Went>> {
             }
         }
     }
-    for t in c.transcript.iter().chain(c.denied_transcript) {
+    for t in c
+        .transcript
+        .iter()
+        .chain(c.denied_transcript)
+        .chain(c.trigger_transcript)
+    {
         if t.dir != glassbox_model::Direction::ServerToClient {
             continue;
         }

@@ -291,6 +291,9 @@ pub struct Context<'a> {
     /// The MCP transcript of the denied run (`transcript-denied.jsonl`), when it followed the
     /// capture run; empty otherwise.
     pub denied_transcript: &'a [TranscriptEntry],
+    /// The MCP transcript of the trigger run (`transcript-trigger.jsonl`), when one was made;
+    /// empty otherwise.
+    pub trigger_transcript: &'a [TranscriptEntry],
     /// The flows at the network edge and the canary sockets (`network.jsonl`).
     pub flows: &'a [Flow],
 }
@@ -530,6 +533,7 @@ pub fn evaluate_all_runs(
         manifest: &ev.manifest,
         transcript: &ev.transcript,
         denied_transcript,
+        trigger_transcript: &[],
     };
     let each = |f: &mut dyn FnMut(&Event)| {
         ev.events.iter().for_each(&mut *f);
@@ -550,6 +554,8 @@ pub struct Bundle<'a> {
     pub transcript: &'a [TranscriptEntry],
     /// The denied run's transcript (see [`Context::denied_transcript`]).
     pub denied_transcript: &'a [TranscriptEntry],
+    /// The trigger run's transcript (see [`Context::trigger_transcript`]).
+    pub trigger_transcript: &'a [TranscriptEntry],
 }
 
 /// What [`evaluate_stream`] derived from a bundle.
@@ -582,6 +588,7 @@ pub fn evaluate_stream<E>(
             manifest: bundle.manifest,
             transcript: bundle.transcript,
             denied_transcript: bundle.denied_transcript,
+            trigger_transcript: bundle.trigger_transcript,
             flows: &flows,
         });
         events(&mut |e| run.event(e))?;
@@ -604,6 +611,7 @@ pub(crate) fn evaluate_one(
         manifest: &ev.manifest,
         transcript: &ev.transcript,
         denied_transcript: &[],
+        trigger_transcript: &[],
         flows: &ev.flows,
     };
     let mut e = start(&ctx);

@@ -46,6 +46,9 @@
 //! Version 2: `exfil.rs`'s rules, which it shares with `description-exfil-pattern` (its v7),
 //! take a verb that describes what a tool returns or shows for no order ("the response
 //! includes the password").
+//!
+//! Version 3 reads the trigger run's answers too (`transcript-trigger.jsonl`, `glassbox audit
+//! --triggers`): instructions a server gives only with its clock moved or on a CI runner.
 
 use crate::exfil::{self, scan, tool_names, Source, MAX_SOURCE_BYTES, MAX_TOTAL_BYTES};
 #[cfg(test)]
@@ -61,7 +64,7 @@ use std::collections::HashSet;
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "runtime-instructions",
-    version: 2,
+    version: 3,
     claim: "no instructions aimed at the model in what the server answers at run time (tool \
             results, resource contents, prompt messages, sampling requests)",
     severity: Severity::High,
@@ -471,28 +474,30 @@ pub(crate) struct State {
 }
 
 pub(crate) fn start(c: &crate::Context<'_>) -> Box<dyn Evaluator> {
-    let texts = said_at_run_time(c.transcript);
-    let findings = scan(&texts.sources, &tool_names(c.transcript))
-        .into_iter()
-        .filter_map(|m| {
-            let what = &texts.sources.get(m.source_index)?.what;
-            let phase = texts.phases.get(m.source_index)?;
-            let mut f = INFO.finding(
-                format!("{what} ({}): {}", m.rule, m.excerpt),
-                Vec::new(),
-                Some(phase.clone()),
-            );
-            f.accusation = true;
-            Some(f)
-        })
-        .collect();
-    Box::new(State {
-        unread: texts.unread(c.transcript),
-        eval: Evaluation {
-            findings,
-            notes: Vec::new(),
-        },
-    })
+    let mut eval = Evaluation::default();
+    let mut unread = Vec::new();
+    // The capture run's answers, then the trigger run's (what only a changed world was
+    // told), each read on its own: the two sessions number their requests alike.
+    for (transcript, run) in [(c.transcript, ""), (c.trigger_transcript, " (trigger run)")] {
+        let texts = said_at_run_time(transcript);
+        eval.findings.extend(
+            scan(&texts.sources, &tool_names(transcript))
+                .into_iter()
+                .filter_map(|m| {
+                    let what = &texts.sources.get(m.source_index)?.what;
+                    let phase = texts.phases.get(m.source_index)?;
+                    let mut f = INFO.finding(
+                        format!("{what}{run} ({}): {}", m.rule, m.excerpt),
+                        Vec::new(),
+                        Some(phase.clone()),
+                    );
+                    f.accusation = true;
+                    Some(f)
+                }),
+        );
+        unread.extend(texts.unread(transcript));
+    }
+    Box::new(State { unread, eval })
 }
 
 impl Evaluator for State {
@@ -589,6 +594,7 @@ pub(crate) mod tests {
             manifest: &ev.manifest,
             transcript: &ev.transcript,
             denied_transcript: &[],
+            trigger_transcript: &[],
             flows: &ev.flows,
         };
         let s = start(&ctx);

@@ -709,6 +709,7 @@ pub(crate) fn evaluate_with(
         manifest: &ev.manifest,
         transcript: &ev.transcript,
         denied_transcript,
+        trigger_transcript: &[],
         flows: &ev.flows,
     };
     start(&ctx).finish_with(&ctx)

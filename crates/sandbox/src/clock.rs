@@ -6,7 +6,8 @@
 //!   move by a time namespace: the outer process unshares one and writes its offsets before
 //!   pid 1 is born in it. The kernel applies them to every program, statically linked ones
 //!   too, through the vDSO and the system calls alike.
-//! - **The wall clock** (`CLOCK_REALTIME`, `gettimeofday`, `time`), which no namespace moves,
+//! - **The wall clock** (`CLOCK_REALTIME`, `gettimeofday`, `time`), which no namespace moves
+//!   (in a microVM guest the kernel's own is set forward instead, [`ClockShift::wall_set`]),
 //!   moves by a shim preloaded into every dynamically linked program ([`SHIM`],
 //!   `shim/clock.c`, built with the crate): it adds the offset to what the C library's clock
 //!   calls return, and takes it back from an absolute wall-clock deadline the program hands
@@ -31,6 +32,9 @@ static SHIM_BYTES: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libglassbox
 pub struct ClockShift {
     /// Seconds, at least 0 and at most [`ClockShift::MAX_DAYS`] days.
     seconds: i64,
+    /// Whether the wall clock is moved by the shim; `false` where the kernel's wall clock was
+    /// set forward already (a microVM guest's, [`ClockShift::wall_set`]).
+    shim: bool,
 }
 
 impl ClockShift {
@@ -42,7 +46,24 @@ impl ClockShift {
     pub fn days(days: u32) -> ClockShift {
         ClockShift {
             seconds: i64::from(days.min(Self::MAX_DAYS)) * 86_400,
+            shim: true,
         }
+    }
+
+    /// This shift where the kernel's wall clock was set forward by it already (a microVM
+    /// guest's, set at boot): the time namespace moves the monotonic clocks, no shim is
+    /// planted, and every program's wall clock is moved, statically linked ones too.
+    pub fn wall_set(self) -> ClockShift {
+        ClockShift {
+            shim: false,
+            ..self
+        }
+    }
+
+    /// Whether the wall clock is moved by the shim (not by the kernel): statically linked
+    /// programs then keep the real one.
+    pub fn by_shim(self) -> bool {
+        self.shim
     }
 
     /// The offset in seconds.
@@ -52,6 +73,9 @@ impl ClockShift {
 
     /// The files planted for it: the shim and the offset it reads.
     pub(crate) fn files(self) -> Vec<PlantedFile> {
+        if !self.shim {
+            return Vec::new();
+        }
         vec![
             PlantedFile {
                 path: SHIM.into(),
@@ -91,6 +115,11 @@ mod tests {
         assert_eq!(s.seconds(), 34_560_000);
         assert_eq!(s.offsets(), "monotonic 34560000 0\nboottime 34560000 0\n");
         assert_eq!(ClockShift::days(u32::MAX), ClockShift::days(3650));
+        assert_eq!(s.files().len(), 2);
+        // Where the kernel's wall clock was set forward (a microVM guest's): no shim.
+        let set = s.wall_set();
+        assert!(!set.by_shim() && set.files().is_empty());
+        assert_eq!(set.offsets(), s.offsets());
         assert_eq!(ClockShift::preload(None), SHIM);
         assert_eq!(
             ClockShift::preload(Some("/opt/x.so")),

@@ -227,7 +227,7 @@ impl Config {
             env.retain(|(ek, _)| ek != k);
             env.push((k.clone(), v.clone()));
         }
-        if self.clock.is_some() {
+        if self.clock.is_some_and(|c| c.by_shim()) {
             let i = env.iter().position(|(k, _)| k == "LD_PRELOAD");
             let preload = clock::ClockShift::preload(i.map(|i| env[i].1.as_str()));
             match i {
