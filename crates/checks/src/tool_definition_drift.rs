@@ -40,6 +40,10 @@
 //!
 //! Version 4 judges as version 3 did (`outcome.rs`, which its lock covers, now tells lost
 //! records of the open and stat families from other losses; it reads neither).
+//!
+//! Version 5 compares the first run's listings with the denied run's only where a denied run
+//! was made (version 4 took any second server run for it: an audit with a capture run and a
+//! trigger run, `--network capture --triggers all`, was compared with an empty transcript).
 
 use crate::{Channel, CheckInfo, Evaluation, Evaluator};
 use glassbox_model::{
@@ -51,7 +55,7 @@ use std::collections::{BTreeMap, HashMap};
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "tool-definition-drift",
-    version: 4,
+    version: 5,
     claim: "tool definitions and server instructions stay the same throughout the audit",
     severity: Severity::High,
     channels: &[Channel::McpTranscript],
@@ -688,7 +692,8 @@ pub(crate) fn start(c: &crate::Context<'_>) -> Box<dyn Evaluator> {
         .collect();
     let first_name = runs.first().map_or("capture", |r| r.mode.name());
     // The denied run's transcript, when the denied run followed the first one.
-    let second = (runs.len() > 1).then_some(c.denied_transcript);
+    let denied = runs.iter().skip(1).any(|r| r.mode == NetworkMode::Denied);
+    let second = denied.then_some(c.denied_transcript);
     Box::new(State(evaluate(first_name, c.transcript, second)))
 }
 
@@ -1330,6 +1335,18 @@ mod tests {
             "{:?}",
             e.findings
         );
+        assert!(summaries(e.notes)
+            .iter()
+            .any(|n| n.contains("no denied run")));
+        // A trigger run after the capture run is not a denied run: nothing compared with an
+        // empty transcript.
+        let mut ev = Ev::new()
+            .run(NetworkMode::Capture, 1, 1)
+            .run(NetworkMode::Trigger, 1, 1)
+            .build();
+        ev.transcript = session(&[greet()], &[greet()]);
+        let e = evaluate_with(&ev, &[]);
+        assert!(e.findings.is_empty(), "{:?}", e.findings);
         assert!(summaries(e.notes)
             .iter()
             .any(|n| n.contains("no denied run")));
