@@ -74,6 +74,7 @@ def main():
     ap.add_argument("glassbox", nargs="?",
                     default=os.path.join(ROOT, "target", "release", "glassbox"))
     a = ap.parse_args()
+    a.glassbox = os.path.abspath(a.glassbox)
     state = tempfile.mkdtemp(prefix="gb-bench-triggers-")
     lib = ["--ro", os.path.join(ROOT, "fixtures", "lib")]
     rows = {s: [] for s in SETTINGS}
