@@ -119,7 +119,7 @@ pub(crate) struct RunArgs {
     /// forward (`--clock-offset`), `ci` gives it a CI runner's environment (GitHub Actions'
     /// variables, a planted GITHUB_TOKEN), `developer` an interactive developer machine's;
     /// `all` is time and ci; `none` makes no such run. Default: `all`, except with
-    /// `--explore single` or `--isolation microvm` (`none`).
+    /// `--explore single` (`none`).
     #[arg(long, value_name = "none|all|time,ci,developer")]
     triggers: Option<String>,
     /// Days the trigger run moves the server's clocks forward (1 to 3650).
@@ -149,12 +149,10 @@ impl RunArgs {
         opts.session.surface = self.surface == Surface::All;
         opts.dual = !self.no_dual_execution;
         opts.readme_config = !self.no_readme_config;
-        let default =
-            if self.explore == ExploreLevel::Single || self.isolation == Isolation::Microvm {
-                "none"
-            } else {
-                "all"
-            };
+        let default = match self.explore {
+            ExploreLevel::Single => "none",
+            _ => "all",
+        };
         opts.triggers = glassbox_audit::triggers::parse(
             self.triggers.as_deref().unwrap_or(default),
             self.clock_offset,

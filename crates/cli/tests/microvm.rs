@@ -273,9 +273,9 @@ fn audit_command(
         .current_dir(dir)
         .args(["audit", "--no-selftest", "-q", "--ro", "../lib"])
         .args(extra)
-        // These audits compare a guest's runs with the namespace's, run for run: no trigger
-        // run unless asked (the namespace's default makes one, a microVM's not; the microVM
-        // controls' subset runs trigger-only's controls in guests).
+        // These audits compare a guest's runs with the namespace's, run for run, and each guest
+        // boots under emulation: no trigger run unless asked (the microVM controls' subset runs
+        // trigger-only's controls in guests).
         .args(match extra.contains(&"--triggers") {
             true => &[][..],
             false => &["--triggers", "none"][..],
@@ -636,7 +636,14 @@ fn a_hung_guest_is_killed_and_the_audit_is_inconclusive() {
     let o = glassbox()
         .current_dir(&dir)
         .args(["audit", "--no-selftest", "-q", "--ro", "../lib"])
-        .args(["--isolation", "microvm", "--network", "capture"])
+        .args([
+            "--isolation",
+            "microvm",
+            "--network",
+            "capture",
+            "--triggers",
+            "none",
+        ])
         .arg("--evidence")
         .arg(&evidence)
         .arg("--json")
@@ -749,7 +756,14 @@ fn batch(
     let o = glassbox()
         .current_dir(w.join("servers"))
         .args(["batch", "--isolation", isolation, "-j", "1"])
-        .args(["--network", "capture", "--no-selftest", "--quiet"])
+        .args([
+            "--network",
+            "capture",
+            "--triggers",
+            "none",
+            "--no-selftest",
+            "--quiet",
+        ])
         .args(["--memory", "256M", "--store"])
         .arg(&store)
         .arg("--evidence")
@@ -882,6 +896,8 @@ fn a_package_is_installed_and_audited_in_microvms() {
         .env("GLASSBOX_STORE", work.join("store.sqlite"))
         .current_dir(&work)
         .args(["audit", "--no-selftest", "-q", "--isolation", "microvm"])
+        // The install and one guest per run are this test's subject, not the trigger run.
+        .args(["--triggers", "none"])
         .arg("--evidence")
         .arg(&evidence)
         .arg("--json")
@@ -1097,7 +1113,7 @@ fn the_control_suite_passes_in_microvms() {
         let report: Value =
             serde_json::from_str(&std::fs::read_to_string(state.join("report.json")).unwrap())
                 .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&o.stderr)));
-        // Neither audit made a trigger run (a microVM's default): trigger-only was not asked.
+        // Neither audit made a trigger run (`--triggers none`): trigger-only was not asked.
         outcomes(&report)
             .into_iter()
             .filter(|(id, _)| id != "trigger-only")

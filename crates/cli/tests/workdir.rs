@@ -282,6 +282,8 @@ fn an_audit_from_a_private_folder_works_in_a_microvm_as_root() {
             "microvm",
             "--network",
             "capture",
+            "--triggers",
+            "none",
             "--quiet",
             "--json",
             "-",
