@@ -2206,7 +2206,11 @@ pub fn report(
         checks,
         call_outcomes: AuditReport::count_calls(&tools),
         tools,
-        surface: glassbox_model::SurfaceSummary::of(session),
+        surface: {
+            let mut surface = glassbox_model::SurfaceSummary::of(session);
+            surface.cut.extend(triggers::left_out(manifest));
+            surface
+        },
     }
 }
 

@@ -210,6 +210,43 @@ pub(crate) fn unmoved(events: &[glassbox_model::Event], home: &str) -> Vec<Strin
     out
 }
 
+/// What the report's coverage says of behaviour that waits ("Left out" lines of the surface
+/// exercised): without a trigger run, that it was not looked for; with one whose clock moved
+/// by the shim (the namespace backend), what the moved wall clock cannot reach, and each
+/// program of the run it did not reach ([`unmoved`], `network.runs[].trigger.limits`).
+pub(crate) fn left_out(m: &glassbox_model::Manifest) -> Vec<String> {
+    let Some(t) = m
+        .network
+        .runs
+        .iter()
+        .find(|r| r.mode == glassbox_model::NetworkMode::Trigger)
+    else {
+        return vec![
+            "behaviour that waits for a date, for uptime or for a CI runner: no trigger run was \
+             made (--triggers)"
+                .into(),
+        ];
+    };
+    let Some(t) = &t.trigger else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    if t.clock_offset_days.is_some() && m.vm.is_none() {
+        out.push(format!(
+            "the trigger run ({}) moved the wall clock of dynamically linked programs only: a \
+             statically linked one, a raw clock call or a child started without LD_PRELOAD saw \
+             the real date (its monotonic clocks moved)",
+            t.describe()
+        ));
+    }
+    out.extend(
+        t.limits
+            .iter()
+            .map(|l| format!("the trigger run's clock: {l}")),
+    );
+    out
+}
+
 /// Parses `--triggers`: `none`, `all` (time and ci), or a comma-separated list of `time`,
 /// `ci`, `developer` (`ci` and `developer` are two machines: one of them).
 pub fn parse(text: &str, clock_days: u32) -> Result<Triggers, String> {
@@ -300,6 +337,29 @@ mod tests {
         );
         assert!(said[1].starts_with("/home/sam/.cache/tool: a program of the sandbox's own"));
         assert!(said[2].starts_with("/tmp/helper: "));
+    }
+
+    #[test]
+    fn the_coverage_says_what_was_not_looked_for_and_what_the_clock_did_not_reach() {
+        let mut m = glassbox_model::Manifest::default();
+        let said = left_out(&m);
+        assert!(said[0].contains("no trigger run was made"), "{said:?}");
+        m.network.runs.push(glassbox_model::NetworkRun {
+            mode: glassbox_model::NetworkMode::Trigger,
+            trigger: Some(glassbox_model::TriggerRun {
+                clock_offset_days: Some(400),
+                limits: vec!["/sbin/ldconfig: statically linked".into()],
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        let said = left_out(&m);
+        assert_eq!(said.len(), 2, "{said:?}");
+        assert!(said[0].contains("dynamically linked programs only"));
+        assert!(said[1].contains("/sbin/ldconfig"));
+        // In a microVM the guest's own wall clock moved: every program's.
+        m.vm = Some(Default::default());
+        assert_eq!(left_out(&m).len(), 1);
     }
 
     #[test]
