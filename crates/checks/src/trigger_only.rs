@@ -22,6 +22,9 @@
 //! the trigger run's included. glassbox's own files in the sandbox (`/run/glassbox`: the
 //! wall-clock shim every program of the trigger run loads) are not the server's.
 //!
+//! A capture run whose session did not complete is no baseline: nothing is compared, and the
+//! check is inconclusive with the run.
+//!
 //! A server that tells the moved clock from the real one (two clocks that disagree, a clock
 //! earlier than a file's modification time) is not a finding by itself; what the moved
 //! clock could not reach (a statically linked program's wall clock) is a note.
@@ -215,6 +218,20 @@ impl Evaluator for State {
         if self.trigger.is_none() {
             return eval;
         }
+        // A capture run cut short is no baseline: what the trigger run did after that point
+        // would all seem new. Nothing is compared (the check is then inconclusive, as the run).
+        if !c.manifest.session.completed {
+            eval.notes.push(
+                INFO.finding(
+                    "the capture run's session did not complete: the trigger run was not compared \
+                 with it"
+                        .into(),
+                    Vec::new(),
+                    None,
+                ),
+            );
+            return eval;
+        }
         let [before, after] = &self.runs;
         let only = |what: &str,
                     a: &BTreeMap<Vec<u8>, (Vec<u64>, Option<Phase>)>,
@@ -338,6 +355,125 @@ fn destinations(flows: &[Flow], why: &str, eval: &mut Evaluation) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testutil::{Ev, F};
+    use glassbox_model::{Evidence, FlowProtocol};
+
+    const KEY: &str = "/home/u/.aws/credentials";
+
+    /// A capture run of events 1..=2 (the planted secret read, `node` executed) and a trigger
+    /// run of events 3.. (`more` of them after the same two), each with a flow to
+    /// `api.example`, and the trigger run `flows` more.
+    fn runs(more: impl FnOnce(Ev) -> Ev, flows: &[F]) -> Evidence {
+        let ev = Ev::new()
+            .channels(&["syscalls", "mcp-transcript", "packet-edge", "trigger-run"])
+            .home("/home/u")
+            .honeytoken(KEY)
+            .open(KEY, 0, Phase::Startup)
+            .exec(2, "/usr/bin/node", &["node"], Phase::Startup)
+            .open(KEY, 0, Phase::Startup)
+            .exec(2, "/usr/bin/node", &["node"], Phase::Startup);
+        let mut ev = more(ev).run(NetworkMode::Capture, 1, 3).build();
+        let end = ev.events.len() as u64 + 1;
+        ev.manifest.network.runs.push(glassbox_model::NetworkRun {
+            mode: NetworkMode::Trigger,
+            first_event: 3,
+            end_event: end,
+            trigger: Some(glassbox_model::TriggerRun {
+                clock_offset_days: Some(400),
+                environment: Some("ci".into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        let mut all = vec![F::dns("api.example", "A").0];
+        let mut t = F::dns("api.example", "A").0;
+        t.mode = NetworkMode::Trigger;
+        all.push(t);
+        for f in flows {
+            let mut f = f.0.clone();
+            f.mode = NetworkMode::Trigger;
+            all.push(f);
+        }
+        for (i, f) in all.iter_mut().enumerate() {
+            f.id = i as u64 + 1;
+        }
+        ev.flows = all;
+        ev
+    }
+
+    fn evaluate(ev: &Evidence) -> Evaluation {
+        crate::evaluate_one(start, ev)
+    }
+
+    #[test]
+    fn the_same_behaviour_in_both_runs_is_not_this_checks() {
+        let e = evaluate(&runs(|ev| ev, &[]));
+        assert!(e.findings.is_empty(), "{:?}", e.findings);
+    }
+
+    #[test]
+    fn a_secret_a_program_and_a_destination_only_with_the_world_changed_are_findings() {
+        let ev = runs(
+            |ev| {
+                ev.open("/home/u/.ssh/id_rsa", 0, Phase::Startup)
+                    .honeytoken("/home/u/.ssh/id_rsa")
+                    .exec(3, "/usr/bin/curl", &["curl"], Phase::Startup)
+                    .open("/tmp/report-2028-01-10.log", 0o1101, Phase::Startup)
+            },
+            &[F::new(FlowProtocol::Tcp, "198.51.100.7:443").name("drop.example")],
+        );
+        let e = evaluate(&ev);
+        let said: Vec<&str> = e.findings.iter().map(|f| f.summary.as_str()).collect();
+        assert_eq!(said.len(), 3, "{said:?}");
+        assert!(said[0].contains("touched the planted secret /home/u/.ssh/id_rsa"));
+        assert!(said[0].starts_with("only with the clock moved +400 days, a CI runner's"));
+        assert!(said[1].contains("executed /usr/bin/curl"), "{said:?}");
+        assert!(said[2].contains("contacted TCP drop.example"), "{said:?}");
+        assert_eq!(e.findings[2].flows, vec![3]);
+        // A file opened only then is a note; the same file by another date would not be.
+        assert!(e.notes[0].summary.contains("/tmp/report-2028-01-10.log"));
+    }
+
+    #[test]
+    fn a_file_named_by_another_date_is_the_same_file() {
+        let ev = Ev::new()
+            .channels(&["syscalls", "trigger-run"])
+            .open("/tmp/report-2026-12-06.log", 0o1101, Phase::Startup)
+            .open("/tmp/report-2028-01-10.log", 0o1101, Phase::Startup)
+            .run(NetworkMode::Capture, 1, 2)
+            .run(NetworkMode::Trigger, 2, 3)
+            .build();
+        let e = evaluate(&ev);
+        assert!(e.findings.is_empty() && e.notes.is_empty(), "{e:?}");
+    }
+
+    #[test]
+    fn a_capture_run_cut_short_is_no_baseline() {
+        let ev = runs(
+            |ev| {
+                ev.incomplete("crashed")
+                    .exec(3, "/usr/bin/curl", &["curl"], Phase::Startup)
+            },
+            &[],
+        );
+        let e = evaluate(&ev);
+        assert!(e.findings.is_empty(), "{:?}", e.findings);
+        assert!(e.notes[0].summary.contains("did not complete"));
+    }
+
+    #[test]
+    fn without_a_trigger_run_asked_for_it_says_so() {
+        let ev = Ev::new().build();
+        assert!(not_asked(&ev.manifest));
+        let e = start(&crate::Context {
+            manifest: &ev.manifest,
+            transcript: &[],
+            denied_transcript: &[],
+            trigger_transcript: &[],
+            flows: &[],
+        });
+        assert_eq!(e.unread(), vec![NOT_ASKED.to_string()]);
+    }
 
     #[test]
     fn a_name_by_date_or_counter_has_one_shape() {
