@@ -671,14 +671,8 @@ impl<'a> Pipeline<'a> {
             if self.opts.server_env.iter().any(|(n, _)| n == name) {
                 continue;
             }
-            let value = run::bait_value(len)?;
-            self.secrets.tokens.push(glassbox_model::Honeytoken {
-                path: format!("env:{name}"),
-                kind: "bait-env".into(),
-                secrets: vec![value.clone()],
-                random: vec![value.clone()],
-                ..Default::default()
-            });
+            let (value, token) = run::bait_env(name, "", len)?;
+            self.secrets.tokens.push(token);
             self.bait.push((name.to_string(), value));
         }
         if let Some(machine) = self.opts.triggers.machine {
@@ -689,15 +683,8 @@ impl<'a> Pipeline<'a> {
                 .collect();
             if machine == triggers::Machine::Ci {
                 for &(name, prefix, len) in triggers::CI_TOKENS {
-                    let random = run::bait_value(len)?;
-                    let value = format!("{prefix}{random}");
-                    self.secrets.tokens.push(glassbox_model::Honeytoken {
-                        path: format!("env:{name}"),
-                        kind: "bait-env".into(),
-                        secrets: vec![value.clone()],
-                        random: vec![random],
-                        ..Default::default()
-                    });
+                    let (value, token) = run::bait_env(name, prefix, len)?;
+                    self.secrets.tokens.push(token);
                     self.trigger_env.push((name.to_string(), value));
                 }
             }

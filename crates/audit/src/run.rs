@@ -422,6 +422,25 @@ pub(crate) fn bait_value(len: usize) -> Result<String, Error> {
         .collect())
 }
 
+/// A bait variable `name`: a fresh value (`prefix` and `len` random characters) and the
+/// planted secret it is (`env:NAME`, kind `bait-env`, followed like the planted files).
+pub(crate) fn bait_env(
+    name: &str,
+    prefix: &str,
+    len: usize,
+) -> Result<(String, glassbox_model::Honeytoken), Error> {
+    let random = bait_value(len)?;
+    let value = format!("{prefix}{random}");
+    let token = glassbox_model::Honeytoken {
+        path: format!("env:{name}"),
+        kind: "bait-env".into(),
+        secrets: vec![value.clone()],
+        random: vec![random],
+        ..Default::default()
+    };
+    Ok((value, token))
+}
+
 /// A fresh marker for the generated tool arguments: `gbm` and 10 hex digits (fits a host
 /// name, a path, a URL and an e-mail address as is).
 pub(crate) fn input_marker() -> Result<String, Error> {
