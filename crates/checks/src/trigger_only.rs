@@ -23,7 +23,9 @@
 //! wall-clock shim every program of the trigger run loads) are not the server's.
 //!
 //! A capture run whose session did not complete is no baseline: nothing is compared, and the
-//! check is inconclusive with the run.
+//! check is inconclusive with the run. A trigger run whose session did not complete is
+//! compared for what it did (a finding stands), but without one the check says
+//! `not-observed`, never `pass`: what it did not reach was not looked at.
 //!
 //! A server that tells the moved clock from the real one (two clocks that disagree, a clock
 //! earlier than a file's modification time) is not a finding by itself; what the moved
@@ -104,6 +106,8 @@ struct State {
     limits: Vec<String>,
     /// Whether the audit was asked to make a trigger run ([`not_asked`]).
     asked: bool,
+    /// Why the trigger run's session did not complete, when it did not.
+    cut_short: Option<String>,
     /// The planted files and folders.
     planted: BTreeSet<Vec<u8>>,
     runs: [Seen; 2],
@@ -136,6 +140,16 @@ pub(crate) fn start(c: &crate::Context<'_>) -> Box<dyn Evaluator> {
             .map(|t| t.limits.clone())
             .unwrap_or_default(),
         asked: !not_asked(c.manifest),
+        cut_short: trigger
+            .and_then(|r| r.session.as_ref())
+            .filter(|s| !s.completed)
+            .map(|s| {
+                format!(
+                    "the trigger run's session did not complete ({}): what it did not reach \
+                     was not compared",
+                    s.failure.as_deref().unwrap_or("no reason recorded")
+                )
+            }),
         planted,
         runs: [Seen::default(), Seen::default()],
     })
@@ -175,7 +189,9 @@ impl State {
 impl Evaluator for State {
     fn unread(&self) -> Vec<String> {
         match (self.trigger, self.asked) {
-            (Some(_), _) => Vec::new(),
+            // A trigger run cut short did not do all the capture run's session did: what it
+            // did not reach is not known to be quiet.
+            (Some(_), _) => self.cut_short.iter().cloned().collect(),
             (None, false) => vec![NOT_ASKED.into()],
             // The channel says a trigger run was made: without its run in the manifest,
             // nothing of it can be compared.
@@ -459,6 +475,27 @@ mod tests {
         let e = evaluate(&ev);
         assert!(e.findings.is_empty(), "{:?}", e.findings);
         assert!(e.notes[0].summary.contains("did not complete"));
+    }
+
+    #[test]
+    fn a_trigger_run_cut_short_is_not_a_pass() {
+        let mut ev = runs(|ev| ev, &[]);
+        let run = ev.manifest.network.runs.last_mut().unwrap();
+        run.session = Some(glassbox_model::SessionSummary {
+            completed: false,
+            failure: Some("server exited".into()),
+            ..Default::default()
+        });
+        let ctx = crate::Context {
+            manifest: &ev.manifest,
+            transcript: &[],
+            denied_transcript: &[],
+            trigger_transcript: &[],
+            flows: &ev.flows,
+        };
+        let unread = start(&ctx).unread();
+        assert_eq!(unread.len(), 1, "{unread:?}");
+        assert!(unread[0].contains("server exited"), "{unread:?}");
     }
 
     #[test]
