@@ -357,6 +357,10 @@ pub trait Progress: Sync {
     fn network_run(&self, mode: NetworkMode) {
         let _ = mode;
     }
+    /// A run is made again, and why.
+    fn repeat(&self, why: &str) {
+        let _ = why;
+    }
 }
 
 /// No progress output.
@@ -489,30 +493,20 @@ pub fn audit(opts: &AuditOptions, progress: &dyn Progress) -> Result<Audit, Erro
         }
     }
     if audit.opts.trigger_run() {
-        let mut changed = target.clone();
-        for (name, value) in &audit.trigger_env {
-            set_env(&mut changed.env, name.clone(), value.clone());
-        }
         let triggers = audit.opts.triggers;
-        let first = audit.all_events.len();
-        audit.network_run(&changed, false, NetworkMode::Trigger, Some(&triggers))?;
-        // In a microVM the guest's own wall clock was set forward: every program's moved.
-        let unmoved = match (audit.opts.isolation, triggers.clock_days) {
-            (Isolation::Namespace, Some(_)) => {
-                triggers::unmoved(&audit.all_events[first..], &audit.secrets.home)
-            }
-            _ => Vec::new(),
+        audit.trigger_run(&target, triggers)?;
+        // What the trigger run brought out is made again: each trigger alone (which of them
+        // it was), then, for what neither did alone, all of them (together, or seen once).
+        let pending = |a: &Pipeline| {
+            glassbox_checks::trigger_only::unrepeated(&a.manifest, &a.all_events, &a.flows)
         };
-        if let Some(t) = audit
-            .manifest
-            .network
-            .runs
-            .iter_mut()
-            .rev()
-            .find(|r| r.mode == NetworkMode::Trigger)
-            .and_then(|r| r.trigger.as_mut())
-        {
-            t.limits = unmoved;
+        if pending(&audit) > 0 {
+            for alone in triggers.alone() {
+                audit.trigger_run(&target, alone)?;
+            }
+            if pending(&audit) > 0 {
+                audit.trigger_run(&target, triggers)?;
+            }
         }
     }
     audit.dual_runs(&target)?;
@@ -819,6 +813,52 @@ impl<'a> Pipeline<'a> {
         Ok(canary)
     }
 
+    /// A trigger run ([`triggers`]): the session again with the server's world changed as
+    /// `triggers` says; the first one also records what the moved clock could not reach.
+    fn trigger_run(
+        &mut self,
+        target: &target::Resolved,
+        triggers: triggers::Triggers,
+    ) -> Result<(), Error> {
+        let first = !self
+            .manifest
+            .network
+            .runs
+            .iter()
+            .any(|r| r.mode == NetworkMode::Trigger);
+        if !first {
+            self.progress.repeat(&format!(
+                "the trigger run again, with {}: which change brought out what it did",
+                triggers.record(Vec::new()).describe()
+            ));
+        }
+        let mut changed = target.clone();
+        if triggers.machine.is_some() {
+            for (name, value) in &self.trigger_env {
+                set_env(&mut changed.env, name.clone(), value.clone());
+            }
+        }
+        let from = self.all_events.len();
+        self.network_run(&changed, false, NetworkMode::Trigger, Some(&triggers))?;
+        // In a microVM the guest's own wall clock was set forward: every program's moved.
+        let unmoved = match (self.opts.isolation, triggers.clock_days, first) {
+            (Isolation::Namespace, Some(_), true) => {
+                triggers::unmoved(&self.all_events[from..], &self.secrets.home)
+            }
+            _ => Vec::new(),
+        };
+        if let Some(t) = self
+            .manifest
+            .network
+            .runs
+            .last_mut()
+            .and_then(|r| r.trigger.as_mut())
+        {
+            t.limits = unmoved;
+        }
+        Ok(())
+    }
+
     /// One run of the server (`main`: the first, the capture run), merged into the manifest,
     /// the events and the flows, and written.
     fn network_run(
@@ -829,10 +869,18 @@ impl<'a> Pipeline<'a> {
         triggers: Option<&triggers::Triggers>,
     ) -> Result<(), Error> {
         self.progress.network_run(mode);
-        let suffix = if main {
-            String::new()
-        } else {
-            format!("-{}", mode.name())
+        // A second run of a mode (a trigger run made again) has files of its own.
+        let before = self
+            .manifest
+            .network
+            .runs
+            .iter()
+            .filter(|r| r.mode == mode)
+            .count();
+        let suffix = match (main, before) {
+            (true, _) => String::new(),
+            (false, 0) => format!("-{}", mode.name()),
+            (false, n) => format!("-{}-{}", mode.name(), n + 1),
         };
         let first_event_id = self.all_events.len() as u64 + 1;
         // The client's one root: the folder the plans give paths in, else the server's own.
@@ -934,8 +982,12 @@ impl<'a> Pipeline<'a> {
             session: (!main).then(|| run.session.clone()),
             server_exit: (!main).then(|| run.server_exit.clone()),
             allow: Vec::new(),
-            trigger: triggers
-                .map(|t| t.record(self.trigger_env.iter().map(|(k, _)| k.clone()).collect())),
+            trigger: triggers.map(|t| {
+                t.record(match t.machine {
+                    Some(_) => self.trigger_env.iter().map(|(k, _)| k.clone()).collect(),
+                    None => Vec::new(),
+                })
+            }),
         });
         manifest.timings.extend(run.timings);
         if let Some(vm) = run.vm {

@@ -143,6 +143,24 @@ impl Triggers {
         self.clock_days.is_none() && self.machine.is_none()
     }
 
+    /// Each trigger alone, when there are two (which of them brought a behaviour out); none
+    /// when there is one.
+    pub fn alone(&self) -> Vec<Triggers> {
+        match (self.clock_days, self.machine) {
+            (Some(days), Some(machine)) => vec![
+                Triggers {
+                    clock_days: Some(days),
+                    machine: None,
+                },
+                Triggers {
+                    clock_days: None,
+                    machine: Some(machine),
+                },
+            ],
+            _ => Vec::new(),
+        }
+    }
+
     /// The sandbox's clock shift.
     pub(crate) fn shift(&self) -> Option<ClockShift> {
         self.clock_days.map(ClockShift::days)
@@ -300,7 +318,7 @@ mod tests {
         let r = parse("all", 400).unwrap().record(vec!["CI".into()]);
         assert_eq!(
             r.describe(),
-            "the clock moved +400 days, a CI runner's environment"
+            "the clock moved +400 days and a CI runner's environment"
         );
     }
 

@@ -146,7 +146,7 @@ mod text;
 #[doc = include_str!("../../../fixtures/controls/tool-definition-drift.md")]
 pub mod tool_definition_drift;
 #[doc = include_str!("../../../fixtures/controls/trigger-only.md")]
-mod trigger_only;
+pub mod trigger_only;
 #[doc = include_str!("../../../fixtures/controls/unexplained-egress.md")]
 mod unexplained_egress;
 #[doc = include_str!("../../../fixtures/controls/unix-socket.md")]

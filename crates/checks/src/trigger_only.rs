@@ -17,10 +17,17 @@
 //!   names by date (a log file per day) differs with the clock, and a path differs from run
 //!   to run by its digits alone is not counted at all (digits are compared as one).
 //!
-//! Each finding says what brought it out ([`glassbox_model::TriggerRun::describe`]). The same
-//! behaviour in both runs is not this check's: the other checks judge every run's events,
-//! the trigger run's included. glassbox's own files in the sandbox (`/run/glassbox`: the
-//! wall-clock shim every program of the trigger run loads) are not the server's.
+//! The baseline is every run with the world unchanged: the capture run, and the denied run
+//! for what is not a destination's (a program run or a secret touched there is no trigger's
+//! doing). Each finding says what brought it out ([`glassbox_model::TriggerRun::describe`]).
+//! When the trigger run brought something out, the audit makes it again ([`unrepeated`]):
+//! with each trigger alone when there are two, then with all of them, so a finding names the
+//! trigger ("only with the clock moved +400 days"; "... together" when neither alone did it)
+//! and what the server did once and not again (a crash, a random choice) is a note, not a
+//! finding. The same behaviour in both runs is not this check's: the other checks judge
+//! every run's events, the trigger runs' included. glassbox's own files in the sandbox
+//! (`/run/glassbox`: the wall-clock shim every program of the trigger run loads) are not the
+//! server's.
 //!
 //! A capture run whose session did not complete is no baseline: nothing is compared, and the
 //! check is inconclusive with the run. A trigger run whose session did not complete is
@@ -39,7 +46,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 pub(crate) const INFO: CheckInfo = CheckInfo {
     id: "trigger-only",
-    version: 1,
+    version: 2,
     claim: "does nothing with its clock moved forward or on a CI runner that it does not do \
             without",
     severity: Severity::High,
@@ -66,13 +73,13 @@ const OWN: &[u8] = b"/run/glassbox/";
 /// and the phase of the first.
 #[derive(Default)]
 struct Seen {
-    secrets: BTreeMap<Vec<u8>, (Vec<u64>, Option<Phase>)>,
-    programs: BTreeMap<Vec<u8>, (Vec<u64>, Option<Phase>)>,
+    secrets: Keyed,
+    programs: Keyed,
     /// By shape (digits as one `#`): the first path of that shape.
     files: BTreeMap<Vec<u8>, Vec<u8>>,
 }
 
-fn note(map: &mut BTreeMap<Vec<u8>, (Vec<u64>, Option<Phase>)>, key: Vec<u8>, e: &Event) {
+fn note(map: &mut Keyed, key: Vec<u8>, e: &Event) {
     let entry = map
         .entry(key)
         .or_insert_with(|| (Vec::new(), Some(e.phase.clone())));
@@ -96,63 +103,231 @@ fn shape(path: &[u8]) -> Vec<u8> {
     out
 }
 
+/// One trigger run: the ids of its events (`first..end`), when it started (its flows are
+/// those of mode trigger from then on), what it changed, and what it did.
+struct TriggerSeen {
+    events: (u64, u64),
+    start_ns: u64,
+    record: glassbox_model::TriggerRun,
+    seen: Seen,
+}
+
 struct State {
-    /// Event ids of the capture run and of the trigger run (`first..end`).
-    capture: Option<(u64, u64)>,
-    trigger: Option<(u64, u64)>,
-    /// What brought the trigger run's behaviour out.
-    why: String,
+    /// Event ids of the runs with the world unchanged (capture, denied): the baseline.
+    baseline: Vec<(u64, u64)>,
+    base: Seen,
+    /// The trigger runs in the manifest's order: the first is the trigger run, the others
+    /// its repeats (each trigger alone, then all of them again), made by the audit when the
+    /// first brought something out.
+    triggers: Vec<TriggerSeen>,
     /// What the moved clock could not reach.
     limits: Vec<String>,
     /// Whether the audit was asked to make a trigger run ([`not_asked`]).
     asked: bool,
     /// Why the trigger run's session did not complete, when it did not.
     cut_short: Option<String>,
+    /// Whether the capture run's session completed.
+    capture_completed: bool,
     /// The planted files and folders.
     planted: BTreeSet<Vec<u8>>,
-    runs: [Seen; 2],
+}
+
+impl State {
+    fn new(m: &glassbox_model::Manifest) -> State {
+        let runs = &m.network.runs;
+        let first = runs.iter().find(|r| r.mode == NetworkMode::Trigger);
+        let planted = m
+            .sandbox
+            .honeytokens
+            .iter()
+            .filter(|h| h.path.starts_with('/'))
+            .map(|h| NormPath::new(h.path.as_bytes()).to_bytes().0)
+            .collect();
+        State {
+            baseline: runs
+                .iter()
+                .filter(|r| matches!(r.mode, NetworkMode::Capture | NetworkMode::Denied))
+                .map(|r| (r.first_event, r.end_event))
+                .collect(),
+            base: Seen::default(),
+            triggers: runs
+                .iter()
+                .filter(|r| r.mode == NetworkMode::Trigger)
+                .map(|r| TriggerSeen {
+                    events: (r.first_event, r.end_event),
+                    start_ns: r.start_ns,
+                    record: r.trigger.clone().unwrap_or_default(),
+                    seen: Seen::default(),
+                })
+                .collect(),
+            limits: first
+                .and_then(|r| r.trigger.as_ref())
+                .map(|t| t.limits.clone())
+                .unwrap_or_default(),
+            asked: !not_asked(m),
+            cut_short: first
+                .and_then(|r| r.session.as_ref())
+                .filter(|s| !s.completed)
+                .map(|s| {
+                    format!(
+                        "the trigger run's session did not complete ({}): what it did not \
+                         reach was not compared",
+                        s.failure.as_deref().unwrap_or("no reason recorded")
+                    )
+                }),
+            capture_completed: m.session.completed,
+            planted,
+        }
+    }
+
+    /// What the event's run saw: the baseline's, or a trigger run's.
+    fn seen_of(&mut self, id: u64) -> Option<&mut Seen> {
+        let within = |(a, b): (u64, u64)| id >= a && id < b;
+        if self.baseline.iter().any(|&r| within(r)) {
+            return Some(&mut self.base);
+        }
+        self.triggers
+            .iter_mut()
+            .find(|t| within(t.events))
+            .map(|t| &mut t.seen)
+    }
+
+    /// The trigger run a flow of mode trigger belongs to: the last one started by its time.
+    fn trigger_of(&self, f: &Flow) -> usize {
+        self.triggers
+            .iter()
+            .rposition(|t| t.start_ns <= f.t_ns)
+            .unwrap_or(0)
+    }
+
+    /// What the first trigger run did and no run with the world unchanged did, each with the
+    /// repeats that did it again.
+    fn compare(&self, flows: &[Flow]) -> Vec<Item> {
+        let Some(first) = self.triggers.first() else {
+            return Vec::new();
+        };
+        let mut items = Vec::new();
+        let kinds = [
+            (
+                "touched the planted secret",
+                &self.base.secrets,
+                (|s: &Seen| &s.secrets) as fn(&Seen) -> &Keyed,
+            ),
+            ("executed", &self.base.programs, |s: &Seen| &s.programs),
+        ];
+        for (what, before, of) in kinds {
+            for (k, (ids, phase)) in of(&first.seen) {
+                if before.contains_key(k) {
+                    continue;
+                }
+                let again: Vec<usize> = (1..self.triggers.len())
+                    .filter(|&i| of(&self.triggers[i].seen).contains_key(k))
+                    .collect();
+                let mut ids = ids.clone();
+                for &i in again.iter().take(2) {
+                    ids.extend(of(&self.triggers[i].seen)[k].0.iter().take(2));
+                }
+                items.push(Item {
+                    what: format!("{what} {}", glassbox_model::Bytes::from(k.as_slice())),
+                    ids,
+                    phase: phase.clone(),
+                    flows: Vec::new(),
+                    again,
+                });
+            }
+        }
+        // Destinations: by the flows' modes (capture and denied runs are the baseline), each
+        // trigger run's by its time.
+        let before: BTreeSet<String> = flows
+            .iter()
+            .filter(|f| matches!(f.mode, NetworkMode::Capture | NetworkMode::Denied))
+            .flat_map(destination)
+            .collect();
+        let mut new: BTreeMap<String, (Vec<u64>, BTreeSet<usize>)> = BTreeMap::new();
+        for f in flows.iter().filter(|f| f.mode == NetworkMode::Trigger) {
+            let d = destination(f);
+            if d.iter().all(|n| before.contains(n)) {
+                continue;
+            }
+            let key = format!("{} {}", net::protocol(f.protocol), d.join(" / "));
+            let (ids, runs) = new.entry(key).or_default();
+            if ids.len() < 4 {
+                ids.push(f.id);
+            }
+            runs.insert(self.trigger_of(f));
+        }
+        for (key, (flows, runs)) in new {
+            if !runs.contains(&0) {
+                continue;
+            }
+            items.push(Item {
+                what: format!("contacted {}", net::show(&key)),
+                ids: Vec::new(),
+                phase: None,
+                flows,
+                again: runs.into_iter().filter(|&i| i > 0).collect(),
+            });
+        }
+        items
+    }
+
+    /// What brought an item out, from the repeats that did it again: `None` when repeats
+    /// were made and none did (seen once, not counted).
+    fn why(&self, item: &Item) -> Option<String> {
+        let first = &self.triggers[0].record;
+        if self.triggers.len() == 1 {
+            return Some(first.describe());
+        }
+        let alone: Vec<String> = item
+            .again
+            .iter()
+            .map(|&i| &self.triggers[i].record)
+            .filter(|r| !r.same_triggers(first))
+            .map(|r| r.describe())
+            .collect();
+        let both = first.clock_offset_days.is_some() && first.environment.is_some();
+        match (alone.len(), item.again.is_empty()) {
+            (0, true) => None,
+            (0, false) if both => Some(format!("{} together", first.describe())),
+            (0, false) => Some(first.describe()),
+            (1, _) => Some(alone[0].clone()),
+            _ => Some(format!("{} (each alone)", alone.join(" or "))),
+        }
+    }
+}
+
+/// Keys of one kind, each with the ids of the events behind it and the phase of the first.
+type Keyed = BTreeMap<Vec<u8>, (Vec<u64>, Option<Phase>)>;
+
+/// Something the first trigger run did that no run with the world unchanged did.
+struct Item {
+    /// "touched the planted secret /home/…", "executed /usr/bin/curl", "contacted …".
+    what: String,
+    ids: Vec<u64>,
+    phase: Option<Phase>,
+    flows: Vec<u64>,
+    /// The repeats (indexes into `State::triggers`) that did it again.
+    again: Vec<usize>,
 }
 
 pub(crate) fn start(c: &crate::Context<'_>) -> Box<dyn Evaluator> {
-    let runs = &c.manifest.network.runs;
-    let range = |mode: NetworkMode| {
-        runs.iter()
-            .find(|r| r.mode == mode)
-            .map(|r| (r.first_event, r.end_event))
-    };
-    let trigger = runs.iter().find(|r| r.mode == NetworkMode::Trigger);
-    let planted = c
-        .manifest
-        .sandbox
-        .honeytokens
+    Box::new(State::new(c.manifest))
+}
+
+/// How many things the first trigger run did that no run with the world unchanged did and no
+/// repeat of it has done again: the audit repeats the trigger run while this is not zero
+/// (each trigger alone, then all of them again), so that a finding says which trigger brought
+/// it out and a behaviour seen once (a crash, a random choice of the server) is told from one
+/// that follows from the change.
+pub fn unrepeated(manifest: &glassbox_model::Manifest, events: &[Event], flows: &[Flow]) -> usize {
+    let mut s = State::new(manifest);
+    for e in events {
+        s.event(e);
+    }
+    s.compare(flows)
         .iter()
-        .filter(|h| h.path.starts_with('/'))
-        .map(|h| NormPath::new(h.path.as_bytes()).to_bytes().0)
-        .collect();
-    Box::new(State {
-        capture: range(NetworkMode::Capture),
-        trigger: range(NetworkMode::Trigger),
-        why: trigger
-            .and_then(|r| r.trigger.as_ref())
-            .map_or_else(|| "the world changed".to_string(), |t| t.describe()),
-        limits: trigger
-            .and_then(|r| r.trigger.as_ref())
-            .map(|t| t.limits.clone())
-            .unwrap_or_default(),
-        asked: !not_asked(c.manifest),
-        cut_short: trigger
-            .and_then(|r| r.session.as_ref())
-            .filter(|s| !s.completed)
-            .map(|s| {
-                format!(
-                    "the trigger run's session did not complete ({}): what it did not reach \
-                     was not compared",
-                    s.failure.as_deref().unwrap_or("no reason recorded")
-                )
-            }),
-        planted,
-        runs: [Seen::default(), Seen::default()],
-    })
+        .filter(|i| i.again.is_empty())
+        .count()
 }
 
 /// What the check says when the audit made no trigger run and was not asked to.
@@ -173,70 +348,62 @@ pub(crate) fn not_asked(m: &glassbox_model::Manifest) -> bool {
             .any(|r| r.mode == NetworkMode::Trigger)
 }
 
-impl State {
-    fn run_of(&self, id: u64) -> Option<usize> {
-        let within = |r: Option<(u64, u64)>| r.is_some_and(|(a, b)| id >= a && id < b);
-        if within(self.capture) {
-            Some(0)
-        } else if within(self.trigger) {
-            Some(1)
-        } else {
-            None
-        }
-    }
-}
-
 impl Evaluator for State {
     fn unread(&self) -> Vec<String> {
-        match (self.trigger, self.asked) {
+        match (self.triggers.is_empty(), self.asked) {
             // A trigger run cut short did not do all the capture run's session did: what it
             // did not reach is not known to be quiet.
-            (Some(_), _) => self.cut_short.iter().cloned().collect(),
-            (None, false) => vec![NOT_ASKED.into()],
+            (false, _) => self.cut_short.iter().cloned().collect(),
+            (true, false) => vec![NOT_ASKED.into()],
             // The channel says a trigger run was made: without its run in the manifest,
             // nothing of it can be compared.
-            (None, true) => {
+            (true, true) => {
                 vec!["the trigger run (the manifest has no run of mode trigger)".into()]
             }
         }
     }
 
     fn event(&mut self, e: &Event) {
-        let Some(run) = self.run_of(e.id) else {
-            return;
-        };
-        match &e.kind {
+        let own_or_planted =
+            |p: &[u8], planted: &BTreeSet<Vec<u8>>| (p.starts_with(OWN), planted.contains(p));
+        let kind = match &e.kind {
             EventKind::Honeytoken { path, access, .. } if access != "overflow" => {
-                let p = NormPath::new(path.as_slice()).to_bytes().0;
-                note(&mut self.runs[run].secrets, p, e);
+                Some((0, NormPath::new(path.as_slice()).to_bytes().0))
             }
             EventKind::Open { path, .. } => {
                 let p = NormPath::new(path.as_slice()).to_bytes().0;
-                if p.starts_with(OWN) {
-                    return;
-                }
-                if self.planted.contains(&p) {
-                    note(&mut self.runs[run].secrets, p, e);
-                } else {
-                    self.runs[run].files.entry(shape(&p)).or_insert(p);
+                match own_or_planted(&p, &self.planted) {
+                    (true, _) => None,
+                    (false, true) => Some((0, p)),
+                    (false, false) => Some((2, p)),
                 }
             }
-            EventKind::Exec { path, .. } => {
-                let p = NormPath::new(path.as_slice()).to_bytes().0;
-                note(&mut self.runs[run].programs, p, e);
+            EventKind::Exec { path, .. } => Some((1, NormPath::new(path.as_slice()).to_bytes().0)),
+            _ => None,
+        };
+        let Some((kind, p)) = kind else {
+            return;
+        };
+        let Some(seen) = self.seen_of(e.id) else {
+            return;
+        };
+        match kind {
+            0 => note(&mut seen.secrets, p, e),
+            1 => note(&mut seen.programs, p, e),
+            _ => {
+                seen.files.entry(shape(&p)).or_insert(p);
             }
-            _ => {}
         }
     }
 
     fn finish_with(self: Box<Self>, c: &crate::Context<'_>) -> Evaluation {
         let mut eval = Evaluation::default();
-        if self.trigger.is_none() {
+        let Some(first) = self.triggers.first() else {
             return eval;
-        }
+        };
         // A capture run cut short is no baseline: what the trigger run did after that point
         // would all seem new. Nothing is compared (the check is then inconclusive, as the run).
-        if !c.manifest.session.completed {
+        if !self.capture_completed {
             eval.notes.push(
                 INFO.finding(
                     "the capture run's session did not complete: the trigger run was not compared \
@@ -248,43 +415,66 @@ impl Evaluator for State {
             );
             return eval;
         }
-        let [before, after] = &self.runs;
-        let only = |what: &str,
-                    a: &BTreeMap<Vec<u8>, (Vec<u64>, Option<Phase>)>,
-                    b: &BTreeMap<Vec<u8>, (Vec<u64>, Option<Phase>)>,
-                    eval: &mut Evaluation| {
-            let new: Vec<_> = b.iter().filter(|(k, _)| !a.contains_key(*k)).collect();
-            for (k, (ids, phase)) in new.iter().take(LISTED) {
-                eval.findings.push(INFO.finding(
-                    format!(
-                        "only with {}: {what} {}",
-                        self.why,
-                        glassbox_model::Bytes::from(k.as_slice())
-                    ),
-                    ids.clone(),
-                    phase.clone(),
-                ));
+        let mut listed = 0;
+        let mut once = Vec::new();
+        let items = self.compare(c.flows);
+        let n = items.len();
+        for item in items {
+            let Some(why) = self.why(&item) else {
+                once.push(item.what);
+                continue;
+            };
+            listed += 1;
+            if listed > LISTED {
+                continue;
             }
-            if new.len() > LISTED {
-                eval.findings.push(INFO.finding(
-                    format!("only with {}: {} more {what}", self.why, new.len() - LISTED),
-                    Vec::new(),
-                    None,
-                ));
-            }
-        };
-        only(
-            "touched the planted secret",
-            &before.secrets,
-            &after.secrets,
-            &mut eval,
-        );
-        only("executed", &before.programs, &after.programs, &mut eval);
-        destinations(c.flows, &self.why, &mut eval);
-        let files: Vec<&Vec<u8>> = after
+            let mut f = INFO.finding(
+                format!("only with {why}: {}", item.what),
+                item.ids,
+                item.phase,
+            );
+            f.flows = item.flows;
+            eval.findings.push(f);
+        }
+        if listed > LISTED {
+            eval.findings.push(INFO.finding(
+                format!(
+                    "only with {}: {} more",
+                    first.record.describe(),
+                    listed - LISTED
+                ),
+                Vec::new(),
+                None,
+            ));
+        }
+        if !once.is_empty() {
+            let shown: Vec<&str> = once.iter().take(LISTED).map(String::as_str).collect();
+            eval.notes.push(INFO.finding(
+                format!(
+                    "seen once: with {} the server {}{}, and not when the trigger run was made \
+                     again ({}): not counted (a crash, a random choice)",
+                    first.record.describe(),
+                    shown.join("; "),
+                    match once.len() > LISTED {
+                        true => format!("; {} more", once.len() - LISTED),
+                        false => String::new(),
+                    },
+                    self.triggers[1..]
+                        .iter()
+                        .map(|t| t.record.describe())
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                ),
+                Vec::new(),
+                None,
+            ));
+        }
+        debug_assert!(listed + once.len() == n);
+        let files: Vec<&Vec<u8>> = first
+            .seen
             .files
             .iter()
-            .filter(|(k, _)| !before.files.contains_key(*k))
+            .filter(|(k, _)| !self.base.files.contains_key(*k))
             .map(|(_, p)| p)
             .collect();
         if !files.is_empty() {
@@ -299,7 +489,7 @@ impl Evaluator for State {
             eval.notes.push(INFO.finding(
                 format!(
                     "files opened only with {} (a name by date changes with the clock): {}",
-                    self.why,
+                    first.record.describe(),
                     list.join(", ")
                 ),
                 Vec::new(),
@@ -327,44 +517,6 @@ fn destination(f: &Flow) -> Vec<String> {
         vec![net::addr(&f.dst)]
     } else {
         names
-    }
-}
-
-/// The trigger run's flows to a destination the capture run never contacted.
-fn destinations(flows: &[Flow], why: &str, eval: &mut Evaluation) {
-    let before: BTreeSet<String> = flows
-        .iter()
-        .filter(|f| f.mode == NetworkMode::Capture)
-        .flat_map(destination)
-        .collect();
-    let mut new: BTreeMap<String, Vec<u64>> = BTreeMap::new();
-    for f in flows.iter().filter(|f| f.mode == NetworkMode::Trigger) {
-        let d = destination(f);
-        if d.iter().all(|n| before.contains(n)) {
-            continue;
-        }
-        let key = format!("{} {}", net::protocol(f.protocol), d.join(" / "));
-        let ids = new.entry(key).or_default();
-        if ids.len() < 4 {
-            ids.push(f.id);
-        }
-    }
-    let n = new.len();
-    for (key, flows) in new.into_iter().take(LISTED) {
-        let mut finding = INFO.finding(
-            format!("only with {why}: contacted {}", net::show(&key)),
-            Vec::new(),
-            None,
-        );
-        finding.flows = flows;
-        eval.findings.push(finding);
-    }
-    if n > LISTED {
-        eval.findings.push(INFO.finding(
-            format!("only with {why}: {} more destinations", n - LISTED),
-            Vec::new(),
-            None,
-        ));
     }
 }
 
@@ -442,12 +594,131 @@ mod tests {
         let said: Vec<&str> = e.findings.iter().map(|f| f.summary.as_str()).collect();
         assert_eq!(said.len(), 3, "{said:?}");
         assert!(said[0].contains("touched the planted secret /home/u/.ssh/id_rsa"));
-        assert!(said[0].starts_with("only with the clock moved +400 days, a CI runner's"));
+        assert!(said[0].starts_with("only with the clock moved +400 days and a CI runner's"));
         assert!(said[1].contains("executed /usr/bin/curl"), "{said:?}");
         assert!(said[2].contains("contacted TCP drop.example"), "{said:?}");
         assert_eq!(e.findings[2].flows, vec![3]);
         // A file opened only then is a note; the same file by another date would not be.
         assert!(e.notes[0].summary.contains("/tmp/report-2028-01-10.log"));
+    }
+
+    const CURL: &str = "/usr/bin/curl";
+
+    /// A capture run (the planted secret read, `node` executed), a trigger run with both
+    /// triggers that also executes curl, and a repeat per `repeats` entry (what it changed,
+    /// and whether it executed curl again).
+    fn repeated(repeats: &[(Option<u32>, Option<&str>, bool)]) -> Evidence {
+        let mut ev = Ev::new()
+            .channels(&["syscalls", "mcp-transcript", "trigger-run"])
+            .home("/home/u")
+            .honeytoken(KEY)
+            .open(KEY, 0, Phase::Startup)
+            .exec(2, "/usr/bin/node", &["node"], Phase::Startup)
+            .exec(3, CURL, &["curl"], Phase::Startup);
+        for &(_, _, again) in repeats {
+            ev = match again {
+                true => ev.exec(3, CURL, &["curl"], Phase::Startup),
+                false => ev.exec(2, "/usr/bin/node", &["node"], Phase::Startup),
+            };
+        }
+        let mut ev = ev.run(NetworkMode::Capture, 1, 3).build();
+        let record = |days: Option<u32>, env: Option<&str>| glassbox_model::TriggerRun {
+            clock_offset_days: days,
+            environment: env.map(str::to_string),
+            ..Default::default()
+        };
+        let both = std::iter::once((Some(400), Some("ci")));
+        for (i, (days, env)) in both
+            .chain(repeats.iter().map(|&(d, e, _)| (d, e)))
+            .enumerate()
+        {
+            let first = 3 + i as u64;
+            ev.manifest.network.runs.push(glassbox_model::NetworkRun {
+                mode: NetworkMode::Trigger,
+                first_event: first,
+                end_event: first + 1,
+                trigger: Some(record(days, env)),
+                ..Default::default()
+            });
+        }
+        ev
+    }
+
+    fn said(e: &Evaluation) -> Vec<&str> {
+        e.findings.iter().map(|f| f.summary.as_str()).collect()
+    }
+
+    #[test]
+    fn a_finding_names_the_trigger_that_brought_it_out_alone() {
+        let ev = repeated(&[(Some(400), None, true), (None, Some("ci"), false)]);
+        assert_eq!(unrepeated(&ev.manifest, &ev.events, &ev.flows), 0);
+        let e = evaluate(&ev);
+        assert_eq!(
+            said(&e),
+            vec!["only with the clock moved +400 days: executed /usr/bin/curl"]
+        );
+        // The first run's event, and the repeat's.
+        assert_eq!(e.findings[0].evidence, vec![3, 4]);
+        let ev = repeated(&[(Some(400), None, true), (None, Some("ci"), true)]);
+        let e = evaluate(&ev);
+        assert_eq!(
+            said(&e),
+            vec![
+                "only with the clock moved +400 days or a CI runner's environment (each alone): \
+                 executed /usr/bin/curl"
+            ]
+        );
+    }
+
+    #[test]
+    fn what_neither_trigger_alone_brought_out_is_both_together() {
+        let ev = repeated(&[
+            (Some(400), None, false),
+            (None, Some("ci"), false),
+            (Some(400), Some("ci"), true),
+        ]);
+        let e = evaluate(&ev);
+        assert_eq!(
+            said(&e),
+            vec![
+                "only with the clock moved +400 days and a CI runner's environment together: \
+                 executed /usr/bin/curl"
+            ]
+        );
+    }
+
+    #[test]
+    fn what_no_repeat_did_again_is_a_note_not_a_finding() {
+        let singles = [(Some(400), None, false), (None, Some("ci"), false)];
+        let ev = repeated(&singles);
+        // After each trigger alone, the audit makes the trigger run once more.
+        assert_eq!(unrepeated(&ev.manifest, &ev.events, &ev.flows), 1);
+        let ev = repeated(&[singles[0], singles[1], (Some(400), Some("ci"), false)]);
+        assert_eq!(unrepeated(&ev.manifest, &ev.events, &ev.flows), 1);
+        let e = evaluate(&ev);
+        assert!(e.findings.is_empty(), "{:?}", e.findings);
+        let note = &e.notes[0].summary;
+        assert!(
+            note.starts_with("seen once: with the clock moved +400 days and a CI runner's")
+                && note.contains("executed /usr/bin/curl"),
+            "{note}"
+        );
+    }
+
+    #[test]
+    fn what_the_denied_run_did_too_is_no_triggers() {
+        let mut ev = repeated(&[]);
+        assert_eq!(unrepeated(&ev.manifest, &ev.events, &ev.flows), 1);
+        // The trigger run's curl, as if it were the denied run's.
+        ev.manifest.network.runs[1].mode = NetworkMode::Denied;
+        ev.manifest.network.runs.push(glassbox_model::NetworkRun {
+            mode: NetworkMode::Trigger,
+            first_event: 4,
+            end_event: 4,
+            ..Default::default()
+        });
+        assert_eq!(unrepeated(&ev.manifest, &ev.events, &ev.flows), 0);
+        assert!(evaluate(&ev).findings.is_empty());
     }
 
     #[test]

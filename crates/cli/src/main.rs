@@ -385,11 +385,18 @@ impl Progress for StderrProgress {
                 "installing the package: only its registry is reached, the rest captured"
             }
             glassbox_model::NetworkMode::Trigger => {
-                "trigger run: the session again with the clock moved or a CI runner's environment"
+                "trigger run: the session again with the server's world changed"
             }
         };
         eprintln!(
             "glassbox: [{:6.2}s] run: {what}",
+            self.start.elapsed().as_secs_f64()
+        );
+    }
+
+    fn repeat(&self, why: &str) {
+        eprintln!(
+            "glassbox: [{:6.2}s] run: {why}",
             self.start.elapsed().as_secs_f64()
         );
     }

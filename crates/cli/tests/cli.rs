@@ -39,6 +39,87 @@ fn a_missing_command_is_a_usage_error_that_names_it() {
     );
 }
 
+/// The trigger run changes the clock and the machine at once; what it brings out is made
+/// again with each alone, and the finding names the one that did it. A server that does
+/// nothing new is run once with its world changed, not again.
+#[test]
+fn a_trigger_finding_names_the_trigger_that_brought_it_out() {
+    for (case, program, why, trigger_runs) in [
+        (
+            "waits-for-a-date-reads-aws-credentials",
+            "python3",
+            Some("only with the clock moved +400 days: touched the planted secret"),
+            3,
+        ),
+        (
+            "waits-for-ci-reads-ssh-key-node",
+            "node",
+            Some("only with a CI runner's environment: touched the planted secret"),
+            3,
+        ),
+        ("benign-tells-the-date", "python3", None, 1),
+    ] {
+        let dir = tmp(&format!("triggers-{case}"));
+        let server = fixture(case);
+        let script = std::fs::read_dir(&server)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .find(|n| n.starts_with("server."))
+            .unwrap();
+        let out = glassbox()
+            .current_dir(&server)
+            .env("GLASSBOX_STORE", dir.with_extension("sqlite"))
+            .args(["audit", "--no-selftest", "--ro"])
+            .arg(fixture("lib"))
+            .arg("--evidence")
+            .arg(&dir)
+            .args(["--", program, &script])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let report: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("report.json")).expect("a report"))
+                .unwrap();
+        let manifest: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+        let runs = manifest["network"]["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["mode"] == "trigger")
+            .count();
+        assert_eq!(runs, trigger_runs, "{case}: {stderr}");
+        let check = report["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["id"] == "trigger-only")
+            .unwrap();
+        let findings: Vec<&str> = check["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["summary"].as_str().unwrap())
+            .collect();
+        match why {
+            Some(why) => {
+                assert!(
+                    findings.len() == 1 && findings[0].starts_with(why),
+                    "{case}: {findings:?}"
+                );
+                assert!(
+                    stderr.contains("run: the trigger run again, with"),
+                    "{case}: {stderr}"
+                );
+            }
+            None => assert!(findings.is_empty(), "{case}: {findings:?}"),
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        let _ = std::fs::remove_file(dir.with_extension("sqlite"));
+    }
+}
+
 #[test]
 fn a_bad_trigger_or_clock_offset_is_a_usage_error_that_names_it() {
     for (args, said) in [

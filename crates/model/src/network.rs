@@ -345,8 +345,13 @@ pub struct TriggerRun {
 }
 
 impl TriggerRun {
+    /// Whether two runs changed the same things (their variables and limits aside).
+    pub fn same_triggers(&self, other: &TriggerRun) -> bool {
+        self.clock_offset_days == other.clock_offset_days && self.environment == other.environment
+    }
+
     /// The triggers, as a finding says what brought a behaviour out: "the clock moved +400
-    /// days, a CI runner's environment".
+    /// days and a CI runner's environment".
     pub fn describe(&self) -> String {
         let mut parts = Vec::new();
         if let Some(d) = self.clock_offset_days {
@@ -361,7 +366,7 @@ impl TriggerRun {
         if parts.is_empty() {
             "nothing changed".to_string()
         } else {
-            parts.join(", ")
+            parts.join(" and ")
         }
     }
 }
