@@ -794,13 +794,26 @@ fn run_case(case: &Case, opts: &Options, lib: &Path, scratch: &Path) -> Result<A
         .and_then(|v| v.as_str().map(String::from))
         .unwrap_or_default();
     if got_verdict != want_verdict {
+        // What made the verdict: the reason, else each flagging check with its first finding.
+        let flagged: Vec<String> = a
+            .report
+            .checks
+            .iter()
+            .filter(|c| c.outcome == Outcome::Flag)
+            .map(|c| {
+                let first = c.findings.first().map_or(String::new(), |f| {
+                    glassbox_model::truncate(&glassbox_model::printable(&f.summary), 300)
+                });
+                format!("{}: {first}", c.id)
+            })
+            .collect();
+        let why = match (a.report.inconclusive_reason.as_deref(), flagged.is_empty()) {
+            (Some(x), _) => format!(" ({x})"),
+            (None, false) => format!(" (flagged by {})", flagged.join("; ")),
+            (None, true) => String::new(),
+        };
         r.misses.push(format!(
-            "verdict {got_verdict}, expected {want_verdict}{}",
-            a.report
-                .inconclusive_reason
-                .as_deref()
-                .map(|x| format!(" ({x})"))
-                .unwrap_or_default()
+            "verdict {got_verdict}, expected {want_verdict}{why}"
         ));
     }
     Ok(Attempt::Done(r))

@@ -38,10 +38,13 @@ fn selftest(recorder: &str, state: &Path) -> serde_json::Value {
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
+    // The misses first: the whole output follows, hundreds of lines of controls that passed.
+    let misses: Vec<&str> = stderr.lines().filter(|l| l.contains(" MISS")).collect();
     assert_eq!(
         out.status.code(),
         Some(0),
-        "selftest ({recorder}) missed:\n{stderr}"
+        "selftest ({recorder}) missed:\n{}\n\nits whole output:\n{stderr}",
+        misses.join("\n")
     );
     assert!(stderr.contains("TP") && stderr.contains("FN"), "{stderr}");
     serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap()
