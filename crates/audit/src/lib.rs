@@ -833,10 +833,8 @@ impl<'a> Pipeline<'a> {
             ));
         }
         let mut changed = target.clone();
-        if triggers.machine.is_some() {
-            for (name, value) in &self.trigger_env {
-                set_env(&mut changed.env, name.clone(), value.clone());
-            }
+        for (name, value) in self.trigger_variables(&triggers) {
+            set_env(&mut changed.env, name.clone(), value.clone());
         }
         let from = self.all_events.len();
         self.network_run(&changed, false, NetworkMode::Trigger, Some(&triggers))?;
@@ -857,6 +855,15 @@ impl<'a> Pipeline<'a> {
             t.limits = unmoved;
         }
         Ok(())
+    }
+
+    /// The variables a trigger run sets: its machine's ([`Pipeline::trigger_env`]), none when
+    /// it changes the clock alone.
+    fn trigger_variables(&self, t: &triggers::Triggers) -> &[(String, String)] {
+        match t.machine {
+            Some(_) => &self.trigger_env,
+            None => &[],
+        }
     }
 
     /// One run of the server (`main`: the first, the capture run), merged into the manifest,
@@ -960,6 +967,14 @@ impl<'a> Pipeline<'a> {
         }
         let run_flows = run.recording.edge.flows;
         let end_event = first_event_id + run.recording.events.len() as u64;
+        let trigger = triggers.map(|t| {
+            t.record(
+                self.trigger_variables(t)
+                    .iter()
+                    .map(|(k, _)| k.clone())
+                    .collect(),
+            )
+        });
         let manifest = &mut self.manifest;
         let mut isolation = run.isolation;
         if let Some(e) = &run.recording.edge.error {
@@ -982,12 +997,7 @@ impl<'a> Pipeline<'a> {
             session: (!main).then(|| run.session.clone()),
             server_exit: (!main).then(|| run.server_exit.clone()),
             allow: Vec::new(),
-            trigger: triggers.map(|t| {
-                t.record(match t.machine {
-                    Some(_) => self.trigger_env.iter().map(|(k, _)| k.clone()).collect(),
-                    None => Vec::new(),
-                })
-            }),
+            trigger,
         });
         manifest.timings.extend(run.timings);
         if let Some(vm) = run.vm {

@@ -364,33 +364,36 @@ impl Evaluator for State {
     }
 
     fn event(&mut self, e: &Event) {
-        let own_or_planted =
-            |p: &[u8], planted: &BTreeSet<Vec<u8>>| (p.starts_with(OWN), planted.contains(p));
-        let kind = match &e.kind {
+        enum Kind {
+            Secret,
+            Program,
+            File,
+        }
+        let norm = |p: &glassbox_model::Bytes| NormPath::new(p.as_slice()).to_bytes().0;
+        let (kind, p) = match &e.kind {
             EventKind::Honeytoken { path, access, .. } if access != "overflow" => {
-                Some((0, NormPath::new(path.as_slice()).to_bytes().0))
+                (Kind::Secret, norm(path))
             }
             EventKind::Open { path, .. } => {
-                let p = NormPath::new(path.as_slice()).to_bytes().0;
-                match own_or_planted(&p, &self.planted) {
-                    (true, _) => None,
-                    (false, true) => Some((0, p)),
-                    (false, false) => Some((2, p)),
+                let p = norm(path);
+                if p.starts_with(OWN) {
+                    return;
+                }
+                match self.planted.contains(&p) {
+                    true => (Kind::Secret, p),
+                    false => (Kind::File, p),
                 }
             }
-            EventKind::Exec { path, .. } => Some((1, NormPath::new(path.as_slice()).to_bytes().0)),
-            _ => None,
-        };
-        let Some((kind, p)) = kind else {
-            return;
+            EventKind::Exec { path, .. } => (Kind::Program, norm(path)),
+            _ => return,
         };
         let Some(seen) = self.seen_of(e.id) else {
             return;
         };
         match kind {
-            0 => note(&mut seen.secrets, p, e),
-            1 => note(&mut seen.programs, p, e),
-            _ => {
+            Kind::Secret => note(&mut seen.secrets, p, e),
+            Kind::Program => note(&mut seen.programs, p, e),
+            Kind::File => {
                 seen.files.entry(shape(&p)).or_insert(p);
             }
         }
@@ -417,9 +420,7 @@ impl Evaluator for State {
         }
         let mut listed = 0;
         let mut once = Vec::new();
-        let items = self.compare(c.flows);
-        let n = items.len();
-        for item in items {
+        for item in self.compare(c.flows) {
             let Some(why) = self.why(&item) else {
                 once.push(item.what);
                 continue;
@@ -469,7 +470,6 @@ impl Evaluator for State {
                 None,
             ));
         }
-        debug_assert!(listed + once.len() == n);
         let files: Vec<&Vec<u8>> = first
             .seen
             .files

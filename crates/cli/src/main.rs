@@ -367,6 +367,16 @@ struct StderrProgress {
     start: Instant,
 }
 
+impl StderrProgress {
+    /// A run's line: what the run is, or why it is made again.
+    fn run_line(&self, what: &str) {
+        eprintln!(
+            "glassbox: [{:6.2}s] run: {what}",
+            self.start.elapsed().as_secs_f64()
+        );
+    }
+}
+
 impl Progress for StderrProgress {
     fn phase(&self, phase: &Phase) {
         let line = format!(
@@ -388,17 +398,11 @@ impl Progress for StderrProgress {
                 "trigger run: the session again with the server's world changed"
             }
         };
-        eprintln!(
-            "glassbox: [{:6.2}s] run: {what}",
-            self.start.elapsed().as_secs_f64()
-        );
+        self.run_line(what);
     }
 
     fn repeat(&self, why: &str) {
-        eprintln!(
-            "glassbox: [{:6.2}s] run: {why}",
-            self.start.elapsed().as_secs_f64()
-        );
+        self.run_line(why);
     }
 }
 

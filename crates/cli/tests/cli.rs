@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::eventually;
+use common::{check_of, eventually, read_json};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -78,11 +78,8 @@ fn a_trigger_finding_names_the_trigger_that_brought_it_out() {
             .output()
             .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
-        let report: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(dir.join("report.json")).expect("a report"))
-                .unwrap();
-        let manifest: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+        let report = read_json(&dir.join("report.json"));
+        let manifest = read_json(&dir.join("manifest.json"));
         let runs = manifest["network"]["runs"]
             .as_array()
             .unwrap()
@@ -90,13 +87,7 @@ fn a_trigger_finding_names_the_trigger_that_brought_it_out() {
             .filter(|r| r["mode"] == "trigger")
             .count();
         assert_eq!(runs, trigger_runs, "{case}: {stderr}");
-        let check = report["checks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["id"] == "trigger-only")
-            .unwrap();
-        let findings: Vec<&str> = check["findings"]
+        let findings: Vec<&str> = check_of(&report, "trigger-only")["findings"]
             .as_array()
             .unwrap()
             .iter()
@@ -230,8 +221,7 @@ fn a_killed_glassbox_leaves_its_evidence_and_no_process() {
     child.kill().unwrap();
     child.wait().unwrap();
     // What was recorded until then is on disk.
-    let manifest: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+    let manifest = read_json(&dir.join("manifest.json"));
     assert!(!manifest["sandbox"]["honeytokens"]
         .as_array()
         .unwrap()
@@ -307,8 +297,7 @@ fn a_client_config_is_audited_entry_by_entry_and_its_real_secrets_never_reach_th
         .map(|n| dir.join("evidence").join(n))
         .find(|d| d.join("manifest.json").exists())
         .expect("an evidence bundle");
-    let manifest: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(bundle.join("manifest.json")).unwrap()).unwrap();
+    let manifest = read_json(&bundle.join("manifest.json"));
     let canary = manifest["sandbox"]["honeytokens"]
         .as_array()
         .unwrap()
@@ -320,15 +309,9 @@ fn a_client_config_is_audited_entry_by_entry_and_its_real_secrets_never_reach_th
         .to_string();
     assert!(canary.starts_with("gbx_"), "{canary}");
     // The canary left in the query string: an accusation, withheld.
-    let report: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(bundle.join("report.json")).unwrap()).unwrap();
+    let report = read_json(&bundle.join("report.json"));
     assert_eq!(report["verdict"], "withheld", "{stdout}");
-    let leak = report["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["id"] == "canary-exfiltration")
-        .unwrap();
+    let leak = check_of(&report, "canary-exfiltration");
     assert_eq!(leak["outcome"], "flag", "{leak}");
     assert!(leak.to_string().contains("env:WEATHER_API_KEY"), "{leak}");
     // Nothing of the real key anywhere in the evidence: it never reached the server.
@@ -394,8 +377,7 @@ fn a_remote_server_is_audited_over_http_for_what_it_says_and_nothing_is_claimed_
         "{stderr}"
     );
     let bundle = dir.join("evidence/1");
-    let report: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(bundle.join("report.json")).unwrap()).unwrap();
+    let report = read_json(&bundle.join("report.json"));
     let tools = report["tools"].as_array().unwrap();
     assert!(
         !tools.is_empty() && tools.iter().all(|t| t["called"] == true),
@@ -408,12 +390,7 @@ fn a_remote_server_is_audited_over_http_for_what_it_says_and_nothing_is_claimed_
         "unexplained-egress",
         "canary-exfiltration",
     ] {
-        let c = report["checks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["id"] == id)
-            .unwrap();
+        let c = check_of(&report, id);
         assert_eq!(c["outcome"], "not-observed", "{c}");
     }
     let transcript = std::fs::read_to_string(bundle.join("transcript.jsonl")).unwrap();

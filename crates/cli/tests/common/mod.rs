@@ -6,6 +6,20 @@ use glassbox_model::{AuditReport, Manifest, PackageRef};
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
+/// A JSON file of an evidence bundle (`report.json`, `manifest.json`), parsed.
+pub fn read_json(path: &Path) -> serde_json::Value {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The result of check `id` in a report's JSON.
+pub fn check_of<'a>(report: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
+    report["checks"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["id"] == id))
+        .unwrap_or_else(|| panic!("no check {id} in the report"))
+}
+
 /// The source tree.
 pub fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
