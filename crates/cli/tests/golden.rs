@@ -43,7 +43,10 @@ fn render_all() -> Vec<(String, String)> {
         let unreviewed = published(whole, &ev.manifest, &|_, _| None);
         let file = |f: &str| format!("{name}/{f}");
         out.push((file("report.json"), glassbox_report::json(whole) + "\n"));
-        out.push((file("report.txt"), glassbox_report::terminal(&ev, whole, false)));
+        out.push((
+            file("report.txt"),
+            glassbox_report::terminal(&ev, whole, false),
+        ));
         out.push((file("report.md"), glassbox_report::markdown(&ev, whole)));
         out.push((file("report.html"), glassbox_report::html(&ev, whole)));
         out.push((
@@ -61,7 +64,12 @@ fn render_all() -> Vec<(String, String)> {
             }),
         ));
         let target = glassbox_store::target_of(&ev.manifest);
-        let version = ev.manifest.target.package.as_ref().map(|p| p.version.clone());
+        let version = ev
+            .manifest
+            .target
+            .package
+            .as_ref()
+            .map(|p| p.version.clone());
         let page = site.add(&Audit {
             id: i as i64 + 1,
             target: &target,
