@@ -2,14 +2,15 @@
 //! this host ([`run::Running`], in `run.rs`) and a fresh QEMU microVM per run that runs the
 //! same sandbox under its own kernel ([`microvm::VmRun`], in `microvm.rs`). Each starts the
 //! server with its planted secrets under the recorder (and the network edge); the pipeline
-//! in `lib.rs` drives either through this trait alone, and [`start`] is the one place that
-//! picks the backend.
+//! in `lib.rs` drives either through this trait alone, and [`Isolation::start`] is the one
+//! place that picks the backend.
+//!
+//! [`Isolation::start`]: crate::Isolation
 
-use crate::{microvm, run, AuditOptions, Error, Isolation};
+use crate::recording::Recording;
+use crate::Error;
 use glassbox_model::{SandboxSettings, ServerExit, VmRecord};
-use glassbox_plan::target;
 use std::io::Read;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -62,45 +63,9 @@ pub(crate) trait Backend {
     /// record, after it. `None`: this backend could not read them.
     fn left(&self) -> Option<crate::left::Left>;
     /// Ends the run: how the server ended and what was recorded.
-    fn finish(&mut self) -> (ServerExit, run::Recording);
+    fn finish(&mut self) -> (ServerExit, Recording);
     /// The microVM's record, on that backend.
     fn vm_record(&self) -> Option<VmRecord> {
         None
     }
-}
-
-/// Starts `target` in `cwd` on the audit's backend, recording into `events`. `run_for`: see
-/// [`microvm::VmPlan::run_for`] (an install: its stdin is closed from the start).
-pub(crate) fn start(
-    opts: &AuditOptions,
-    target: &target::Resolved,
-    cwd: &Path,
-    events: Box<dyn crate::EventSink>,
-    plan: run::RunPlan,
-    run_for: Option<Duration>,
-) -> Result<Box<dyn Backend>, Error> {
-    Ok(match opts.isolation {
-        Isolation::Namespace => {
-            Box::new(run::start(target, cwd, events, true, opts.recorder, plan)?)
-        }
-        Isolation::MicroVm => Box::new(microvm::start(
-            &microvm::VmPlan {
-                target,
-                cwd,
-                exit_grace: opts.exit_grace,
-                linger: opts.linger,
-                run_for,
-                // An install (a bounded run) is not the server: nothing to reach.
-                http_port: opts
-                    .http
-                    .as_ref()
-                    .filter(|_| run_for.is_none())
-                    .map(|h| h.port),
-            },
-            events,
-            true,
-            opts.recorder,
-            plan,
-        )?),
-    })
 }

@@ -22,17 +22,21 @@ mod backend;
 mod canary;
 pub mod coverage;
 mod dual;
+mod isolation;
 mod lazykey;
 mod left;
 pub mod microvm;
 pub mod recheck;
+mod recording;
 mod run;
+mod secrets;
 pub mod selftest;
 mod start;
 pub mod triggers;
 mod usage;
 
-pub use run::{EventSink, RecorderChoice};
+pub use isolation::Isolation;
+pub use recording::{EventSink, RecorderChoice};
 
 use glassbox_model::bundle;
 
@@ -87,16 +91,6 @@ pub enum Error {
     /// Anything else.
     #[error("internal error: {0}")]
     Internal(String),
-}
-
-/// Where the server runs.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Isolation {
-    /// The namespace sandbox on this host.
-    #[default]
-    Namespace,
-    /// The namespace sandbox inside a fresh QEMU microVM per run ([`microvm`]).
-    MicroVm,
 }
 
 /// How to run an audit.
@@ -526,11 +520,11 @@ struct Pipeline<'a> {
     /// The audit's own certificate authority, when the edge answers.
     answer: Option<glassbox_net::Authority>,
     /// Its certificate, which the sandbox trusts.
-    trust: Option<run::CaCertificate>,
-    events: run::SharedSink,
+    trust: Option<recording::CaCertificate>,
+    events: recording::SharedSink,
     clock: Arc<glassbox_trace::Clock>,
-    secrets: run::Secrets,
-    /// The bait variables ([`run::BAIT_ENV`]) and their planted values.
+    secrets: secrets::Secrets,
+    /// The bait variables ([`secrets::BAIT_ENV`]) and their planted values.
     bait: Vec<(String, String)>,
     /// The trigger run's variables ([`triggers::Machine`]), its planted tokens included.
     trigger_env: Vec<(String, String)>,
@@ -571,7 +565,7 @@ impl<'a> Pipeline<'a> {
         // took the user's input there.
         let mut opts = opts.clone();
         if opts.session.input_marker.is_none() {
-            opts.session.input_marker = Some(run::input_marker()?);
+            opts.session.input_marker = Some(secrets::input_marker()?);
         }
         let (target, exact) = match &opts.package {
             None => {
@@ -615,13 +609,13 @@ impl<'a> Pipeline<'a> {
             ResponderChoice::Refuse => None,
         };
         manifest.network.responder = opts.responder.name().into();
-        let trust = answer.as_ref().map(run::CaCertificate::of);
+        let trust = answer.as_ref().map(recording::CaCertificate::of);
         bundle.write_manifest(&manifest)?;
-        let events = run::SharedSink::new(bundle.events()?);
+        let events = recording::SharedSink::new(bundle.events()?);
         // A guest's secrets are made here, whole: the host's checks must know their values.
         let secrets = match opts.isolation {
-            Isolation::Namespace => run::Secrets::fresh()?,
-            Isolation::MicroVm => run::Secrets::fresh_eager()?,
+            Isolation::Namespace => secrets::Secrets::fresh()?,
+            Isolation::MicroVm => secrets::Secrets::fresh_eager()?,
         };
         let server_cwd = opts.cwd.clone();
         let audit = Pipeline {
@@ -653,7 +647,7 @@ impl<'a> Pipeline<'a> {
     }
 
     /// Plants what the secrets do not hold yet: the CA in the kubeconfig, bait in the
-    /// environment ([`run::BAIT_ENV`]: planted secrets like the files, for the install and
+    /// environment ([`secrets::BAIT_ENV`]: planted secrets like the files, for the install and
     /// every run, unless the configuration sets a variable of that name itself), and the
     /// plans' probes (files outside the workspace that are planted secrets, the canary Docker
     /// socket), which the path and socket parameters name in calls of their own.
@@ -661,11 +655,11 @@ impl<'a> Pipeline<'a> {
         if let Some(ca) = &self.trust {
             self.secrets.trust_in_kubeconfig(&ca.pem);
         }
-        for &(name, len) in run::BAIT_ENV {
+        for &(name, len) in secrets::BAIT_ENV {
             if self.opts.server_env.iter().any(|(n, _)| n == name) {
                 continue;
             }
-            let (value, token) = run::bait_env(name, "", len)?;
+            let (value, token) = secrets::bait_env(name, "", len)?;
             self.secrets.tokens.push(token);
             self.bait.push((name.to_string(), value));
         }
@@ -677,7 +671,7 @@ impl<'a> Pipeline<'a> {
                 .collect();
             if machine == triggers::Machine::Ci {
                 for &(name, prefix, len) in triggers::CI_TOKENS {
-                    let (value, token) = run::bait_env(name, prefix, len)?;
+                    let (value, token) = secrets::bait_env(name, prefix, len)?;
                     self.secrets.tokens.push(token);
                     self.trigger_env.push((name.to_string(), value));
                 }
@@ -801,7 +795,7 @@ impl<'a> Pipeline<'a> {
     /// A fresh canary for the declared secret variable `name`, planted (`env:NAME`, followed
     /// like the files), which may go to `hosts`.
     fn declared_canary(&mut self, name: &str, hosts: Vec<String>) -> Result<String, Error> {
-        let canary = run::env_canary()?;
+        let canary = secrets::env_canary()?;
         self.secrets.tokens.push(glassbox_model::Honeytoken {
             path: format!("env:{name}"),
             kind: "declared-secret".into(),
@@ -906,7 +900,7 @@ impl<'a> Pipeline<'a> {
                 suffix: &suffix,
                 events: Box::new(self.events.clone()),
             },
-            run::RunPlan {
+            recording::RunPlan {
                 secrets: Some({
                     // A key made in an earlier run is planted as is.
                     self.secrets.settle_rsa();
@@ -1175,7 +1169,12 @@ impl<'a> Pipeline<'a> {
 
     /// One run of dual execution with `secrets` planted: its flows (its events, transcript
     /// aside, are not kept), or why it could not be made.
-    fn rerun(&mut self, target: &target::Resolved, secrets: run::Secrets, suffix: &str) -> Rerun {
+    fn rerun(
+        &mut self,
+        target: &target::Resolved,
+        secrets: secrets::Secrets,
+        suffix: &str,
+    ) -> Rerun {
         let run = one_run(
             target,
             &self.server_cwd,
@@ -1183,9 +1182,9 @@ impl<'a> Pipeline<'a> {
             RunFiles {
                 bundle: &self.bundle,
                 suffix,
-                events: Box::new(run::Discard),
+                events: Box::new(recording::Discard),
             },
-            run::RunPlan {
+            recording::RunPlan {
                 secrets: Some(secrets),
                 clock: self.clock.clone(),
                 first_event_id: 1,
@@ -1236,8 +1235,8 @@ struct Recorded<'a> {
     events: Vec<glassbox_model::Event>,
     flows: Vec<glassbox_model::Flow>,
     transcript: Vec<TranscriptEntry>,
-    secrets: &'a mut run::Secrets,
-    sink: &'a run::SharedSink,
+    secrets: &'a mut secrets::Secrets,
+    sink: &'a recording::SharedSink,
 }
 
 /// The bundle completed (planted secrets, events flushed, flows numbered and written, the
@@ -1307,9 +1306,9 @@ fn conclude(
 /// What the install phase shares with the server's runs.
 struct InstallContext<'a> {
     bundle: &'a bundle::Writer,
-    events: &'a run::SharedSink,
+    events: &'a recording::SharedSink,
     clock: &'a Arc<glassbox_trace::Clock>,
-    secrets: &'a mut run::Secrets,
+    secrets: &'a mut secrets::Secrets,
     manifest: &'a mut Manifest,
     /// The audit's CA, when the edge answers (the install's captured flows are answered too;
     /// its relayed registry traffic stays byte for byte).
@@ -1467,12 +1466,12 @@ fn install_phase(
     progress.phase(&Phase::Install);
     cx.clock.set_phase(Phase::Install);
     let start_ns = cx.clock.now_ns();
-    let mut running = backend::start(
+    let mut running = opts.isolation.start(
         opts,
         &target,
         &dir,
         Box::new(cx.events.clone()),
-        run::RunPlan {
+        recording::RunPlan {
             secrets: Some({
                 cx.secrets.settle_rsa();
                 cx.secrets.clone()
@@ -1484,7 +1483,7 @@ fn install_phase(
             wire: None,
             limits: opts.limits.clone(),
             answer: cx.answer.clone(),
-            trust: cx.answer.as_ref().map(run::CaCertificate::of),
+            trust: cx.answer.as_ref().map(recording::CaCertificate::of),
             ring: opts.recorder_ring,
             marker: None,
             clock_shift: None,
@@ -1884,7 +1883,7 @@ struct RunResult {
     session: SessionSummary,
     transcript: Vec<TranscriptEntry>,
     server_exit: ServerExit,
-    recording: run::Recording,
+    recording: recording::Recording,
     timings: Vec<PhaseTiming>,
     settings: glassbox_model::SandboxSettings,
     mechanism: String,
@@ -1917,14 +1916,14 @@ impl RunResult {
             },
             transcript: Vec::new(),
             server_exit: ServerExit::Running,
-            recording: run::Recording {
+            recording: recording::Recording {
                 events: Vec::new(),
                 stats: glassbox_trace::RecorderStats {
                     failure: Some(why.clone()),
                     ..Default::default()
                 },
                 write_error: None,
-                edge: run::EdgeRecord {
+                edge: recording::EdgeRecord {
                     error: Some(format!("no edge: {why}")),
                     ..Default::default()
                 },
@@ -1967,7 +1966,7 @@ fn one_run(
     cwd: &Path,
     opts: &AuditOptions,
     files: RunFiles<'_>,
-    plan: run::RunPlan,
+    plan: recording::RunPlan,
     progress: &dyn Progress,
     started: &mut dyn FnMut(&glassbox_model::SandboxSettings, &str) -> Result<(), Error>,
 ) -> Result<RunResult, Error> {
@@ -1981,7 +1980,7 @@ fn one_run(
         suffix,
         events,
     } = files;
-    let mut running = match backend::start(opts, target, cwd, events, plan, None) {
+    let mut running = match opts.isolation.start(opts, target, cwd, events, plan, None) {
         Ok(s) => s,
         Err(Error::GuestLost(why)) => {
             return Ok(RunResult::lost(why, start_ns, clock.now_ns()));
@@ -2379,7 +2378,7 @@ pub fn trace(
         ),
         ResponderChoice::Refuse => None,
     };
-    let trust = answer.as_ref().map(run::CaCertificate::of);
+    let trust = answer.as_ref().map(recording::CaCertificate::of);
     let mut target = target::resolve(command, cwd)?;
     target.extra_ro.extend(extra_ro.iter().cloned());
     target.env.extend(env.iter().cloned());
@@ -2389,7 +2388,7 @@ pub fn trace(
         sink,
         false,
         recorder,
-        run::RunPlan {
+        recording::RunPlan {
             secrets: None,
             clock: Arc::new(glassbox_trace::Clock::new()),
             first_event_id: 1,

@@ -22,9 +22,11 @@
 //! A fresh guest per run gives the capture and denied runs the same clean state; it costs a
 //! boot (about 3 s under TCG) per run.
 
-use crate::run::{
-    self, EdgeRecord, EdgeServer, EventSink, RecorderChoice, Recording, RunPlan, Secrets,
+use crate::recording::{
+    self, EdgeRecord, EdgeServer, EventSink, RecorderChoice, Recording, RunPlan,
 };
+use crate::run;
+use crate::secrets::Secrets;
 use crate::{target, Error};
 use glassbox_model::{Event, Flow, SandboxSettings, ServerExit, VmRecord};
 use glassbox_trace::{Clock, RecorderStats};
@@ -973,7 +975,7 @@ pub fn guest_main() -> Result<i32, Error> {
     // could wait forever).
     let out = agent::Port::open_write(Path::new(&port))
         .map_err(|e| Error::Internal(format!("cannot open {port}: {e}")))?;
-    let sink = run::SharedSink::new(glassbox_model::bundle::Lines(out));
+    let sink = recording::SharedSink::new(glassbox_model::bundle::Lines(out));
     let record = |r: &Record| -> Result<(), Error> {
         sink.record(r).map_err(|e| Error::Evidence {
             path: port.clone().into(),
@@ -1028,7 +1030,7 @@ fn set_wall_clock_forward(seconds: i64) -> Result<(), Error> {
     Ok(())
 }
 
-fn guest_run(sink: &run::SharedSink) -> Result<Record, Error> {
+fn guest_run(sink: &recording::SharedSink) -> Result<Record, Error> {
     guest_step("reading the request");
     // The request: the first line of stdin. What the reader buffered past it is the server's.
     let mut input = BufReader::new(std::io::stdin());
@@ -1092,7 +1094,7 @@ fn guest_run(sink: &run::SharedSink) -> Result<Record, Error> {
             wire: req.network.map(|_| GUEST_CARD.to_string()),
             limits: req.limits.into(),
             answer: None,
-            trust: req.trust.map(|c| run::CaCertificate {
+            trust: req.trust.map(|c| recording::CaCertificate {
                 pem: c.pem,
                 der: c.der,
             }),

@@ -18,7 +18,7 @@
 //! ends (the shared cancel flag), checking both at least every [`TICK`] (with connections that
 //! honour [`Connection::set_timeouts`]).
 
-use crate::session::response_id;
+use crate::message::response_id;
 use crate::sse;
 use crate::transport::{Incoming, Line, Meta};
 use glassbox_model::{Direction, GLASSBOX_VERSION};
@@ -803,7 +803,7 @@ impl Head {
     }
 
     fn status_text(&self) -> String {
-        let reason = crate::session::sanitize(&self.reason, 60);
+        let reason = crate::message::sanitize(&self.reason, 60);
         if reason.is_empty() {
             format!("HTTP {}", self.status)
         } else {
@@ -1170,7 +1170,7 @@ fn response_body(ctx: &Ctx, conn: &mut Conn, head: &Head, purpose: &Purpose) -> 
             if let Some(location) = head.get("location") {
                 why.push_str(&format!(
                     " to {:?} (not followed)",
-                    crate::session::sanitize(&location, 100)
+                    crate::message::sanitize(&location, 100)
                 ));
             }
         }
@@ -1186,7 +1186,7 @@ fn response_body(ctx: &Ctx, conn: &mut Conn, head: &Head, purpose: &Purpose) -> 
         format!(
             "{} with content-type {:?} (expected application/json or text/event-stream)",
             head.status_text(),
-            crate::session::sanitize(&content_type, 60)
+            crate::message::sanitize(&content_type, 60)
         )
     };
     Err(Stop::Proto(why))
@@ -1393,7 +1393,7 @@ fn open_get(
         Err(format!(
             "{} with content-type {:?} (expected text/event-stream)",
             head.status_text(),
-            crate::session::sanitize(&head.content_type(), 60)
+            crate::message::sanitize(&head.content_type(), 60)
         ))
     } else {
         Err(head.status_text())
@@ -1482,7 +1482,7 @@ pub(crate) fn resolve_endpoint(data: &[u8], host: &str, base: &str) -> Result<St
     if text.is_empty() || !text.bytes().all(|b| b.is_ascii_graphic()) {
         return Err(format!(
             "the endpoint event is not a URI: {:?}",
-            crate::session::sanitize(text, 100)
+            crate::message::sanitize(text, 100)
         ));
     }
     for scheme in ["http://", "https://"] {
@@ -1492,7 +1492,7 @@ pub(crate) fn resolve_endpoint(data: &[u8], host: &str, base: &str) -> Result<St
             if !authority.eq_ignore_ascii_case(host) {
                 return Err(format!(
                     "the endpoint event points to another origin: {:?}",
-                    crate::session::sanitize(text, 100)
+                    crate::message::sanitize(text, 100)
                 ));
             }
             return Ok(if path.starts_with('/') {
@@ -1505,7 +1505,7 @@ pub(crate) fn resolve_endpoint(data: &[u8], host: &str, base: &str) -> Result<St
     if text.contains("://") || text.starts_with("//") {
         return Err(format!(
             "the endpoint event points to another origin: {:?}",
-            crate::session::sanitize(text, 100)
+            crate::message::sanitize(text, 100)
         ));
     }
     if text.starts_with('/') {

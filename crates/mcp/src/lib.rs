@@ -216,6 +216,7 @@
 
 pub mod args;
 mod http;
+mod message;
 mod outcome;
 mod session;
 mod sse;

@@ -118,7 +118,7 @@ pub(crate) fn of_result(result: &Value) -> (CallResult, Option<String>) {
     } else {
         CallResult::ToolError
     };
-    (outcome, Some(crate::session::sanitize(&text, ERROR_CHARS)))
+    (outcome, Some(crate::message::sanitize(&text, ERROR_CHARS)))
 }
 
 /// The outcome of a call answered with a JSON-RPC error whose description is `error`

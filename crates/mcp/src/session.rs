@@ -1,6 +1,7 @@
 //! The session: negotiation, the order of requests, matching answers, recording every line.
 
 use crate::http::{self, HttpKind, Outgoing};
+use crate::message::{classify, response_id, sanitize, Kind};
 use crate::surface::{self, Elicit};
 use crate::transport::{Incoming, Line, EVENT_QUEUE};
 use crate::{
@@ -1853,41 +1854,6 @@ impl AnswerError {
     }
 }
 
-/// What a message from the server is.
-enum Kind {
-    Request { id: Value, method: String },
-    Notification,
-    Response { id: Value },
-    Malformed,
-}
-
-fn classify(msg: &Value) -> Kind {
-    let Some(obj) = msg.as_object() else {
-        return Kind::Malformed;
-    };
-    match (obj.get("method"), obj.get("id")) {
-        (Some(Value::String(method)), Some(id @ (Value::String(_) | Value::Number(_)))) => {
-            Kind::Request {
-                id: id.clone(),
-                method: method.clone(),
-            }
-        }
-        (Some(Value::String(_)), None) => Kind::Notification,
-        (None, Some(id)) if obj.contains_key("result") || obj.contains_key("error") => {
-            Kind::Response { id: id.clone() }
-        }
-        _ => Kind::Malformed,
-    }
-}
-
-/// The id of a response, when it is one and its id is an integer like the ones glassbox sends.
-pub(crate) fn response_id(msg: &Value) -> Option<u64> {
-    match classify(msg) {
-        Kind::Response { id } => id.as_u64(),
-        _ => None,
-    }
-}
-
 fn parse_answer(msg: Value) -> Result<Value, AnswerError> {
     let Value::Object(mut obj) = msg else {
         return Err(AnswerError::Invalid("answer is not an object"));
@@ -1965,24 +1931,6 @@ fn soft_fail(summary: &mut SessionSummary, problem: Option<String>) {
     if summary.failure.is_none() {
         summary.failure = problem;
     }
-}
-
-/// A server-chosen string made fit for a one-line reason: control characters escaped, cut
-/// at `max` characters.
-pub(crate) fn sanitize(s: &str, max: usize) -> String {
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i == max {
-            out.push('…');
-            break;
-        }
-        if c.is_control() {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
 
 /// `20s`, `1500ms`.

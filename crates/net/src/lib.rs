@@ -88,6 +88,7 @@ mod authority;
 mod decode;
 mod dns;
 mod doh;
+mod fdio;
 mod flows;
 mod http;
 mod outbox;

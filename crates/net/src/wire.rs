@@ -144,7 +144,7 @@ pub fn forward(tun: BorrowedFd<'_>, interface: &str, stop: &AtomicBool) -> io::R
     let ifindex = ifindex as libc::c_int;
     let sock = packet_socket(ifindex)?;
     let tun_fd = tun.as_raw_fd();
-    crate::tun::set_nonblocking(tun_fd)?;
+    crate::fdio::set_nonblocking(tun_fd)?;
     let mut buf = vec![0u8; BUFFER];
     while !stop.load(Ordering::Relaxed) {
         let mut pfds = [
@@ -169,12 +169,12 @@ pub fn forward(tun: BorrowedFd<'_>, interface: &str, stop: &AtomicBool) -> io::R
             return Err(e);
         }
         if pfds[0].revents & libc::POLLIN != 0
-            && to_card(tun_fd, sock.as_raw_fd(), ifindex, &mut buf)? == crate::tun::Link::Gone
+            && to_card(tun_fd, sock.as_raw_fd(), ifindex, &mut buf)? == crate::fdio::Link::Gone
         {
             return Ok(());
         }
         if pfds[1].revents & libc::POLLIN != 0
-            && to_sandbox(sock.as_raw_fd(), tun_fd, &mut buf)? == crate::tun::Link::Gone
+            && to_sandbox(sock.as_raw_fd(), tun_fd, &mut buf)? == crate::fdio::Link::Gone
         {
             return Ok(());
         }
@@ -193,12 +193,12 @@ fn to_card(
     sock: RawFd,
     ifindex: libc::c_int,
     buf: &mut [u8],
-) -> io::Result<crate::tun::Link> {
+) -> io::Result<crate::fdio::Link> {
     for _ in 0..PER_ROUND {
-        let n = match crate::tun::read_one(tun, buf)? {
-            crate::tun::Read::Packet(n) => n,
-            crate::tun::Read::Empty => break,
-            crate::tun::Read::Gone => return Ok(crate::tun::Link::Gone),
+        let n = match crate::fdio::read_one(tun, buf)? {
+            crate::fdio::Read::Packet(n) => n,
+            crate::fdio::Read::Empty => break,
+            crate::fdio::Read::Gone => return Ok(crate::fdio::Link::Gone),
         };
         let packet = &buf[..n];
         let Some(ethertype) = ethertype_of(packet) else {
@@ -228,11 +228,11 @@ fn to_card(
             }
         }
     }
-    Ok(crate::tun::Link::Up)
+    Ok(crate::fdio::Link::Up)
 }
 
 /// Packets from the card (the edge's answers) to the sandbox.
-fn to_sandbox(sock: RawFd, tun: RawFd, buf: &mut [u8]) -> io::Result<crate::tun::Link> {
+fn to_sandbox(sock: RawFd, tun: RawFd, buf: &mut [u8]) -> io::Result<crate::fdio::Link> {
     for _ in 0..PER_ROUND {
         // SAFETY: sockaddr_ll is plain old data; zero is a valid value.
         let mut from: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
@@ -263,11 +263,11 @@ fn to_sandbox(sock: RawFd, tun: RawFd, buf: &mut [u8]) -> io::Result<crate::tun:
         {
             continue;
         }
-        if crate::tun::write_one(tun, &buf[..n.min(buf.len())])? == crate::tun::Link::Gone {
-            return Ok(crate::tun::Link::Gone);
+        if crate::fdio::write_one(tun, &buf[..n.min(buf.len())])? == crate::fdio::Link::Gone {
+            return Ok(crate::fdio::Link::Gone);
         }
     }
-    Ok(crate::tun::Link::Up)
+    Ok(crate::fdio::Link::Up)
 }
 
 #[cfg(test)]

@@ -455,7 +455,7 @@ pub fn parse(argv: &[String]) -> Parsed {
     let result = match (base, word(0)) {
         ("cmd", Some(c)) if c.eq_ignore_ascii_case("/c") => {
             let inner: Vec<String> = match &rest[1..] {
-                [one] if one.contains(' ') => match crate::batch::split_words(one) {
+                [one] if one.contains(' ') => match crate::words::split_words(one) {
                     Ok(w) => w,
                     Err(e) => return Parsed::Refused(format!("cmd /c {one:?}: {e}")),
                 },
@@ -521,7 +521,7 @@ mod tests {
     use super::*;
 
     fn words(s: &str) -> Vec<String> {
-        crate::batch::split_words(s).unwrap()
+        crate::words::split_words(s).unwrap()
     }
 
     /// `(registry:name, version, extras, with, program, python, args)` of a line.

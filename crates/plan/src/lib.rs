@@ -21,6 +21,7 @@ pub mod lack;
 pub mod launcher;
 pub mod readme;
 pub mod target;
+pub mod words;
 
 /// What went wrong deciding what to audit.
 #[derive(Debug, thiserror::Error)]
