@@ -7,6 +7,7 @@
 
 use crate::selftest::Controls;
 use crate::Error;
+use glassbox_model::CoverageRow;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -52,27 +53,8 @@ pub fn regressions(dir: &Path) -> Result<Vec<(PathBuf, Expected)>, Error> {
     Ok(out)
 }
 
-/// One check's coverage.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
-pub struct Row {
-    /// Check id.
-    pub id: String,
-    /// Version.
-    pub version: u32,
-    /// Controls that must flag.
-    pub positive_controls: usize,
-    /// Controls that must pass.
-    pub negative_controls: usize,
-    /// Known gaps (todo controls).
-    pub known_gaps: usize,
-    /// Regression cases naming the check.
-    pub regression_cases: usize,
-    /// Fewer than three labelled examples of a kind.
-    pub fragile: bool,
-}
-
 /// The coverage ledger.
-pub fn ledger(fixtures: &Path, regressions_dir: &Path) -> Result<Vec<Row>, Error> {
+pub fn ledger(fixtures: &Path, regressions_dir: &Path) -> Result<Vec<CoverageRow>, Error> {
     let controls = Controls::load(fixtures)?;
     let regs = regressions(regressions_dir)?;
     Ok(glassbox_checks::registry()
@@ -92,7 +74,7 @@ pub fn ledger(fixtures: &Path, regressions_dir: &Path) -> Result<Vec<Row>, Error
                     .count()
             };
             let (pos, neg) = (count(&["flag"]), count(&["pass", "not-observed"]));
-            Row {
+            CoverageRow {
                 id: id.into(),
                 version: c.info.version,
                 positive_controls: pos,

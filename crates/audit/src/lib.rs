@@ -112,7 +112,11 @@ pub enum Error {
     /// A package could not be resolved or installed.
     #[error("{0}")]
     Install(String),
-    /// The microVM (`--isolation microvm`) could not run the server.
+    /// The microVM (`--isolation microvm`) could not be started on this host (QEMU, the
+    /// kernel, the machine): the VM's own error kept.
+    #[error("the microVM did not start: {0}")]
+    VmStart(#[source] glassbox_vm::Error),
+    /// The microVM's guest could not run the server (what the guest said).
     #[error("{0}")]
     Vm(String),
     /// The microVM's guest hung or died before the server ran in it (no boot, no start of
@@ -122,9 +126,27 @@ pub enum Error {
     /// What to audit could not be decided (a target, a configuration, a package).
     #[error(transparent)]
     Plan(#[from] glassbox_plan::Error),
+    /// A step on this host failed (a thread, a port, a file, a pipe to the guest): which step,
+    /// and the system's error, kept.
+    #[error("internal error: cannot {what}: {source}")]
+    Io {
+        /// The step (`start the recorder thread`).
+        what: String,
+        /// The system's error.
+        #[source]
+        source: std::io::Error,
+    },
     /// Anything else.
     #[error("internal error: {0}")]
     Internal(String),
+}
+
+impl Error {
+    /// The error of a failed step `what` on this host, for `map_err`.
+    pub(crate) fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> Error {
+        let what = what.into();
+        move |source| Error::Io { what, source }
+    }
 }
 
 /// How one configured server (an entry of a client configuration, a `server.json`, a line

@@ -32,8 +32,7 @@ use glassbox_model::{Event, Flow, SandboxSettings, ServerExit, VmRecord};
 use glassbox_trace::{Clock, RecorderStats};
 use glassbox_vm::mux::{Mux, MuxStream};
 use glassbox_vm::wire::{
-    GuestRequest, Record, WireCertificate, WireLimits, WireSecrets, WireStats, WireTarget,
-    RECORD_PREFIX,
+    GuestRequest, Record, WireCertificate, WireLimits, WireSecrets, WireTarget, RECORD_PREFIX,
 };
 use glassbox_vm::{agent, Accel, GuestCommand, Vm, VmConfig};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -417,8 +416,7 @@ pub(crate) fn start(
         marker: plan.marker.clone(),
         clock_shift_days: plan.clock_shift.map(|c| (c.seconds() / 86_400) as u32),
     };
-    let exe = std::env::current_exe()
-        .map_err(|e| Error::Internal(format!("cannot find glassbox's own executable: {e}")))?;
+    let exe = std::env::current_exe().map_err(Error::io("find glassbox's own executable"))?;
     let mut config = VmConfig::new(&exe, &["vm-agent"]);
     config.sandbox = true;
     config.boot_timeout = std::env::var(FAULT_BOOT_TIMEOUT_MS)
@@ -477,7 +475,7 @@ pub(crate) fn start(
                         })
                     }
                     // glassbox or the host cannot run a VM: an error, as for a broken sandbox.
-                    _ => Error::Vm(why),
+                    _ => Error::VmStart(e),
                 });
             }
         }
@@ -502,10 +500,11 @@ pub(crate) fn start(
         (Some(_), Some(port)) => {
             let reader = port
                 .try_clone()
-                .map_err(|e| Error::Internal(format!("cannot use the VM's tcp port: {e}")))?;
-            Some(Mux::start(reader, port).map_err(|e| {
-                Error::Internal(format!("cannot start the TCP relay with the guest: {e}"))
-            })?)
+                .map_err(Error::io("use the VM's tcp port"))?;
+            Some(
+                Mux::start(reader, port)
+                    .map_err(|e| Error::io("start the TCP relay with the guest")(e))?,
+            )
         }
         (Some(_), None) => return Err(Error::Internal("the VM has no tcp port".into())),
         (None, _) => None,
@@ -537,7 +536,7 @@ pub(crate) fn start(
     stdin
         .write_all(&line)
         .and_then(|()| stdin.write_all(b"\n"))
-        .map_err(|e| Error::Vm(format!("cannot send the request to the guest: {e}")))?;
+        .map_err(Error::io("send the request to the guest"))?;
     let events = vm
         .events
         .take()
@@ -629,7 +628,7 @@ pub(crate) fn start(
             }
             (kept, error, broken)
         })
-        .map_err(|e| Error::Internal(format!("cannot start the guest events reader: {e}")))?;
+        .map_err(Error::io("start the guest events reader"))?;
     // `lost`: the guest hung or ended before it said anything (not a refusal it reported).
     let (started, lost) = match started_rx.recv_timeout(START_TIMEOUT) {
         Ok(r) => (r, false),
@@ -848,17 +847,10 @@ impl VmRun {
         {
             exit = e;
             recording.stats = RecorderStats {
-                mechanism: stats.mechanism,
-                notifications: stats.notifications,
-                records: stats.records,
-                events: stats.events,
-                lost: stats.lost,
-                lost_why: stats.lost_why,
-                lost_files: stats.lost_files,
-                syscalls: stats.syscalls,
-                failure: stats.failure.or_else(|| {
+                failure: stats.failure.clone().or_else(|| {
                     write_error.map(|w| format!("the guest could not send its events: {w}"))
                 }),
+                ..stats
             };
             recording.edge = EdgeRecord {
                 flows,
@@ -909,10 +901,10 @@ fn serve_relay(sandbox: &glassbox_sandbox::Sandbox, port: u16) -> Result<(), Err
     let path = format!("/dev/virtio-ports/{}", agent::ports::TCP);
     // Read and written without trusting the port's wake-ups: see `agent::Port`.
     let writer = agent::Port::open_rw(std::path::Path::new(&path))
-        .map_err(|e| Error::Internal(format!("cannot open {path}: {e}")))?;
+        .map_err(Error::io(format!("open {path}")))?;
     let reader = writer
         .try_clone()
-        .map_err(|e| Error::Internal(format!("cannot use {path}: {e}")))?;
+        .map_err(Error::io(format!("use {path}")))?;
     let dialer = sandbox.dialer()?;
     let dial = move |asked: u16| {
         if asked != port {
@@ -933,7 +925,7 @@ fn serve_relay(sandbox: &glassbox_sandbox::Sandbox, port: u16) -> Result<(), Err
             // The host sees its connections fail with the reason its end knows.
             let _ = glassbox_vm::mux::serve(reader, writer, dial);
         })
-        .map_err(|e| Error::Internal(format!("cannot start the TCP relay: {e}")))?;
+        .map_err(Error::io("start the TCP relay"))?;
     Ok(())
 }
 
@@ -973,8 +965,8 @@ pub fn guest_main() -> Result<i32, Error> {
     let port = format!("/dev/virtio-ports/{}", agent::ports::EVENTS);
     // Never a plain blocking write: see `agent::Port` (a two-vCPU guest's write to a port
     // could wait forever).
-    let out = agent::Port::open_write(Path::new(&port))
-        .map_err(|e| Error::Internal(format!("cannot open {port}: {e}")))?;
+    let out =
+        agent::Port::open_write(Path::new(&port)).map_err(Error::io(format!("open {port}")))?;
     let sink = recording::SharedSink::new(glassbox_model::bundle::Lines(out));
     let record = |r: &Record| -> Result<(), Error> {
         sink.record(r).map_err(|e| Error::Evidence {
@@ -1037,7 +1029,7 @@ fn guest_run(sink: &recording::SharedSink) -> Result<Record, Error> {
     let mut line = String::new();
     input
         .read_line(&mut line)
-        .map_err(|e| Error::Internal(format!("cannot read the request: {e}")))?;
+        .map_err(Error::io("read the request"))?;
     let req: GuestRequest = serde_json::from_str(&line)
         .map_err(|e| Error::Internal(format!("unreadable request from the host: {e}")))?;
     guest_step("request read; starting the sandbox and the server");
@@ -1117,7 +1109,7 @@ fn guest_run(sink: &recording::SharedSink) -> Result<Record, Error> {
         isolation,
         canary_sockets,
     })
-    .map_err(|e| Error::Internal(format!("cannot write a record: {e}")))?;
+    .map_err(Error::io("write a record"))?;
     if let Some(port) = req.http_port {
         serve_relay(&running.sandbox, port)?;
     }
@@ -1190,17 +1182,7 @@ fn guest_run(sink: &recording::SharedSink) -> Result<Record, Error> {
     let st = recording.stats;
     Ok(Record::Finished {
         exit,
-        stats: WireStats {
-            mechanism: st.mechanism,
-            notifications: st.notifications,
-            records: st.records,
-            events: st.events,
-            lost: st.lost,
-            lost_why: st.lost_why,
-            lost_files: st.lost_files,
-            syscalls: st.syscalls,
-            failure: st.failure,
-        },
+        stats: st,
         flows: recording.edge.flows,
         counters: recording.edge.counters,
         edge_error: recording.edge.error,

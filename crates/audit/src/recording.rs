@@ -118,7 +118,7 @@ impl EdgeServer {
         let thread = std::thread::Builder::new()
             .name("network-edge".into())
             .spawn(move || work(&stop2))
-            .map_err(|e| Error::Internal(format!("cannot start the edge thread: {e}")))?;
+            .map_err(Error::io("start the edge thread"))?;
         Ok(EdgeServer {
             stop,
             thread: Some(thread),

@@ -329,7 +329,7 @@ pub(crate) fn start(
             }
             (stats, out.kept, out.error)
         })
-        .map_err(|e| Error::Internal(format!("cannot start the recorder thread: {e}")))?;
+        .map_err(Error::io("start the recorder thread"))?;
     // Bounded: a server whose exec is never seen (killed at once) must not stall the audit.
     let _ = started_rx.recv_timeout(std::time::Duration::from_secs(5));
     Ok(Running {

@@ -446,8 +446,7 @@ fn one(job: &Job, index: usize, sh: &Shared<'_>) -> Row {
             let version = exact.version.clone();
             row.version = Some(version.clone());
             if !sh.force {
-                let spec = &package.spec;
-                let target = format!("{}:{}", spec.registry.name(), spec.name);
+                let target = package.spec.key();
                 let found = glassbox_store::Store::open_location(sh.store)
                     .map_err(anyhow::Error::from)
                     .and_then(|s| already_audited(&s, &target, &version, &sh.checks));

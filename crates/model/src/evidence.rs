@@ -1195,6 +1195,13 @@ pub struct StartAttempt {
     pub files: Vec<String>,
 }
 
+/// What audits of a package are filed under, whatever its version: `REGISTRY:NAME`
+/// (`npm:@scope/name`, `pypi:mcp-server-git`). The one place this key is made: the store files
+/// an audit under it, a batch looks earlier audits up by it.
+pub fn package_key(registry: &str, name: &str) -> String {
+    format!("{registry}:{name}")
+}
+
 /// A package from a registry, as audited.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PackageRef {
@@ -1225,6 +1232,13 @@ pub struct PackageRef {
     /// (a README snippet or its `server.json`), when the target came with none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub readme_config: Option<ReadmeConfig>,
+}
+
+impl PackageRef {
+    /// What its audits are filed under ([`package_key`]).
+    pub fn key(&self) -> String {
+        package_key(&self.registry, &self.name)
+    }
 }
 
 /// A package's own documented configuration, as glassbox used it.

@@ -512,3 +512,23 @@ mod tests {
         assert_eq!(serde_json::from_value::<AuditReport>(json).unwrap(), with);
     }
 }
+
+/// One check's line of the coverage ledger: the labelled examples behind it (made by
+/// `glassbox_audit::coverage::ledger`, shown by `glassbox coverage` and the site).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct CoverageRow {
+    /// Check id.
+    pub id: String,
+    /// Version.
+    pub version: u32,
+    /// Controls that must flag.
+    pub positive_controls: usize,
+    /// Controls that must pass.
+    pub negative_controls: usize,
+    /// Known gaps (todo controls).
+    pub known_gaps: usize,
+    /// Regression cases naming the check.
+    pub regression_cases: usize,
+    /// Fewer than three labelled examples of a kind.
+    pub fragile: bool,
+}

@@ -332,6 +332,11 @@ pub(crate) fn pypi_requirement(
 }
 
 impl PackageSpec {
+    /// What its audits are filed under, whatever the version ([`glassbox_model::package_key`]).
+    pub fn key(&self) -> String {
+        glassbox_model::package_key(self.registry.name(), &self.name)
+    }
+
     /// Parses `npm:NAME[@VERSION]`, `pypi:NAME[==VERSION]` (or `pypi:NAME[EXTRAS]`, or PEP 440
     /// specifiers) or `npm:PATH.tgz` (a path starting with `/` or `.`; the tarball is read now,
     /// relative paths from the working directory); `Ok(None)` for anything else (a command).

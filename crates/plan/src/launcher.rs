@@ -540,7 +540,7 @@ mod tests {
             Parsed::Package(p, args) => {
                 assert_eq!(p.launcher, words(line));
                 (
-                    format!("{}:{}", p.spec.registry.name(), p.spec.name),
+                    p.spec.key(),
                     p.spec.version.clone(),
                     p.spec.extras.clone(),
                     p.with.iter().map(|w| w.display()).collect(),

@@ -34,6 +34,7 @@
 use crate::escape;
 use crate::html::{end_table, esc, table, CSP};
 use crate::tables::{self, NAME, WIDE};
+pub use glassbox_model::CoverageRow;
 use glassbox_model::{AuditReport, Evidence, FlowProtocol, NetworkMode, Outcome, SockAddr};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -63,25 +64,6 @@ pub struct Audit<'a> {
     /// Its report as published: withheld findings withheld, rejected ones dropped, claims of
     /// retracted check versions withdrawn.
     pub report: &'a AuditReport,
-}
-
-/// One check's line of the coverage ledger.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CoverageRow {
-    /// Check id.
-    pub id: String,
-    /// Its version.
-    pub version: u32,
-    /// Controls that must flag.
-    pub positive_controls: usize,
-    /// Controls that must pass.
-    pub negative_controls: usize,
-    /// Regression cases naming the check.
-    pub regression_cases: usize,
-    /// Known gaps (todo controls).
-    pub known_gaps: usize,
-    /// Fewer than three labelled examples of a kind.
-    pub fragile: bool,
 }
 
 /// One file of the site.

@@ -365,7 +365,7 @@ pub fn tool_changes(
 /// goes in `target_version`), else the command line.
 pub fn target_of(manifest: &Manifest) -> String {
     match &manifest.target.package {
-        Some(p) => format!("{}:{}", p.registry, p.name),
+        Some(p) => p.key(),
         None => manifest.target.command.join(" "),
     }
 }

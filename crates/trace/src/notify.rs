@@ -52,8 +52,9 @@ const RING_BATCH: usize = 4096;
 /// How often the ring buffer is drained (the programs do not wake the recorder), in ms.
 const RING_PERIOD_MS: i32 = 5;
 
-/// Counters of one recording.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// Counters of one recording; a microVM guest sends them to the host as they are
+/// (`glassbox_vm::wire::Record::Finished`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct RecorderStats {
     /// How calls were observed.
     pub mechanism: String,
@@ -69,10 +70,12 @@ pub struct RecorderStats {
     /// caller dead or interrupted, is not one: it either did nothing or was notified again.)
     pub lost: u64,
     /// `lost` by why, each with its count (see [`RecorderStats::lose`]).
+    #[serde(default)]
     pub lost_why: Vec<(String, u64)>,
     /// Of `lost`, records of the open and stat families the eBPF channel lost (its ring was
     /// full, a path it could not read, a record it could not decode): only what reads those
     /// families is blind to them.
+    #[serde(default)]
     pub lost_files: u64,
     /// The recorded system calls.
     pub syscalls: Vec<String>,

@@ -5,6 +5,7 @@
 //! is `glassbox_audit::microvm`'s (the host's run, and `glassbox audit-guest` in the guest).
 
 use glassbox_model::{EdgeCounters, Flow, Honeytoken, NetworkMode, SandboxSettings, ServerExit};
+use glassbox_trace::RecorderStats;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
@@ -116,31 +117,6 @@ pub struct GuestRequest {
     pub clock_shift_days: Option<u32>,
 }
 
-/// The recorder's counters as they cross to the host.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct WireStats {
-    /// How the recorder recorded.
-    pub mechanism: String,
-    /// Seccomp notifications handled.
-    pub notifications: u64,
-    /// eBPF records read.
-    pub records: u64,
-    /// Events written.
-    pub events: u64,
-    /// Events lost.
-    pub lost: u64,
-    /// `lost` by why, each with its count.
-    #[serde(default)]
-    pub lost_why: Vec<(String, u64)>,
-    /// Of `lost`, records of the open and stat families (the eBPF channel's).
-    #[serde(default)]
-    pub lost_files: u64,
-    /// The system calls recorded.
-    pub syscalls: Vec<String>,
-    /// Why the recorder stopped, if it did.
-    pub failure: Option<String>,
-}
-
 /// A line of the events port that is not an event.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(tag = "glassbox", rename_all = "snake_case")]
@@ -166,7 +142,7 @@ pub enum Record {
         /// How the server ended.
         exit: ServerExit,
         /// The recorder's counters.
-        stats: WireStats,
+        stats: RecorderStats,
         /// The guest's own flows (its canary sockets'), on the guest's clock.
         flows: Vec<Flow>,
         /// The guest edge's counters.
@@ -219,9 +195,9 @@ mod tests {
     fn records_and_events_are_told_apart_on_the_events_port() {
         let finished = Record::Finished {
             exit: ServerExit::Exited { code: 0 },
-            stats: WireStats {
+            stats: RecorderStats {
                 failure: Some("x".into()),
-                ..WireStats::default()
+                ..RecorderStats::default()
             },
             flows: Vec::new(),
             counters: EdgeCounters::default(),
