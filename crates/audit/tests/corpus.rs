@@ -11,7 +11,7 @@
 //! server whose tools with a successful call fall below the number recorded. Two are started
 //! bare, from their README's configuration, as a registry maintainer starts a package. The
 //! call outcomes, the start rate (installed, started, listed, called) and the tools with a
-//! successful call are totalled (the README's corpus table is this test's output:
+//! successful call are totalled (docs/corpus.md's table is this test's output:
 //! `target/corpus.md`).
 //!
 //! It needs the package registries (npm, PyPI) and takes about ten minutes: it runs when

@@ -11,6 +11,7 @@ mod out;
 mod args;
 mod audit;
 mod batch;
+mod man;
 mod microvm;
 
 use anyhow::{Context, Result};
@@ -189,6 +190,9 @@ enum Command {
     /// the guest's sandbox (crates/audit/src/microvm.rs).
     #[command(name = "audit-guest", hide = true)]
     AuditGuest,
+    /// Print glassbox's man page (roff: `glassbox man | man -l -`), made from the same
+    /// argument definitions as --help.
+    Man,
 }
 
 /// `review` subcommands.
@@ -687,6 +691,10 @@ fn run(cli: Cli) -> Result<i32> {
             json,
         } => coverage_cmd(fixtures, regressions, json),
         Command::VmAgent => Ok(glassbox_vm::agent::main()),
+        Command::Man => {
+            std::io::Write::write_all(&mut std::io::stdout(), &man::page()?)?;
+            Ok(0)
+        }
         Command::AuditGuest => Ok(glassbox_audit::microvm::guest_main()?),
         Command::Trace {
             out,
@@ -1167,21 +1175,10 @@ fn site(
     regressions: Option<PathBuf>,
 ) -> Result<i32> {
     let (_, s) = open_store(store)?;
-    let coverage: Vec<glassbox_report::site::CoverageRow> = glassbox_audit::coverage::ledger(
+    let coverage = glassbox_audit::coverage::ledger(
         &fixtures.unwrap_or_else(selftest::default_fixtures),
         &regressions.unwrap_or_else(glassbox_audit::coverage::default_regressions),
-    )?
-    .into_iter()
-    .map(|r| glassbox_report::site::CoverageRow {
-        id: r.id,
-        version: r.version,
-        positive_controls: r.positive_controls,
-        negative_controls: r.negative_controls,
-        regression_cases: r.regression_cases,
-        known_gaps: r.known_gaps,
-        fragile: r.fragile,
-    })
-    .collect();
+    )?;
     std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
     let write = |page: &glassbox_report::site::Page| {
         let file = out.join(&page.name);

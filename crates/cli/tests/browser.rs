@@ -1,5 +1,5 @@
 //! The HTML report and the static site, loaded in headless Chromium (Debian's `chromium`,
-//! installed by scripts/setup; without it these tests fail, they do not skip).
+//! installed by scripts/setup --browser; without it these tests fail, they do not skip).
 //!
 //! Real audits of control fixtures go into a fresh store: `html-markup-in-tool-names` (tool
 //! names and descriptions that are markup which would run script, each setting the page title
@@ -163,8 +163,8 @@ fn chromium() -> PathBuf {
         .find(|p| p.is_file())
         .unwrap_or_else(|| {
             panic!(
-                "chromium is not installed (not on PATH): run scripts/setup, which installs \
-                 Debian's chromium package; these tests need a real browser"
+                "chromium is not installed (not on PATH): run scripts/setup --browser, which \
+                 installs Debian's chromium package; these tests need a real browser"
             )
         })
 }

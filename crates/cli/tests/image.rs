@@ -106,7 +106,7 @@ fn the_image_runs_two_shards_with_the_pods_privileges() {
     for tool in ["podman", "mmdebstrap"] {
         if !on_path(tool)
             && skip(&format!(
-                "{tool} is missing (scripts/setup --dev installs it)"
+                "{tool} is missing (scripts/setup --image installs it)"
             ))
         {
             return;

@@ -311,7 +311,7 @@ print(json.dumps({
         "{}: {stderr}{}",
         manifest.display(),
         if stderr.contains("No module named 'yaml'") {
-            "\nPyYAML is missing: run scripts/setup"
+            "\nPyYAML is missing: run scripts/setup --image"
         } else {
             ""
         }

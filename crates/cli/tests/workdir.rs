@@ -265,7 +265,7 @@ fn an_audit_from_a_private_folder_works_in_a_microvm_as_root() {
     }
     let qemu = std::env::var_os("GLASSBOX_QEMU").unwrap_or("qemu-system-x86_64".into());
     if Command::new(&qemu).arg("--version").output().is_err() {
-        eprintln!("skipped: no QEMU ({qemu:?}); scripts/setup installs it");
+        eprintln!("skipped: no QEMU ({qemu:?}); scripts/setup --microvm installs it");
         return;
     }
     let work = scratch("vm");

@@ -1,14 +1,14 @@
 //! A throwaway PostgreSQL server for tests (feature `testing`), for this crate's tests and
-//! the CLI's: the Debian `postgresql` package's binaries (scripts/setup installs them), a
-//! fresh cluster in a temporary folder, listening on 127.0.0.1 (a free port) with password
-//! authentication and on a unix socket in that folder; stopped and removed when the last
-//! handle on it is dropped, a panicking test's included.
+//! the CLI's: the Debian `postgresql` package's binaries (scripts/setup --postgres installs
+//! them), a fresh cluster in a temporary folder, listening on 127.0.0.1 (a free port) with
+//! password authentication and on a unix socket in that folder; stopped and removed when the
+//! last handle on it is dropped, a panicking test's included.
 //!
 //! PostgreSQL refuses to run as root: as root, the server runs as the user `postgres` (which
 //! the package creates), and its folder belongs to that user.
 //!
-//! When the binaries are missing, [`PgServer::start`] panics saying to run scripts/setup: a
-//! test that needs PostgreSQL fails rather than passing without it.
+//! When the binaries are missing, [`PgServer::start`] panics saying to run `scripts/setup
+//! --postgres`: a test that needs PostgreSQL fails rather than passing without it.
 
 use crate::StoreLocation;
 use std::fs;
@@ -51,15 +51,15 @@ pub fn shared(parent: &Path) -> Arc<PgServer> {
 }
 
 /// The folder of the server binaries (`initdb`, `postgres`): `$GLASSBOX_PG_BINDIR`, else the
-/// newest `/usr/lib/postgresql/<major>/bin`. Panics saying to run scripts/setup when there is
-/// none.
+/// newest `/usr/lib/postgresql/<major>/bin`. Panics saying to run scripts/setup --postgres
+/// when there is none.
 pub fn bindir() -> PathBuf {
     if let Some(dir) = std::env::var_os("GLASSBOX_PG_BINDIR").filter(|d| !d.is_empty()) {
         let dir = PathBuf::from(dir);
         assert!(
             dir.join("initdb").is_file() && dir.join("postgres").is_file(),
-            "GLASSBOX_PG_BINDIR={}: no initdb and postgres there: run scripts/setup (it installs \
-             the postgresql package), or point it at their folder",
+            "GLASSBOX_PG_BINDIR={}: no initdb and postgres there: run scripts/setup --postgres (it \
+             installs the postgresql package), or point it at their folder",
             dir.display()
         );
         return dir;
@@ -79,8 +79,8 @@ pub fn bindir() -> PathBuf {
         Some((_, bin)) => bin,
         None => panic!(
             "the PostgreSQL server binaries (/usr/lib/postgresql/<version>/bin/initdb and \
-             postgres) are missing: run scripts/setup (it installs the postgresql package), or \
-             set GLASSBOX_PG_BINDIR"
+             postgres) are missing: run scripts/setup --postgres (it installs the postgresql \
+             package), or set GLASSBOX_PG_BINDIR"
         ),
     }
 }
@@ -99,7 +99,7 @@ fn server_user() -> Option<(u32, u32)> {
     if pw.is_null() {
         panic!(
             "PostgreSQL refuses to run as root and there is no user {USER:?} to run it as: run \
-             scripts/setup (the postgresql package creates that user)"
+             scripts/setup --postgres (the postgresql package creates that user)"
         );
     }
     // SAFETY: pw is non-null and points to a valid passwd record.

@@ -1,6 +1,6 @@
 //! The store against a real PostgreSQL server (started by the tests: see
-//! `glassbox_store::testing`; scripts/setup installs it): the tests every backend runs
-//! (tests/common), and PostgreSQL's own.
+//! `glassbox_store::testing`; `scripts/setup --postgres` installs it): the tests every backend
+//! runs (tests/common), and PostgreSQL's own.
 
 #[macro_use]
 mod common;

@@ -39,7 +39,7 @@ pub struct Kernel {
 
 /// The kernel package to install when none is found.
 pub const KERNEL_HINT: &str =
-    "install Debian's kernel (apt-get install linux-image-amd64): run scripts/setup";
+    "install Debian's kernel (apt-get install linux-image-amd64): run scripts/setup --microvm";
 
 /// Finds the newest `/boot/vmlinuz-*` (or `$GLASSBOX_VM_KERNEL`) and returns it with its
 /// extracted ELF, extracting on first use.

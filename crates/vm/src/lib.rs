@@ -143,7 +143,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// The hint every "not installed" error carries.
 pub const SETUP_HINT: &str =
-    "run scripts/setup (it installs qemu-system-x86 and linux-image-amd64)";
+    "run scripts/setup --microvm (it installs qemu-system-x86, linux-image-amd64 and xz-utils)";
 
 /// The host directories shared read-only at their own paths by default (the namespace
 /// sandbox's list); a top-level symlink (`/bin -> usr/bin`) is recreated as a symlink.

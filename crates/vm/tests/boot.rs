@@ -2,8 +2,8 @@
 //! and status, the boundary between guest and host, and a hung guest.
 //!
 //! These tests need `qemu-system-x86_64` and Debian's kernel; without them they fail, saying
-//! to run scripts/setup. Each boot is bounded. They run one at a time whatever the test
-//! threads ([`serial`]): each guest takes a CPU, and some assert that no QEMU is left.
+//! to run `scripts/setup --microvm`. Each boot is bounded. They run one at a time whatever the
+//! test threads ([`serial`]): each guest takes a CPU, and some assert that no QEMU is left.
 
 use glassbox_vm::{run, Error, GuestCommand, GuestExit, Output, Vm, VmConfig};
 use std::path::Path;
@@ -24,7 +24,9 @@ fn config() -> VmConfig {
 /// Fails (never skips) with the fix when the host lacks QEMU or the kernel.
 fn require_setup(c: &VmConfig) {
     if let Err(e) = glassbox_vm::prepare(c) {
-        panic!("the microVM tests need QEMU and Debian's kernel: {e}\n(run scripts/setup)");
+        panic!(
+            "the microVM tests need QEMU and Debian's kernel: {e}\n(run scripts/setup --microvm)"
+        );
     }
 }
 
@@ -322,14 +324,14 @@ fn missing_qemu_or_kernel_says_to_run_setup() {
     let e = glassbox_vm::prepare(&c)
         .expect_err("no QEMU there")
         .to_string();
-    assert!(e.contains("scripts/setup"), "{e}");
+    assert!(e.contains("scripts/setup --microvm"), "{e}");
     let state = std::env::temp_dir().join(format!("glassbox-vm-test-{}", std::process::id()));
     let e = glassbox_vm::kernel::prepare(Path::new("/nonexistent/vmlinuz-0.0.0-amd64"), &state)
         .expect_err("no kernel there")
         .to_string();
     let _ = std::fs::remove_dir_all(&state);
     assert!(
-        e.contains("linux-image-amd64") && e.contains("scripts/setup"),
+        e.contains("linux-image-amd64") && e.contains("scripts/setup --microvm"),
         "{e}"
     );
 }
