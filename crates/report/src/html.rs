@@ -58,7 +58,7 @@ code, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monosp
 table { border-collapse: collapse; width: 100%; margin: .5rem 0; }
 th, td { text-align: left; vertical-align: top; padding: .25rem .5rem;
   border-bottom: 1px solid var(--line); overflow-wrap: anywhere; }
-th { background: var(--panel); }
+th { background: var(--panel); overflow-wrap: normal; }
 td.num { text-align: right; white-space: nowrap; }
 .banner { border-radius: 6px; padding: 1rem 1.25rem; margin: 0 0 1rem; border: 2px solid; }
 .banner .verdict { font-size: 1.5rem; font-weight: 700; }

@@ -5,8 +5,8 @@
 //! one without holding every audit's evidence at once; [`Site::finish`] then renders
 //! `index.html` and `coverage.html`:
 //!
-//! - `index.html`: every audit (target, version when known, publisher, date, verdict, a link
-//!   to its page, most recent first), the statistics across servers, and the claims of
+//! - `index.html`: every audit (target, version when known, publisher, date, verdict, why an
+//!   inconclusive one is inconclusive, a link to its page, most recent first), the statistics across servers, and the claims of
 //!   retracted check versions, shown as retracted;
 //! - `coverage.html`: the coverage ledger (the labelled examples behind each check) and the
 //!   recorder's blind spots, from `docs/recorder.md`.
@@ -44,6 +44,9 @@ const RECORDER_DOC: &str = include_str!("../../../docs/recorder.md");
 
 /// The publisher of a command line that runs no registry package.
 const LOCAL: &str = "local";
+
+/// Characters of an inconclusive audit's reason shown on the index (its page has it whole).
+const REASON: usize = 300;
 
 /// Hosts listed on the index, at most.
 const HOSTS_CAP: usize = 50;
@@ -83,6 +86,8 @@ struct Summary {
     version: Option<String>,
     started_at: String,
     verdict: glassbox_model::Verdict,
+    /// Why it is inconclusive, when it is.
+    inconclusive: Option<String>,
     publisher: String,
     /// The folder it ran in, for a local command line (which names no package).
     cwd: Option<String>,
@@ -130,6 +135,8 @@ impl Site {
             version: a.version.map(str::to_string),
             started_at: a.started_at.to_string(),
             verdict: a.report.verdict,
+            inconclusive: (a.report.verdict == glassbox_model::Verdict::Inconclusive)
+                .then(|| a.report.inconclusive_reason.clone().unwrap_or_default()),
             cwd: (publisher == LOCAL).then(|| a.evidence.manifest.target.cwd.clone()),
             publisher,
             observed,
@@ -410,7 +417,7 @@ code, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monosp
 table { border-collapse: collapse; width: 100%; margin: .5rem 0; }
 th, td { text-align: left; vertical-align: top; padding: .25rem .5rem;
   border-bottom: 1px solid var(--line); overflow-wrap: anywhere; }
-th { background: var(--panel); }
+th { background: var(--panel); overflow-wrap: normal; }
 td.num { text-align: right; white-space: nowrap; }
 .clean { color: var(--green); }
 .flagged, .o-flag { color: var(--red); font-weight: 700; }
@@ -500,7 +507,14 @@ fn index(audits: &[Summary]) -> String {
     } else {
         table(
             &mut out,
-            ["server", "version", "publisher", "audited", "verdict"],
+            [
+                "server",
+                "version",
+                "publisher",
+                "audited",
+                "verdict",
+                "why inconclusive",
+            ],
         );
         for a in audits {
             let cwd = a.cwd.as_deref().map_or_else(String::new, |d| {
@@ -509,7 +523,7 @@ fn index(audits: &[Summary]) -> String {
             let _ = writeln!(
                 out,
                 "<tr><td><a href=\"{}\"><code>{}</code></a>{}</td><td>{}</td><td>{}</td>\
-                 <td>{}</td><td class=\"{}\">{}</td></tr>",
+                 <td>{}</td><td class=\"{}\">{}</td><td>{}</td></tr>",
                 audit_page(a.id),
                 text(&a.target, WIDE),
                 cwd,
@@ -520,6 +534,9 @@ fn index(audits: &[Summary]) -> String {
                 esc(&date(&a.started_at)),
                 verdict_class(a.verdict),
                 esc(tables::verdict(a.verdict)),
+                a.inconclusive
+                    .as_deref()
+                    .map_or_else(String::new, |r| text(r, REASON)),
             );
         }
         end_table(&mut out);
@@ -884,6 +901,45 @@ mod tests {
     }
 
     #[test]
+    fn the_index_says_why_each_inconclusive_audit_is_inconclusive() {
+        let (ev, mut report) = fixture::normal();
+        report.verdict = glassbox_model::Verdict::Inconclusive;
+        report.inconclusive_reason = Some(format!(
+            "the server exited <b>early</b>: {}",
+            "x".repeat(400)
+        ));
+        let (_, flagged) = fixture::normal();
+        let mut site = Site::new();
+        for (id, r) in [(1, &report), (2, &flagged)] {
+            site.add(&Audit {
+                id,
+                target: "npm:x",
+                version: None,
+                started_at: "2026-11-30T14:52:52.951Z",
+                evidence: &ev,
+                report: r,
+            });
+        }
+        let index = &site.finish(&[])[0].html;
+        assert!(index.contains("<th>why inconclusive</th>"), "{index}");
+        let row = index
+            .lines()
+            .find(|l| l.contains("audit-1.html"))
+            .expect("the inconclusive audit's row");
+        // Escaped, and cut: its page has the reason whole.
+        assert!(
+            row.contains("<td>the server exited &lt;b&gt;early&lt;/b&gt;: xxx"),
+            "{row}"
+        );
+        assert!(
+            row.contains('…') && !row.contains(&"x".repeat(400)),
+            "{row}"
+        );
+        let row = index.lines().find(|l| l.contains("audit-2.html")).unwrap();
+        assert!(row.ends_with("<td></td></tr>"), "{row}");
+    }
+
+    #[test]
     fn retracted_claims_are_shown_as_retracted() {
         let (ev, mut report) = fixture::normal();
         report.checks.push(CheckResult {
@@ -908,7 +964,7 @@ mod tests {
             index.contains(
                 "<tr><td><a href=\"audit-3.html\"><code>npm:@acme/x</code></a></td>\
              <td>1.0.0</td><td>@acme</td><td>2026-11-30 14:52 UTC</td>\
-             <td class=\"flagged\">FLAGGED</td></tr>"
+             <td class=\"flagged\">FLAGGED</td><td></td></tr>"
             ),
             "{index}"
         );
