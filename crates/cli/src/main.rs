@@ -781,22 +781,17 @@ fn report_cmd(
     store: Option<glassbox_store::StoreLocation>,
     include_withheld: bool,
 ) -> Result<i32> {
-    let (path, s) = open_store(store)?;
-    let row = s
-        .audit(id)?
-        .with_context(|| format!("no audit {id} in the store {}", path.display()))?;
-    let stored = s.report(id)?.context("the audit has no stored report")?;
-    let ev = bundle::load(&row.evidence_dir).with_context(|| {
-        format!(
-            "cannot read the evidence bundle of audit {id} at {}",
-            row.evidence_dir.display()
-        )
-    })?;
+    let (_, s) = open_store(store)?;
+    let glassbox_registry::publish::Stored {
+        row,
+        report: stored,
+        evidence: ev,
+    } = glassbox_registry::publish::load(&s, id)?;
     let shown = |stored| {
         if include_withheld {
             stored
         } else {
-            published(&row, stored, &ev)
+            glassbox_registry::publish::published(&row, stored, &ev)
         }
     };
     let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
@@ -805,7 +800,9 @@ fn report_cmd(
         ReportFormat::Json => glassbox_report::json(&shown(stored)) + "\n",
         ReportFormat::Md => glassbox_report::markdown(&ev, &shown(stored)),
         ReportFormat::Html => glassbox_report::html(&ev, &shown(stored)),
-        ReportFormat::Sarif => report_sarif(&row, stored, &ev, include_withheld),
+        ReportFormat::Sarif => {
+            glassbox_registry::publish::sarif(&row, stored, &ev, include_withheld)
+        }
     };
     out!("{text}");
     Ok(0)
@@ -883,10 +880,6 @@ fn review(
         r.or_else(|| std::env::var("USER").ok())
             .unwrap_or_else(|| "unknown".into())
     };
-    let finding = |s: &glassbox_store::Store, id: i64| -> Result<glassbox_store::FindingRow> {
-        s.finding(id)?
-            .with_context(|| format!("no finding {id} in the store (see `glassbox review list`)"))
-    };
     match action {
         ReviewAction::List => {
             let rows = s.withheld()?;
@@ -906,7 +899,7 @@ fn review(
             }
         }
         ReviewAction::Show { id } => {
-            let f = finding(s, id)?;
+            let f = glassbox_registry::review::finding(s, id)?;
             let a = s
                 .audit(f.audit_id)?
                 .context("the finding's audit is gone")?;
@@ -936,7 +929,7 @@ fn review(
             note,
             reviewer: who,
         } => {
-            s.review(id, glassbox_store::Decision::Accept, &reviewer(who), &note)?;
+            glassbox_registry::review::accept(s, id, &reviewer(who), &note)?;
             outln!("finding {id} accepted: published");
         }
         ReviewAction::Reject {
@@ -945,198 +938,48 @@ fn review(
             reviewer: who,
             regressions,
         } => {
-            let f = finding(s, id)?;
-            s.review(
-                id,
-                glassbox_store::Decision::Reject,
-                &reviewer(who),
-                &reason,
-            )?;
+            use glassbox_registry::review::{self, Case};
+            review::reject(s, id, &reviewer(who), &reason)?;
             outln!("finding {id} rejected: the audit is published without it");
             // The run becomes a regression case on which the check must pass once every
             // finding the check made in it is rejected (one it rightly made keeps it flagging).
-            let a = s
-                .audit(f.audit_id)?
-                .context("the finding's audit is gone")?;
-            let same: Vec<_> = a
-                .findings
-                .iter()
-                .filter(|g| g.check_id == f.check_id)
-                .collect();
-            if same
-                .iter()
-                .any(|g| g.status == glassbox_store::FindingStatus::Published)
-            {
-                outln!(
-                    "no regression case: {} has a published finding in this run",
-                    f.check_id
-                );
-            } else if let Some(w) = same
-                .iter()
-                .find(|g| g.status == glassbox_store::FindingStatus::Withheld)
-            {
-                outln!(
-                    "the regression case is made once {}'s other findings in this run are \
-                     reviewed too (next: {})",
-                    f.check_id,
-                    w.id
-                );
-            } else {
-                // Where the user works, never the build's source tree (an installed binary
-                // has none).
-                let dir = match regressions {
-                    Some(d) => d,
-                    None => location.regressions_dir()?,
-                };
-                let case = dir.join(format!("rejected-{}-{}", f.check_id, a.run_id));
-                copy_bundle(&a.evidence_dir, &case)?;
-                let expected = serde_json::json!({
-                    "why": format!(
-                        "Rejected on review: {reason} ({} v{} had said: {})",
-                        f.check_id, f.check_version, f.summary
-                    ),
-                    "checks": { f.check_id.clone(): "pass" },
-                });
-                std::fs::write(
-                    case.join("expected.json"),
-                    serde_json::to_string_pretty(&expected)? + "\n",
-                )?;
-                outln!("regression case {}", case.display());
+            let check = review::finding(s, id)?.check_id;
+            match review::regression_case(s, location, id, &reason, regressions)? {
+                Case::CheckPublishedThere => {
+                    outln!("no regression case: {check} has a published finding in this run")
+                }
+                Case::Pending(next) => outln!(
+                    "the regression case is made once {check}'s other findings in this run are \
+                     reviewed too (next: {next})"
+                ),
+                Case::Made(case) => outln!("regression case {}", case.display()),
             }
         }
     }
     Ok(0)
 }
 
-/// What may be published of a stored audit: the claims of retracted check versions withdrawn
-/// (marked retracted), findings awaiting review withheld, rejected ones dropped.
-fn published(
-    row: &glassbox_store::AuditRow,
-    mut stored: glassbox_model::AuditReport,
-    ev: &glassbox_model::Evidence,
-) -> glassbox_model::AuditReport {
-    glassbox_checks::apply_retractions(&mut stored.checks, &ev.manifest, &ev.flows);
-    let status = |check: &str, summary: &str| {
-        row.findings
-            .iter()
-            .find(|f| f.check_id == check && f.summary == summary)
-            // A finding the store does not know (the stored report and its rows disagree) is
-            // withheld: nothing is published that no one could review.
-            .and_then(|f| match f.status {
-                glassbox_store::FindingStatus::Published => Some(true),
-                glassbox_store::FindingStatus::Rejected => Some(false),
-                glassbox_store::FindingStatus::Withheld => None,
-            })
-    };
-    glassbox_audit::recheck::published(&stored, &ev.manifest, &status)
-}
-
-/// `report --format sarif`: like [`published`], except that each finding awaiting review stays
-/// a result of its own, which the renderer writes as withheld with nothing of it (in full,
-/// marked withheld, with `include_withheld`); rejected findings are dropped. A finding the
-/// store does not know is shown only if it is no accusation.
-fn report_sarif(
-    row: &glassbox_store::AuditRow,
-    mut stored: glassbox_model::AuditReport,
-    ev: &glassbox_model::Evidence,
-    include_withheld: bool,
-) -> String {
-    use glassbox_report::Publication;
-    use glassbox_store::FindingStatus;
-    glassbox_checks::apply_retractions(&mut stored.checks, &ev.manifest, &ev.flows);
-    let status = |check: &str, summary: &str| {
-        row.findings
-            .iter()
-            .find(|f| f.check_id == check && f.summary == summary)
-            .map(|f| f.status)
-    };
-    let report = glassbox_audit::recheck::published(&stored, &ev.manifest, &|check, summary| {
-        Some(status(check, summary) != Some(FindingStatus::Rejected))
-    });
-    let publication = |f: &glassbox_model::Finding| match status(&f.check, &f.summary) {
-        Some(FindingStatus::Published) => Publication::Published,
-        None if !f.accusation => Publication::Published,
-        _ if include_withheld => Publication::WithheldShown,
-        _ => Publication::Withheld,
-    };
-    glassbox_report::sarif(ev, &report, &publication)
-}
-
 /// `glassbox site`: every audit of the store, published as `report` publishes it, written
 /// page by page into `out`. An audit whose evidence cannot be read is left out and named;
 /// the exit status is then 1.
 fn site(
-    out: &std::path::Path,
+    out: &Path,
     store: Option<glassbox_store::StoreLocation>,
     fixtures: Option<PathBuf>,
     regressions: Option<PathBuf>,
 ) -> Result<i32> {
     let (_, s) = open_store(store)?;
-    let coverage = glassbox_audit::coverage::ledger(
+    let written = glassbox_registry::site::write(
+        &s,
+        out,
         &fixtures.unwrap_or_else(selftest::default_fixtures),
         &regressions.unwrap_or_else(glassbox_audit::coverage::default_regressions),
     )?;
-    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
-    let write = |page: &glassbox_report::site::Page| {
-        let file = out.join(&page.name);
-        std::fs::write(&file, &page.html)
-            .with_context(|| format!("cannot write {}", file.display()))
-    };
-    let mut site = glassbox_report::site::Site::new();
-    let mut left_out = 0;
-    for row in s.audits()? {
-        let loaded = s
-            .report(row.id)?
-            .context("the audit has no stored report")
-            .and_then(|stored| {
-                let ev = bundle::load(&row.evidence_dir).with_context(|| {
-                    format!(
-                        "cannot read its evidence bundle at {}",
-                        row.evidence_dir.display()
-                    )
-                })?;
-                Ok((published(&row, stored, &ev), ev))
-            });
-        let (report, ev) = match loaded {
-            Ok(r) => r,
-            Err(e) => {
-                eprintln!("glassbox: audit {} left out of the site: {e:#}", row.id);
-                left_out += 1;
-                continue;
-            }
-        };
-        write(&site.add(&glassbox_report::site::Audit {
-            id: row.id,
-            target: &row.target,
-            version: row.target_version.as_deref(),
-            started_at: &row.started_at,
-            evidence: &ev,
-            report: &report,
-        }))?;
-    }
-    for page in site.finish(&coverage) {
-        write(&page)?;
+    for (id, why) in &written.left_out {
+        eprintln!("glassbox: audit {id} left out of the site: {why}");
     }
     eprintln!("glassbox: site written to {}", out.display());
-    Ok(if left_out > 0 { 1 } else { 0 })
-}
-
-/// Copies an evidence bundle (a flat folder of files) to `to`.
-fn copy_bundle(from: &std::path::Path, to: &std::path::Path) -> Result<()> {
-    if to.exists() {
-        anyhow::bail!("{} exists already", to.display());
-    }
-    std::fs::create_dir_all(to).with_context(|| format!("cannot create {}", to.display()))?;
-    for entry in
-        std::fs::read_dir(from).with_context(|| format!("cannot read {}", from.display()))?
-    {
-        let entry = entry?;
-        if entry.file_type()?.is_file() {
-            std::fs::copy(entry.path(), to.join(entry.file_name()))
-                .with_context(|| format!("cannot copy {}", entry.path().display()))?;
-        }
-    }
-    Ok(())
+    Ok(if written.left_out.is_empty() { 0 } else { 1 })
 }
 
 fn write_json<T: serde::Serialize>(path: &std::path::Path, value: &T) -> Result<()> {

@@ -36,6 +36,17 @@ pub enum Verdict {
 }
 
 impl Verdict {
+    /// Its name, as JSON and the batch summary write it (`clean`, `flagged`, `withheld`,
+    /// `inconclusive`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::Clean => "clean",
+            Verdict::Flagged => "flagged",
+            Verdict::Withheld => "withheld",
+            Verdict::Inconclusive => "inconclusive",
+        }
+    }
+
     /// The exit status of `glassbox audit` for this verdict.
     pub fn exit_code(self) -> i32 {
         match self {
