@@ -135,70 +135,72 @@ pub(crate) fn run(args: AuditArgs, cwd: PathBuf) -> Result<i32> {
     // One document for every server: `--json` an array (schemas/audits.schema.json),
     // `--sarif` one log with a run per audited server.
     let to_stdout = is_stdout(&json) || is_stdout(&sarif);
-    let mut code = 0;
-    let mut outcomes: Vec<(String, EntryOutcome)> = Vec::new();
-    for (i, entry) in entries.into_iter().enumerate() {
-        let label = glassbox_model::printable(&entry.name);
-        // A declared secret's documented hosts, and those --secret-host gives it.
-        let mut env = entry.env;
-        secret_hosts.apply(&mut env);
-        let mut base = opts.clone();
-        // The user's own configuration: the package's README configuration is not used.
-        base.readme_config = false;
-        if let Some(dir) = &opts.evidence_dir {
-            base.evidence_dir = Some(dir.join(format!("{}", i + 1)));
-        }
-        let planned = base.for_entry(&entry.launch, &env, &entry.names);
-        let remote = match &planned {
-            glassbox_audit::Planned::NotAudited(why) => {
-                eprintln!("glassbox: {label}: not audited: {why}");
-                code = code.max(glassbox_model::Verdict::Inconclusive.exit_code());
-                outcomes.push((entry.name, EntryOutcome::NotAudited(why.clone())));
-                continue;
-            }
-            glassbox_audit::Planned::Remote { url, sse, .. } => Some((url.clone(), *sse)),
-            glassbox_audit::Planned::Local(_) => None,
-        };
-        if !quiet {
-            match &remote {
-                Some((_, sse)) => eprintln!(
-                    "glassbox: auditing {label} (remote, {})",
-                    if *sse { "sse" } else { "streamable-http" }
-                ),
-                None => eprintln!("glassbox: auditing {label}"),
-            }
-        }
-        let audited = run_audit(|p| planned.audit(p), quiet);
-        let outcome = match audited {
-            Ok(a) => {
-                if !to_stdout {
-                    print_terminal(&a);
-                }
-                code = code.max(a.report.verdict.exit_code());
-                match record(&a, quiet, &store) {
-                    Ok(id) => EntryOutcome::Audited(Box::new(a), Some(id), None),
-                    Err(e) => {
-                        eprintln!("glassbox: {label}: error: {e:#}");
-                        code = code.max(2);
-                        EntryOutcome::Audited(Box::new(a), None, Some(format!("{e:#}")))
-                    }
-                }
-            }
-            // A remote server this version cannot speak to is not audited; one server
-            // that cannot be audited does not stop the others.
-            Err(e) if remote.is_some() => {
-                eprintln!("glassbox: {label}: not audited: {e:#}");
-                code = code.max(glassbox_model::Verdict::Inconclusive.exit_code());
-                EntryOutcome::NotAudited(format!("{e:#}"))
-            }
-            Err(e) => {
-                eprintln!("glassbox: {label}: error: {e:#}");
-                code = code.max(2);
-                EntryOutcome::Failed(format!("{e:#}"))
-            }
-        };
-        outcomes.push((entry.name, outcome));
-    }
+    let jobs: Vec<(usize, glassbox_plan::batch::Job)> = entries
+        .into_iter()
+        .enumerate()
+        .map(|(i, entry)| {
+            // A declared secret's documented hosts, and those --secret-host gives it.
+            let mut env = entry.env;
+            secret_hosts.apply(&mut env);
+            let job = glassbox_plan::batch::Job {
+                label: entry.name,
+                launch: entry.launch,
+                env,
+                names: entry.names,
+                cwd: opts.cwd.clone(),
+                // The user's own configuration: the package's README configuration is not
+                // used.
+                configured: true,
+            };
+            (i, job)
+        })
+        .collect();
+    let batch = glassbox_registry::batch::Batch {
+        base: &opts,
+        store: &store,
+        evidence: match &opts.evidence_dir {
+            Some(dir) => glassbox_registry::batch::Evidence::Numbered(dir),
+            None => glassbox_registry::batch::Evidence::Default,
+        },
+        // Each server as configured, audited whatever the store holds.
+        pin: false,
+        resume: false,
+        keep_audits: true,
+        checks: glassbox_checks::versions(),
+        width: 1,
+    };
+    let watch = EntryWatch {
+        jobs: &jobs,
+        quiet,
+        to_stdout,
+        store: &store,
+    };
+    let done = glassbox_registry::batch::run(&batch, &jobs, 1, &watch);
+    let code = done
+        .iter()
+        .map(|d| d.outcome.exit_code())
+        .max()
+        .unwrap_or(0);
+    let outcomes: Vec<(String, EntryOutcome)> = done
+        .into_iter()
+        .map(|d| {
+            use glassbox_registry::batch::Outcome;
+            let name = jobs[d.index].1.label.clone();
+            let outcome = match (d.outcome, d.audit) {
+                (Outcome::Audited { id, .. }, Some(a)) => EntryOutcome::Audited(a, Some(id), None),
+                (
+                    Outcome::Unrecorded {
+                        error, evidence, ..
+                    },
+                    Some(a),
+                ) => EntryOutcome::Audited(a, None, Some(unrecorded(&store, &evidence, &error))),
+                (Outcome::NotAudited(why), _) => EntryOutcome::NotAudited(why),
+                (Outcome::Failed(why), _) => EntryOutcome::Failed(why),
+                (o, _) => EntryOutcome::Failed(o.detail()),
+            };
+            (name, outcome)
+        })
+        .collect();
     if let Some(p) = &json {
         let items: Vec<serde_json::Value> = outcomes
             .iter()
@@ -223,6 +225,106 @@ pub(crate) fn run(args: AuditArgs, cwd: PathBuf) -> Result<i32> {
         write_doc(p, &glassbox_report::sarif_many(&runs))?;
     }
     Ok(code)
+}
+
+/// What `audit --config` shows of each server as it runs: a line as it starts, its progress,
+/// its terminal report, where it was recorded.
+struct EntryWatch<'a> {
+    jobs: &'a [(usize, glassbox_plan::batch::Job)],
+    quiet: bool,
+    /// A document goes to standard output: no terminal report there.
+    to_stdout: bool,
+    store: &'a glassbox_store::StoreLocation,
+}
+
+impl EntryWatch<'_> {
+    fn label(&self, index: usize) -> String {
+        glassbox_model::printable(&self.jobs[index].1.label)
+    }
+}
+
+impl glassbox_registry::batch::Watch for EntryWatch<'_> {
+    fn started(&self, index: usize, job: &glassbox_plan::batch::Job) {
+        if self.quiet {
+            return;
+        }
+        let label = self.label(index);
+        match &job.launch {
+            glassbox_plan::config::Launch::Remote { transport, .. } => eprintln!(
+                "glassbox: auditing {label} (remote, {})",
+                if transport == "sse" {
+                    "sse"
+                } else {
+                    "streamable-http"
+                }
+            ),
+            _ => eprintln!("glassbox: auditing {label}"),
+        }
+    }
+
+    fn progress<'a>(&'a self, _: usize) -> Box<dyn Progress + 'a> {
+        if self.quiet {
+            Box::new(glassbox_audit::Quiet)
+        } else {
+            Box::new(StderrProgress {
+                start: Instant::now(),
+            })
+        }
+    }
+
+    fn done(&self, d: &glassbox_registry::batch::Done) {
+        use glassbox_registry::batch::Outcome;
+        let label = self.label(d.index);
+        if let (Some(a), false) = (&d.audit, self.to_stdout) {
+            print_terminal(a);
+        }
+        match &d.outcome {
+            Outcome::Audited { id, .. } => {
+                recorded(*id, d.changed.as_ref(), self.quiet, self.store);
+            }
+            Outcome::Unrecorded {
+                error, evidence, ..
+            } => eprintln!(
+                "glassbox: {label}: error: {}",
+                unrecorded(self.store, evidence, error)
+            ),
+            Outcome::NotAudited(why) => eprintln!("glassbox: {label}: not audited: {why}"),
+            Outcome::Failed(why) => eprintln!("glassbox: {label}: error: {why}"),
+            Outcome::Skipped { .. } => {}
+        }
+    }
+}
+
+/// Why an audit is not in the store.
+fn unrecorded(
+    store: &glassbox_store::StoreLocation,
+    evidence: &std::path::Path,
+    error: &str,
+) -> String {
+    format!(
+        "cannot record the audit in the store {} (its evidence is in {}): {error}",
+        store.display(),
+        evidence.display()
+    )
+}
+
+/// Says where an audit was recorded, and how its tool definitions changed since the
+/// previous audit of the same exact version.
+fn recorded(
+    id: i64,
+    changed: Option<&(i64, Vec<String>)>,
+    quiet: bool,
+    store: &glassbox_store::StoreLocation,
+) {
+    if !quiet {
+        eprintln!("glassbox: recorded as audit {id} in {}", store.display());
+    }
+    if let Some((prev, changes)) = changed {
+        eprintln!(
+            "glassbox: tool definitions changed since audit {prev} of the same version: {}",
+            changes.join("; ")
+        );
+    }
 }
 
 /// Runs one audit (`run`, with a progress display unless `quiet`).
@@ -310,15 +412,7 @@ fn record(
         )
     })?;
     let id = published.id;
-    if !quiet {
-        eprintln!("glassbox: recorded as audit {id} in {}", store.display());
-    }
-    if let Some((prev, changes)) = published.changed {
-        eprintln!(
-            "glassbox: tool definitions changed since audit {prev} of the same version: {}",
-            changes.join("; ")
-        );
-    }
+    recorded(id, published.changed.as_ref(), quiet, store);
     Ok(id)
 }
 

@@ -15,7 +15,7 @@
 //! machines given the same list and store share the work without talking to each other.
 
 use anyhow::{Context, Result};
-use glassbox_audit::AuditOptions;
+use glassbox_audit::{AuditOptions, Progress};
 use glassbox_model::{printable, Phase, Verdict};
 use glassbox_plan::batch::Job;
 use glassbox_plan::config::Vars;
@@ -148,20 +148,12 @@ struct Shown<'a> {
 }
 
 impl Watch for Shown<'_> {
-    fn started(&self, index: usize) {
-        if let Some(job) = self.jobs.get(&index) {
-            self.shared.set(index, self.shared.labels(index, job).0);
-        }
+    fn started(&self, index: usize, job: &Job) {
+        self.shared.set(index, self.shared.labels(index, job).0);
     }
 
-    fn phase(&self, index: usize, phase: &Phase) {
-        if let Some(job) = self.jobs.get(&index) {
-            let label = self.shared.labels(index, job).0;
-            self.shared.set(
-                index,
-                format!("{label}: {}", printable(&phase.to_string())),
-            );
-        }
+    fn progress<'a>(&'a self, index: usize) -> Box<dyn Progress + 'a> {
+        Box::new(JobProgress { shown: self, index })
     }
 
     fn done(&self, d: &Done) {
@@ -174,6 +166,24 @@ impl Watch for Shown<'_> {
                 took: d.took,
             };
             self.shared.finished(d.index, &row);
+        }
+    }
+}
+
+/// The phases of one audit, shown in the bar.
+struct JobProgress<'a> {
+    shown: &'a Shown<'a>,
+    index: usize,
+}
+
+impl Progress for JobProgress<'_> {
+    fn phase(&self, phase: &Phase) {
+        if let Some(job) = self.shown.jobs.get(&self.index) {
+            let label = self.shown.shared.labels(self.index, job).0;
+            self.shown.shared.set(
+                self.index,
+                format!("{label}: {}", printable(&phase.to_string())),
+            );
         }
     }
 }
@@ -318,8 +328,10 @@ pub(crate) fn run(args: BatchArgs, cwd: PathBuf, vars: &dyn Vars) -> Result<i32>
     let batch = glassbox_registry::batch::Batch {
         base: &base,
         store: &store,
-        evidence: &evidence,
-        force: args.force,
+        evidence: glassbox_registry::batch::Evidence::Named(&evidence),
+        pin: true,
+        resume: !args.force,
+        keep_audits: false,
         checks: glassbox_checks::versions(),
         width: total.to_string().len(),
     };
@@ -442,7 +454,10 @@ fn summary(
         of(Verdict::Inconclusive),
         count(&|o| matches!(o, Outcome::Skipped { .. })),
         count(&|o| matches!(o, Outcome::NotAudited(_))),
-        plural(count(&|o| matches!(o, Outcome::Failed(_))), "error"),
+        plural(
+            count(&|o| matches!(o, Outcome::Failed(_) | Outcome::Unrecorded { .. })),
+            "error"
+        ),
         if minutes > 0.0 {
             audited as f64 / minutes
         } else {
@@ -491,7 +506,6 @@ mod tests {
             10
         );
     }
-
 
     #[test]
     fn the_summary_has_a_row_per_target_and_totals() {
@@ -561,10 +575,6 @@ mod tests {
         let worst = rows.iter().map(|r| r.outcome.exit_code()).max();
         assert_eq!(worst, Some(3));
     }
-
-
-
-
 
     #[test]
     fn a_shards_summary_says_which_and_of_how_many() {

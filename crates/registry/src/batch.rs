@@ -8,7 +8,7 @@
 
 use crate::Error;
 use glassbox_audit::{AuditOptions, Progress};
-use glassbox_model::{printable, CheckVersion, Phase, Verdict};
+use glassbox_model::{printable, CheckVersion, Verdict};
 use glassbox_plan::batch::Job;
 use glassbox_plan::config::Launch;
 use glassbox_store::StoreLocation;
@@ -24,10 +24,17 @@ pub struct Batch<'a> {
     pub base: &'a AuditOptions,
     /// The store each audit is recorded in (and looked up in, to resume).
     pub store: &'a StoreLocation,
-    /// The folder the bundles go in, one folder per target.
-    pub evidence: &'a Path,
-    /// Audit a version again even when the store holds an audit of it with the current checks.
-    pub force: bool,
+    /// Where each target's bundle goes.
+    pub evidence: Evidence<'a>,
+    /// Find a package's exact version before its audit, and audit that version (what the
+    /// store files it under).
+    pub pin: bool,
+    /// Skip a pinned version the store holds an audit of made with the current checks (so a
+    /// batch run again resumes).
+    pub resume: bool,
+    /// Keep each audit in what [`run`] returns (its evidence in memory: for a few servers, a
+    /// configuration's documents); otherwise it is dropped once the watch has seen it.
+    pub keep_audits: bool,
     /// The current checks' versions (`glassbox_checks::versions()`).
     pub checks: Vec<CheckVersion>,
     /// Digits of a target's number in its folder's name (`07-npm-x`): those of the whole
@@ -35,13 +42,25 @@ pub struct Batch<'a> {
     pub width: usize,
 }
 
-/// What a caller is told of a batch as it runs (from several threads).
+/// Where each target's evidence bundle goes.
+#[derive(Clone, Copy, Debug)]
+pub enum Evidence<'a> {
+    /// A new folder per target in this one, named for it: `07-npm-x` (`-2`, `-3`... when that
+    /// exists: a bundle is never written over another).
+    Named(&'a Path),
+    /// `1`, `2`... in this folder, by the target's place in the list.
+    Numbered(&'a Path),
+    /// Each audit's default (`./glassbox-evidence/<run-id>/`).
+    Default,
+}
+
+/// What a caller is told of the targets as they run (from several threads).
 pub trait Watch: Sync {
-    /// Target `index` (its place in the whole list, 0-based) starts.
-    fn started(&self, index: usize);
-    /// Its audit entered `phase`.
-    fn phase(&self, index: usize, phase: &Phase);
-    /// It is done.
+    /// Target `index` (its place in the whole list, 0-based) starts: it will be audited.
+    fn started(&self, index: usize, job: &Job);
+    /// The progress of its audit.
+    fn progress<'a>(&'a self, index: usize) -> Box<dyn Progress + 'a>;
+    /// It is done (its audit, when there was one, is in `done`).
     fn done(&self, done: &Done);
 }
 
@@ -56,11 +75,21 @@ pub struct Done {
     pub outcome: Outcome,
     /// How long its audit took; `None` when nothing ran.
     pub took: Option<Duration>,
+    /// The previous audit of the same exact version, when the tool definitions changed since
+    /// it: its id and what changed.
+    pub changed: Option<(i64, Vec<String>)>,
+    /// The audit, when one ran (kept by [`run`] only with [`Batch::keep_audits`]).
+    pub audit: Option<Box<glassbox_audit::Audit>>,
 }
 
 /// Runs `jobs` (each with its place in the whole list), `workers` at a time; what became of
 /// each, in the order of `jobs`.
-pub fn run(batch: &Batch<'_>, jobs: &[(usize, Job)], workers: usize, watch: &dyn Watch) -> Vec<Done> {
+pub fn run(
+    batch: &Batch<'_>,
+    jobs: &[(usize, Job)],
+    workers: usize,
+    watch: &dyn Watch,
+) -> Vec<Done> {
     let next = Mutex::new(0usize);
     let done: Mutex<Vec<Option<Done>>> = Mutex::new((0..jobs.len()).map(|_| None).collect());
     std::thread::scope(|s| {
@@ -75,8 +104,11 @@ pub fn run(batch: &Batch<'_>, jobs: &[(usize, Job)], workers: usize, watch: &dyn
                 let Some((index, job)) = jobs.get(i) else {
                     break;
                 };
-                let d = one(batch, job, *index, watch);
+                let mut d = one(batch, job, *index, watch);
                 watch.done(&d);
+                if !batch.keep_audits {
+                    d.audit = None;
+                }
                 done.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(d);
             });
         }
@@ -88,33 +120,30 @@ pub fn run(batch: &Batch<'_>, jobs: &[(usize, Job)], workers: usize, watch: &dyn
         .collect()
 }
 
-/// The phases of one audit, told to the watch.
-struct JobProgress<'a> {
-    watch: &'a dyn Watch,
-    index: usize,
-}
-
-impl Progress for JobProgress<'_> {
-    fn phase(&self, phase: &Phase) {
-        self.watch.phase(self.index, phase);
-    }
-}
-
-/// Runs one target (`index` in the whole list) to what became of it, telling `watch`.
+/// Runs one target (`index` in the whole list) to what became of it, telling `watch`: planned
+/// (a line glassbox cannot run is not audited), its version pinned and the store asked
+/// whether it is audited already (as `batch` says), its bundle's folder made, audited,
+/// recorded.
 pub fn one(batch: &Batch<'_>, job: &Job, index: usize, watch: &dyn Watch) -> Done {
     let mut row = Done {
         index,
         version: None,
         outcome: Outcome::Failed(String::new()),
         took: None,
+        changed: None,
+        audit: None,
     };
-    watch.started(index);
     let mut base = batch.base.clone();
     base.cwd = job.cwd.clone();
     base.readme_config &= !job.configured;
     let mut planned = base.for_entry(&job.launch, &job.env, &job.names);
+    if let glassbox_audit::Planned::NotAudited(why) = &planned {
+        row.outcome = Outcome::NotAudited(why.clone());
+        return row;
+    }
+    watch.started(index, job);
     match (&job.launch, &mut planned) {
-        (Launch::Package { package, .. }, glassbox_audit::Planned::Local(o)) => {
+        (Launch::Package { package, .. }, glassbox_audit::Planned::Local(o)) if batch.pin => {
             // The exact version first: what the store files the audit under (one asked for
             // exactly needs no registry to be looked up in the store; the audit then finds
             // whether it exists).
@@ -130,7 +159,7 @@ pub fn one(batch: &Batch<'_>, job: &Job, index: usize, watch: &dyn Watch) -> Don
             };
             let version = exact.version.clone();
             row.version = Some(version.clone());
-            if !batch.force {
+            if batch.resume {
                 let target = package.spec.key();
                 let found = glassbox_store::Store::open_location(batch.store)
                     .map_err(Error::from)
@@ -152,30 +181,38 @@ pub fn one(batch: &Batch<'_>, job: &Job, index: usize, watch: &dyn Watch) -> Don
             }
             o.package = Some(package.pinned(&exact));
         }
-        (_, glassbox_audit::Planned::NotAudited(why)) => {
-            row.outcome = Outcome::NotAudited(why.clone());
-            return row;
-        }
         _ => {}
     }
-    let name = format!("{:0w$}-{}", index + 1, slug(&job.label), w = batch.width);
-    match fresh_dir(batch.evidence, &name) {
-        Ok(dir) => match &mut planned {
-            glassbox_audit::Planned::Local(o) | glassbox_audit::Planned::Remote { opts: o, .. } => {
-                o.evidence_dir = Some(dir)
+    let dir = match batch.evidence {
+        Evidence::Named(parent) => {
+            let name = format!("{:0w$}-{}", index + 1, slug(&job.label), w = batch.width);
+            match fresh_dir(parent, &name) {
+                Ok(dir) => Some(dir),
+                Err(e) => {
+                    row.outcome = Outcome::Failed(format!("cannot make its evidence folder: {e}"));
+                    return row;
+                }
             }
-            glassbox_audit::Planned::NotAudited(_) => {}
-        },
-        Err(e) => {
-            row.outcome = Outcome::Failed(format!("cannot make its evidence folder: {e}"));
-            return row;
+        }
+        Evidence::Numbered(parent) => Some(parent.join(format!("{}", index + 1))),
+        Evidence::Default => None,
+    };
+    let remote = matches!(planned, glassbox_audit::Planned::Remote { .. });
+    if let glassbox_audit::Planned::Local(o) | glassbox_audit::Planned::Remote { opts: o, .. } =
+        &mut planned
+    {
+        if dir.is_some() {
+            o.evidence_dir = dir;
         }
     }
-    let progress = JobProgress { watch, index };
+    let progress = watch.progress(index);
     let start = Instant::now();
-    let audit = planned.audit(&progress);
+    let audit = planned.audit(progress.as_ref());
     row.took = Some(start.elapsed());
     row.outcome = match audit {
+        // A remote server this version cannot speak to is not audited; one server that
+        // cannot be audited does not stop the others.
+        Err(e) if remote => Outcome::NotAudited(e.to_string()),
         Err(e) => Outcome::Failed(e.to_string()),
         Ok(a) => {
             if let Some(p) = &a.evidence.manifest.target.package {
@@ -187,17 +224,20 @@ pub fn one(batch: &Batch<'_>, job: &Job, index: usize, watch: &dyn Watch) -> Don
                 &a.evidence.manifest,
                 &a.evidence_dir,
             );
-            match recorded {
-                Ok(glassbox_store::Published { id, .. }) => Outcome::Audited {
-                    id,
-                    verdict: a.report.verdict,
+            let verdict = a.report.verdict;
+            let outcome = match recorded {
+                Ok(glassbox_store::Published { id, changed }) => {
+                    row.changed = changed;
+                    Outcome::Audited { id, verdict }
+                }
+                Err(e) => Outcome::Unrecorded {
+                    verdict,
+                    error: e.to_string(),
+                    evidence: a.evidence_dir.clone(),
                 },
-                Err(e) => Outcome::Failed(format!(
-                    "{} but not recorded in the store ({e}); evidence in {}",
-                    a.report.verdict.name(),
-                    a.evidence_dir.display()
-                )),
-            }
+            };
+            row.audit = Some(Box::new(a));
+            outcome
         }
     };
     row
@@ -243,7 +283,17 @@ pub enum Outcome {
         /// Its verdict.
         verdict: Verdict,
     },
-    /// Nothing glassbox can run here (a container image...).
+    /// Audited, but the store could not record it (the bundle is on disk).
+    Unrecorded {
+        /// Its verdict.
+        verdict: Verdict,
+        /// What the store said.
+        error: String,
+        /// Its bundle.
+        evidence: PathBuf,
+    },
+    /// Nothing glassbox can run here (a container image, a remote server this version cannot
+    /// speak to...).
     NotAudited(String),
     /// The audit could not be carried out.
     Failed(String),
@@ -257,6 +307,8 @@ impl Outcome {
                 verdict.exit_code()
             }
             Outcome::NotAudited(_) => Verdict::Inconclusive.exit_code(),
+            // An error, unless the verdict says more (inconclusive).
+            Outcome::Unrecorded { verdict, .. } => verdict.exit_code().max(2),
             Outcome::Failed(_) => 2,
         }
     }
@@ -264,11 +316,9 @@ impl Outcome {
     /// Its verdict's name, or `not audited`, `error`.
     pub fn verdict(&self) -> &'static str {
         match self {
-            Outcome::Audited { verdict, .. } | Outcome::Skipped { verdict, .. } => {
-                verdict.name()
-            }
+            Outcome::Audited { verdict, .. } | Outcome::Skipped { verdict, .. } => verdict.name(),
             Outcome::NotAudited(_) => "not audited",
-            Outcome::Failed(_) => "error",
+            Outcome::Unrecorded { .. } | Outcome::Failed(_) => "error",
         }
     }
 
@@ -277,6 +327,15 @@ impl Outcome {
         match self {
             Outcome::Audited { id, .. } => format!("audit {id}"),
             Outcome::Skipped { id, .. } => format!("audit {id} (already audited)"),
+            Outcome::Unrecorded {
+                verdict,
+                error,
+                evidence,
+            } => printable(&format!(
+                "{} but not recorded in the store ({error}); evidence in {}",
+                verdict.name(),
+                evidence.display()
+            )),
             Outcome::NotAudited(why) | Outcome::Failed(why) => printable(why),
         }
     }

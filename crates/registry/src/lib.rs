@@ -77,7 +77,10 @@ pub enum Error {
 
 impl Error {
     /// The error of `what` on `path`, for `map_err`.
-    pub(crate) fn io(what: &'static str, path: &std::path::Path) -> impl FnOnce(std::io::Error) -> Error {
+    pub(crate) fn io(
+        what: &'static str,
+        path: &std::path::Path,
+    ) -> impl FnOnce(std::io::Error) -> Error {
         let path = path.to_path_buf();
         move |source| Error::Io { what, path, source }
     }

@@ -59,7 +59,12 @@ pub fn published(row: &AuditRow, mut stored: AuditReport, ev: &Evidence) -> Audi
 /// review stays a result of its own, which the renderer writes as withheld with nothing of it
 /// (in full, marked withheld, with `include_withheld`); rejected findings are dropped. A
 /// finding the store does not know is shown only if it is no accusation.
-pub fn sarif(row: &AuditRow, mut stored: AuditReport, ev: &Evidence, include_withheld: bool) -> String {
+pub fn sarif(
+    row: &AuditRow,
+    mut stored: AuditReport,
+    ev: &Evidence,
+    include_withheld: bool,
+) -> String {
     glassbox_checks::apply_retractions(&mut stored.checks, &ev.manifest, &ev.flows);
     let status = |check: &str, summary: &str| {
         row.findings
