@@ -11,19 +11,22 @@ mod out;
 mod args;
 mod audit;
 mod batch;
+mod history;
 mod man;
 mod microvm;
+mod progress;
+mod review;
 mod trace;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
-use glassbox_audit::{selftest, EventSink, Progress, RecorderChoice};
+use glassbox_audit::{selftest, RecorderChoice};
 use glassbox_model::bundle;
-use glassbox_model::{Event, EventKind, Phase};
+use progress::{Readable, StderrProgress};
 use std::ffi::OsString;
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -98,7 +101,7 @@ enum Command {
         #[arg(long, value_name = "FILE|URL", global = true)]
         store: Option<glassbox_store::StoreLocation>,
         #[command(subcommand)]
-        action: ReviewAction,
+        action: review::ReviewAction,
     },
     /// The report of a stored audit, as published: findings awaiting review are withheld,
     /// rejected ones dropped.
@@ -194,45 +197,6 @@ enum Command {
     /// Print glassbox's man page (roff: `glassbox man | man -l -`), made from the same
     /// argument definitions as --help.
     Man,
-}
-
-/// `review` subcommands.
-#[derive(Subcommand, Debug)]
-enum ReviewAction {
-    /// The findings awaiting review.
-    List,
-    /// One finding: what was found, in which audit, with which evidence.
-    Show {
-        /// The finding's id (from `review list`).
-        id: i64,
-    },
-    /// The accusation stands: publish it.
-    Accept {
-        /// The finding's id.
-        id: i64,
-        /// Why it stands.
-        #[arg(long)]
-        note: String,
-        /// Who reviewed it (default: $USER).
-        #[arg(long)]
-        reviewer: Option<String>,
-    },
-    /// The accusation is wrong: publish the audit without it, and keep its evidence as a
-    /// regression case on which the check must pass.
-    Reject {
-        /// The finding's id.
-        id: i64,
-        /// Why it is wrong.
-        #[arg(long)]
-        reason: String,
-        /// Who reviewed it (default: $USER).
-        #[arg(long)]
-        reviewer: Option<String>,
-        /// Where the regression case goes (default: `regressions/` beside the store: the
-        /// SQLite file's folder, or the state folder for PostgreSQL).
-        #[arg(long, value_name = "DIR")]
-        regressions: Option<PathBuf>,
-    },
 }
 
 /// `report --format`.
@@ -368,95 +332,6 @@ impl From<Recorder> for RecorderChoice {
     }
 }
 
-struct StderrProgress {
-    start: Instant,
-}
-
-impl StderrProgress {
-    /// A run's line: what the run is, or why it is made again.
-    fn run_line(&self, what: &str) {
-        eprintln!(
-            "glassbox: [{:6.2}s] run: {what}",
-            self.start.elapsed().as_secs_f64()
-        );
-    }
-}
-
-impl Progress for StderrProgress {
-    fn phase(&self, phase: &Phase) {
-        let line = format!(
-            "glassbox: [{:6.2}s] {}\n",
-            self.start.elapsed().as_secs_f64(),
-            glassbox_model::Bytes::from(phase.to_string())
-        );
-        let _ = std::io::stderr().write_all(line.as_bytes());
-    }
-
-    fn network_run(&self, mode: glassbox_model::NetworkMode) {
-        let what = match mode {
-            glassbox_model::NetworkMode::Capture => "network captured at glassbox's edge",
-            glassbox_model::NetworkMode::Denied => "network denied: every packet dropped",
-            glassbox_model::NetworkMode::Install => {
-                "installing the package: only its registry is reached, the rest captured"
-            }
-            glassbox_model::NetworkMode::Trigger => {
-                "trigger run: the session again with the server's world changed"
-            }
-        };
-        self.run_line(what);
-    }
-
-    fn repeat(&self, why: &str) {
-        self.run_line(why);
-    }
-}
-
-/// Events as lines a person can read.
-struct Readable<W: Write + Send>(W);
-
-impl<W: Write + Send> EventSink for Readable<W> {
-    fn event(&mut self, e: &Event) -> std::io::Result<()> {
-        let what = match &e.kind {
-            EventKind::Exec { path, argv, .. } => {
-                let args: Vec<String> = argv.iter().map(|a| a.to_string()).collect();
-                format!("exec {path} [{}]", args.join(" "))
-            }
-            EventKind::Open {
-                syscall,
-                path,
-                flags_text,
-                ..
-            } => format!("{syscall} {path} {flags_text}"),
-            EventKind::Stat { syscall, path } => format!("{syscall} {path}"),
-            EventKind::Connect { syscall, addr, .. } => format!("{syscall} {addr}"),
-            EventKind::Bind { addr, .. } => format!("bind {addr}"),
-            EventKind::Socket {
-                domain,
-                sock_type,
-                protocol,
-            } => format!("socket domain={domain} type={sock_type} protocol={protocol}"),
-            EventKind::Image { path, shown } => format!("image {path} (exec named {shown})"),
-            EventKind::Honeytoken { path, access, .. } => {
-                format!("HONEYTOKEN {access} {path} (kernel-reported)")
-            }
-            EventKind::Refused { syscall, errno, .. } => {
-                format!("REFUSED {syscall} (errno {errno})")
-            }
-        };
-        writeln!(
-            self.0,
-            "[{:9.4}s] pid {:<5} ppid {:<5} {}",
-            e.t_ns as f64 / 1e9,
-            e.pid,
-            e.ppid,
-            what
-        )
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.0.flush()
-    }
-}
-
 /// The store `--store` names, else the one of the environment, opened.
 fn open_store(
     store: Option<glassbox_store::StoreLocation>,
@@ -482,118 +357,6 @@ fn write_doc(path: &Path, doc: &str) -> Result<()> {
         return Ok(());
     }
     std::fs::write(path, doc).with_context(|| format!("cannot write {}", path.display()))
-}
-
-/// `history`: the audits of a target, oldest first, each with what changed since the one
-/// before it of the same version.
-fn history(
-    s: &glassbox_store::Store,
-    target: &str,
-    version: Option<&str>,
-    json: bool,
-) -> Result<i32> {
-    let mut rows: Vec<glassbox_store::AuditRow> = match version {
-        Some(v) => s.history(target, Some(v))?,
-        None => s
-            .audits()?
-            .into_iter()
-            .filter(|a| a.target == target)
-            .collect(),
-    };
-    if rows.is_empty() {
-        anyhow::bail!(
-            "no audit of {} in the store{}",
-            glassbox_model::printable(target),
-            version
-                .map(|v| format!(" at version {v}"))
-                .unwrap_or_default()
-        );
-    }
-    rows.sort_by_key(|a| a.id);
-    let mut previous: std::collections::HashMap<Option<String>, &glassbox_store::AuditRow> =
-        std::collections::HashMap::new();
-    let mut out = String::new();
-    for a in &rows {
-        let mut changes = Vec::new();
-        if let Some(p) = previous.get(&a.target_version) {
-            if p.verdict != a.verdict {
-                changes.push(format!(
-                    "verdict {} -> {}",
-                    wire(&p.verdict),
-                    wire(&a.verdict)
-                ));
-            }
-            for c in &a.checks {
-                match p.checks.iter().find(|x| x.check_id == c.check_id) {
-                    None => changes.push(format!("{} new (v{})", c.check_id, c.version)),
-                    Some(x) if x.outcome != c.outcome => changes.push(format!(
-                        "{} {} -> {}{}",
-                        c.check_id,
-                        wire(&x.outcome),
-                        wire(&c.outcome),
-                        if x.version != c.version {
-                            format!(" (v{} -> v{})", x.version, c.version)
-                        } else {
-                            String::new()
-                        }
-                    )),
-                    _ => {}
-                }
-            }
-        }
-        if let Some(p) = previous.get(&a.target_version) {
-            changes.extend(glassbox_store::bundle_tool_changes(
-                &p.evidence_dir,
-                &a.evidence_dir,
-            ));
-        }
-        previous.insert(a.target_version.clone(), a);
-        if json {
-            let line = serde_json::json!({
-                "id": a.id,
-                "run_id": a.run_id,
-                "version": a.target_version,
-                "started_at": a.started_at,
-                "glassbox_version": a.glassbox_version,
-                "verdict": a.verdict,
-                "changes": changes,
-            });
-            out.push_str(&format!("{line}\n"));
-        } else {
-            out.push_str(&format!(
-                "{:>5}  {}  {:<14} {:<12} {}\n",
-                a.id,
-                glassbox_model::printable(&a.started_at),
-                glassbox_model::printable(a.target_version.as_deref().unwrap_or("-")),
-                wire(&a.verdict),
-                if changes.is_empty() {
-                    String::new()
-                } else {
-                    glassbox_model::printable(&changes.join("; "))
-                }
-            ));
-        }
-    }
-    if !json {
-        outln!("{}", glassbox_model::printable(target));
-        outln!(
-            "{:>5}  {:<24}  {:<14} {:<12} changes since the previous audit of that version",
-            "id",
-            "recorded",
-            "version",
-            "verdict"
-        );
-    }
-    out!("{out}");
-    Ok(0)
-}
-
-/// A value's name on the wire (`clean`, `not-observed`...).
-fn wire<T: serde::Serialize>(v: &T) -> String {
-    serde_json::to_value(v)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
 }
 
 /// `--install-env NAME=VALUE` values, checked.
@@ -653,7 +416,7 @@ fn run(cli: Cli) -> Result<i32> {
         Command::Batch(args) => batch::run(args, cwd, &ProcessEnv),
         Command::Review { store, action } => {
             let (path, mut s) = open_store(store)?;
-            review(&mut s, &path, action)
+            review::review(&mut s, &path, action)
         }
         Command::Selftest {
             fixtures,
@@ -683,7 +446,7 @@ fn run(cli: Cli) -> Result<i32> {
             json,
         } => {
             let (_, s) = open_store(store)?;
-            history(&s, &target, version.as_deref(), json)
+            history::history(&s, &target, version.as_deref(), json)
         }
         Command::Allowlist { format, dir } => allowlist_cmd(format, dir),
         Command::Coverage {
@@ -864,96 +627,6 @@ fn coverage_cmd(
                     "ok"
                 }
             );
-        }
-    }
-    Ok(0)
-}
-
-/// `glassbox review …` over an open store.
-fn review(
-    s: &mut glassbox_store::Store,
-    location: &glassbox_store::StoreLocation,
-    action: ReviewAction,
-) -> Result<i32> {
-    use glassbox_model::printable;
-    let reviewer = |r: Option<String>| {
-        r.or_else(|| std::env::var("USER").ok())
-            .unwrap_or_else(|| "unknown".into())
-    };
-    match action {
-        ReviewAction::List => {
-            let rows = s.withheld()?;
-            if rows.is_empty() {
-                outln!("nothing awaits review");
-            }
-            for f in rows {
-                let run = s.audit(f.audit_id)?.map(|a| a.run_id).unwrap_or_default();
-                outln!(
-                    "{:>5}  {}  {} v{}  {}",
-                    f.id,
-                    printable(&run),
-                    f.check_id,
-                    f.check_version,
-                    printable(&f.summary)
-                );
-            }
-        }
-        ReviewAction::Show { id } => {
-            let f = glassbox_registry::review::finding(s, id)?;
-            let a = s
-                .audit(f.audit_id)?
-                .context("the finding's audit is gone")?;
-            outln!("finding   {}", f.id);
-            outln!("status    {:?}", f.status);
-            outln!("check     {} v{}", f.check_id, f.check_version);
-            outln!("summary   {}", printable(&f.summary));
-            outln!("events    {:?}", f.evidence);
-            if !f.flows.is_empty() {
-                outln!("flows     {:?}", f.flows);
-            }
-            outln!("audit     {} ({})", a.id, printable(&a.run_id));
-            outln!("target    {}", printable(&a.target));
-            outln!("evidence  {}", printable(&a.evidence_dir.to_string_lossy()));
-            for r in s.reviews_of(id)? {
-                outln!(
-                    "review    {:?} by {} at {}: {}",
-                    r.decision,
-                    printable(&r.reviewer),
-                    r.at,
-                    printable(&r.text)
-                );
-            }
-        }
-        ReviewAction::Accept {
-            id,
-            note,
-            reviewer: who,
-        } => {
-            glassbox_registry::review::accept(s, id, &reviewer(who), &note)?;
-            outln!("finding {id} accepted: published");
-        }
-        ReviewAction::Reject {
-            id,
-            reason,
-            reviewer: who,
-            regressions,
-        } => {
-            use glassbox_registry::review::{self, Case};
-            review::reject(s, id, &reviewer(who), &reason)?;
-            outln!("finding {id} rejected: the audit is published without it");
-            // The run becomes a regression case on which the check must pass once every
-            // finding the check made in it is rejected (one it rightly made keeps it flagging).
-            let check = review::finding(s, id)?.check_id;
-            match review::regression_case(s, location, id, &reason, regressions)? {
-                Case::CheckPublishedThere => {
-                    outln!("no regression case: {check} has a published finding in this run")
-                }
-                Case::Pending(next) => outln!(
-                    "the regression case is made once {check}'s other findings in this run are \
-                     reviewed too (next: {next})"
-                ),
-                Case::Made(case) => outln!("regression case {}", case.display()),
-            }
         }
     }
     Ok(0)
