@@ -109,9 +109,6 @@ pub enum Error {
     /// The evidence bundle could not be read or written (its codec: `glassbox_model::bundle`).
     #[error(transparent)]
     Bundle(#[from] bundle::Error),
-    /// A package could not be resolved or installed.
-    #[error("{0}")]
-    Install(String),
     /// The microVM (`--isolation microvm`) could not be started on this host (QEMU, the
     /// kernel, the machine): the VM's own error kept.
     #[error("the microVM did not start: {0}")]

@@ -403,7 +403,12 @@ fn main() {
         Ok(_) if out::failed() => std::process::exit(2),
         Ok(code) => std::process::exit(code),
         Err(e) => {
-            eprintln!("glassbox: error: {e:#}");
+            let mut chain = e.chain();
+            let top = chain.next().expect("an error is the first of its chain");
+            eprintln!(
+                "glassbox: error: {}",
+                glassbox_model::error_chain(top, chain)
+            );
             std::process::exit(2);
         }
     }

@@ -453,3 +453,30 @@ fn a_tool_definition_that_changed_since_the_last_audit_is_said_at_audit_time_and
     assert!(text.contains("tool forecast changed"), "{text}");
     std::fs::remove_dir_all(dir).ok();
 }
+
+/// An error is said once with its cause once: a library message that already ends with its
+/// cause (`cannot write evidence to X: No such file…`) is not followed by it again.
+#[test]
+fn an_error_says_its_cause_once() {
+    let dir = tmp("cause-once");
+    let out = glassbox()
+        .args([
+            "audit",
+            "-q",
+            "--no-selftest",
+            "--evidence",
+            "/proc/no-such-dir/x",
+            "--store",
+        ])
+        .arg(dir.join("store.sqlite"))
+        .args(["--", "/bin/true"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("cannot write evidence to /proc/no-such-dir/x"),
+        "{err}"
+    );
+    assert_eq!(err.matches("No such file or directory").count(), 1, "{err}");
+}

@@ -57,3 +57,68 @@ pub const UEVENT_REFUSAL: &str = "a netlink socket of the kernel's device events
 pub const SYSTEM_DIRS: &[&str] = &[
     "usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "opt",
 ];
+
+/// An error and its causes as one line, `what: why: why...`, each cause said once: a message
+/// that already ends with its cause's text (`cannot read X: No such file`) is not followed by
+/// that cause again. What a user is shown of an error, wherever it came from.
+pub fn error_chain<T: std::fmt::Display>(
+    top: impl std::fmt::Display,
+    causes: impl IntoIterator<Item = T>,
+) -> String {
+    let mut line = top.to_string();
+    for cause in causes {
+        let text = cause.to_string();
+        if !text.is_empty() && !line.ends_with(&text) {
+            line.push_str(": ");
+            line.push_str(&text);
+        }
+    }
+    line
+}
+
+/// [`error_chain`] of `e` and its [`source`](std::error::Error::source)s.
+pub fn error_line(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut causes = Vec::new();
+    let mut next = e.source();
+    while let Some(c) = next {
+        causes.push(c);
+        next = c.source();
+    }
+    error_chain(e, causes)
+}
+
+#[cfg(test)]
+mod error_tests {
+    use super::*;
+
+    #[derive(Debug)]
+    struct E(&'static str, Option<Box<E>>);
+    impl std::fmt::Display for E {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+    impl std::error::Error for E {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            self.1.as_deref().map(|e| e as _)
+        }
+    }
+
+    #[test]
+    fn each_cause_is_said_once() {
+        let io = || Some(Box::new(E("No such file", None)));
+        // A message that says its cause already, and one that does not.
+        let said = E("cannot write X: No such file", io());
+        assert_eq!(error_line(&said), "cannot write X: No such file");
+        let unsaid = E("cannot write X", io());
+        assert_eq!(error_line(&unsaid), "cannot write X: No such file");
+        let deep = E(
+            "the audit failed",
+            Some(Box::new(E("cannot write X", io()))),
+        );
+        assert_eq!(
+            error_line(&deep),
+            "the audit failed: cannot write X: No such file"
+        );
+    }
+}

@@ -153,7 +153,7 @@ pub fn one(batch: &Batch<'_>, job: &Job, index: usize, watch: &dyn Watch) -> Don
             {
                 Ok(v) => v,
                 Err(e) => {
-                    row.outcome = Outcome::Failed(e.to_string());
+                    row.outcome = Outcome::Failed(glassbox_model::error_line(&e));
                     return row;
                 }
             };
@@ -174,7 +174,10 @@ pub fn one(batch: &Batch<'_>, job: &Job, index: usize, watch: &dyn Watch) -> Don
                     }
                     Ok(None) => {}
                     Err(e) => {
-                        row.outcome = Outcome::Failed(format!("cannot read the store: {e}"));
+                        row.outcome = Outcome::Failed(format!(
+                            "cannot read the store: {}",
+                            glassbox_model::error_line(&e)
+                        ));
                         return row;
                     }
                 }
@@ -212,8 +215,8 @@ pub fn one(batch: &Batch<'_>, job: &Job, index: usize, watch: &dyn Watch) -> Don
     row.outcome = match audit {
         // A remote server this version cannot speak to is not audited; one server that
         // cannot be audited does not stop the others.
-        Err(e) if remote => Outcome::NotAudited(e.to_string()),
-        Err(e) => Outcome::Failed(e.to_string()),
+        Err(e) if remote => Outcome::NotAudited(glassbox_model::error_line(&e)),
+        Err(e) => Outcome::Failed(glassbox_model::error_line(&e)),
         Ok(a) => {
             if let Some(p) = &a.evidence.manifest.target.package {
                 row.version = Some(p.version.clone());
@@ -232,7 +235,7 @@ pub fn one(batch: &Batch<'_>, job: &Job, index: usize, watch: &dyn Watch) -> Don
                 }
                 Err(e) => Outcome::Unrecorded {
                     verdict,
-                    error: e.to_string(),
+                    error: glassbox_model::error_line(&e),
                     evidence: a.evidence_dir.clone(),
                 },
             };

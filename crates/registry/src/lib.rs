@@ -11,8 +11,8 @@
 //!
 //! The binary keeps parsing, progress, the choice of rendering and the exit codes.
 //!
-//! An error's message says what failed; its cause is its [`source`](std::error::Error::source)
-//! (print the chain, as `anyhow`'s `{:#}` does).
+//! An error's message says what failed; its cause is its [`source`](std::error::Error::source):
+//! show a user the whole line, each cause once ([`glassbox_model::error_line`]).
 #![deny(missing_docs)]
 
 pub mod batch;
