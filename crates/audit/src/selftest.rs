@@ -358,6 +358,22 @@ pub fn has_proofs(isolation: Isolation, choice: RecorderChoice) -> bool {
         .any(|k| !load_proofs_for(isolation, k).by_check.is_empty())
 }
 
+/// The selftest-before-audit rule: an audit's checks are proven only by this build's selftest
+/// of the audit's isolation and recorder, so when there is no such record, and the caller did
+/// not opt out (`skip`), the controls of the source tree are to run first (their record is
+/// saved, and each audit reads the one of the recorder it ran with). `Some(fixtures)`: run
+/// them ([`run`]); `None`: there is a record, the caller opted out, or this build has no
+/// controls beside it (an installed binary: its checks are then reported unverified).
+pub fn wanted_before_audit(
+    isolation: Isolation,
+    choice: RecorderChoice,
+    skip: bool,
+) -> Option<PathBuf> {
+    let fixtures = default_fixtures();
+    (!skip && !has_proofs(isolation, choice) && fixtures.join("manifest.json").exists())
+        .then_some(fixtures)
+}
+
 /// The proofs the record at `path` gives audits under `isolation` recorded by `recorder`:
 /// none unless it is this build's, made the same way, over every control.
 fn proofs_from(path: &Path, isolation: Isolation, recorder: &str) -> Proofs {

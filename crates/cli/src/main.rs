@@ -691,11 +691,7 @@ fn selftest_unless_recorded(
     quiet: bool,
     no_selftest: bool,
 ) -> Result<()> {
-    let fixtures = selftest::default_fixtures();
-    if !selftest::has_proofs(isolation, recorder.into())
-        && !no_selftest
-        && fixtures.join("manifest.json").exists()
-    {
+    if let Some(fixtures) = selftest::wanted_before_audit(isolation, recorder.into(), no_selftest) {
         eprintln!(
             "glassbox: no selftest recorded for this build {} under --isolation {}: running the controls once (--no-selftest to skip)",
             selftest::build_id(),
