@@ -23,7 +23,7 @@ use glassbox_model::{Event, EventKind, Phase};
 use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -1154,10 +1154,7 @@ fn write_json<T: serde::Serialize>(path: &std::path::Path, value: &T) -> Result<
 /// namespaces, one under microVM (emulated guests on the same cores starve each other, and
 /// controls with a time budget then miss).
 fn selftest_jobs(isolation: glassbox_audit::Isolation, jobs: usize) -> usize {
-    match isolation {
-        glassbox_audit::Isolation::Namespace => jobs,
-        glassbox_audit::Isolation::MicroVm => 1,
-    }
+    isolation.default_jobs(jobs)
 }
 
 /// Runs the selftest now (the controls in the source tree, `jobs` at a time) when this build
@@ -1178,7 +1175,7 @@ fn selftest_unless_recorded(
         eprintln!(
             "glassbox: no selftest recorded for this build {} under --isolation {}: running the controls once (--no-selftest to skip)",
             selftest::build_id(),
-            selftest::isolation_name(isolation)
+            isolation.name()
         );
         let jobs = selftest_jobs(isolation, jobs);
         run_selftest(&fixtures, recorder, isolation, jobs, Vec::new(), quiet)?;
@@ -1202,10 +1199,7 @@ fn run_selftest(
         // An emulated guest (TCG) runs an interpreter several times slower: a Python server
         // that imports `requests` may take more than 5 s to answer `initialize` there (the
         // microVM suite lost https-post-docker-auth-requests so once).
-        request_timeout: match isolation {
-            glassbox_audit::Isolation::MicroVm => Duration::from_secs(15),
-            glassbox_audit::Isolation::Namespace => Duration::from_secs(5),
-        },
+        request_timeout: isolation.selftest_request_timeout(),
         isolation,
         only,
     };
