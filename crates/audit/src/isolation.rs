@@ -8,6 +8,7 @@ use crate::recording::{RecorderChoice, RunPlan};
 use crate::secrets::Secrets;
 use crate::{microvm, run, AuditOptions, Error};
 use glassbox_plan::target;
+use glassbox_vm::wire::RunEnd;
 use std::path::Path;
 use std::time::Duration;
 
@@ -119,41 +120,82 @@ impl Isolation {
         }
     }
 
-    /// Starts `target` in `cwd` on the audit's backend, recording into `events`. `run_for`: see
-    /// [`microvm::VmPlan::run_for`] (an install: its stdin is closed from the start).
+    /// Starts the run `launch` on this isolation's backend, recording into `events`: the
+    /// one place that picks the backend, for an audit's runs and for `glassbox trace` alike.
     pub(crate) fn start(
         self,
-        opts: &AuditOptions,
-        target: &target::Resolved,
-        cwd: &Path,
+        launch: &Launch<'_>,
         events: Box<dyn crate::EventSink>,
         plan: RunPlan,
-        run_for: Option<Duration>,
     ) -> Result<Box<dyn Backend>, Error> {
         Ok(match self {
-            Isolation::Namespace => {
-                Box::new(run::start(target, cwd, events, true, opts.recorder, plan)?)
-            }
-            Isolation::MicroVm => Box::new(microvm::start(
-                &microvm::VmPlan {
-                    target,
-                    cwd,
-                    exit_grace: opts.exit_grace,
-                    linger: opts.linger,
-                    run_for,
-                    // An install (a bounded run) is not the server: nothing to reach.
-                    http_port: opts
-                        .http
-                        .as_ref()
-                        .filter(|_| run_for.is_none())
-                        .map(|h| h.port),
-                },
+            Isolation::Namespace => Box::new(run::start(
+                launch.target,
+                launch.cwd,
                 events,
-                true,
-                opts.recorder,
+                launch.keep,
+                launch.recorder,
                 plan,
             )?),
+            Isolation::MicroVm => Box::new(microvm::start(launch, events, plan)?),
         })
+    }
+}
+
+/// One run to start on a backend ([`Isolation::start`]): what runs and where, how it is
+/// recorded, and when it ends.
+pub(crate) struct Launch<'a> {
+    /// The command, resolved on this host.
+    pub target: &'a target::Resolved,
+    /// Its working folder.
+    pub cwd: &'a Path,
+    /// How the open and stat families are recorded.
+    pub recorder: RecorderChoice,
+    /// Whether the events are also kept in memory for the checks (an audit's runs); a trace
+    /// only writes them to its sink.
+    pub keep: bool,
+    /// When the run ends. A microVM's guest ends it by itself and must be told; on this
+    /// kernel the caller ends it ([`Backend::finish`]).
+    pub end: RunEnd,
+    /// How long the server has to exit once its stdin is closed.
+    pub exit_grace: Duration,
+    /// How long what the server left running is still recorded once it exited.
+    pub linger: Duration,
+    /// The port an HTTP server listens on in its sandbox (in a microVM the host reaches it
+    /// through the guest's TCP relay).
+    pub http_port: Option<u16>,
+}
+
+impl<'a> Launch<'a> {
+    /// A run of the audit `opts`: an MCP session with the server (`bound` `None`: it ends
+    /// when its stdin is closed), or an install (`Some(bound)`: it ends when the installer
+    /// exits or at the bound; its stdin is closed from the start, and it is not the server:
+    /// nothing to reach over HTTP).
+    pub(crate) fn audit(
+        opts: &AuditOptions,
+        target: &'a target::Resolved,
+        cwd: &'a Path,
+        bound: Option<Duration>,
+    ) -> Launch<'a> {
+        Launch {
+            target,
+            cwd,
+            recorder: opts.recorder,
+            keep: true,
+            end: match bound {
+                None => RunEnd::StdinClosed,
+                Some(b) => RunEnd::ExitOrAfter {
+                    ms: b.as_millis() as u64,
+                },
+            },
+            exit_grace: opts.exit_grace,
+            linger: opts.linger,
+            http_port: opts
+                .http
+                .as_ref()
+                .filter(|_| bound.is_none())
+                .map(|h| h.port),
+        }
     }
 }
 

@@ -98,11 +98,11 @@ impl<'a> Pipeline<'a> {
                 events: Box::new(self.events.clone()),
             },
             recording::RunPlan {
-                secrets: Some({
+                secrets: {
                     // A key made in an earlier run is planted as is.
                     self.secrets.settle_rsa();
                     self.secrets.clone()
-                }),
+                },
                 clock: self.clock.clone(),
                 first_event_id,
                 network: Some(mode),
@@ -382,7 +382,7 @@ impl<'a> Pipeline<'a> {
                 events: Box::new(recording::Discard),
             },
             recording::RunPlan {
-                secrets: Some(secrets),
+                secrets,
                 clock: self.clock.clone(),
                 first_event_id: 1,
                 network: Some(NetworkMode::Capture),

@@ -12,7 +12,6 @@ mod args;
 mod audit;
 mod batch;
 mod man;
-mod microvm;
 mod trace;
 
 use anyhow::{Context, Result};
