@@ -2,8 +2,8 @@
 //! this host ([`run::Running`], in `run.rs`) and a fresh QEMU microVM per run that runs the
 //! same sandbox under its own kernel ([`microvm::VmRun`], in `microvm.rs`). Each starts the
 //! server with its planted secrets under the recorder (and the network edge); the pipeline
-//! in `lib.rs` drives either through this trait alone, and [`Isolation::start`] is the one
-//! place that picks the backend.
+//! in `lib.rs` and `glassbox trace` (`trace.rs`) drive either through this trait alone, and
+//! [`Isolation::start`] is the one place that picks the backend.
 //!
 //! [`Isolation::start`]: crate::Isolation
 
@@ -39,6 +39,10 @@ pub(crate) trait Backend {
     fn take_stdio(&mut self) -> Stdio;
     /// Waits up to `timeout` for the server to exit.
     fn wait_timeout(&mut self, timeout: Duration) -> Option<ServerExit>;
+    /// Waits for the server to exit, however long it runs (a trace's command runs until it
+    /// ends, or glassbox is stopped). `None`: the backend lost it (a microVM's guest that ended
+    /// without reporting the end of the run).
+    fn wait(&mut self) -> Option<ServerExit>;
     /// Whether processes the server left are still running (a microVM's guest lingers by
     /// itself, so it says no).
     fn others_alive(&self) -> bool;

@@ -167,15 +167,13 @@ pub(crate) fn install_phase(
     cx.clock.set_phase(Phase::Install);
     let start_ns = cx.clock.now_ns();
     let mut running = opts.isolation.start(
-        opts,
-        &target,
-        &dir,
+        &Launch::audit(opts, &target, &dir, Some(opts.install_timeout)),
         Box::new(cx.events.clone()),
         recording::RunPlan {
-            secrets: Some({
+            secrets: {
                 cx.secrets.settle_rsa();
                 cx.secrets.clone()
-            }),
+            },
             clock: cx.clock.clone(),
             first_event_id: 1,
             network: Some(NetworkMode::Install),
@@ -188,7 +186,6 @@ pub(crate) fn install_phase(
             marker: None,
             clock_shift: None,
         },
-        Some(opts.install_timeout),
     )?;
     let (isolation, _) = running.edge_checks();
     let (stdin, o, e) = running.take_stdio();

@@ -57,6 +57,7 @@ pub mod triggers;
 mod usage;
 
 pub use isolation::Isolation;
+use isolation::Launch;
 pub use options::{
     metadata_probe_default, AuditOptions, NetworkChoice, ResponderChoice, METADATA_ADDRESS,
     METADATA_PROBE_VAR, METADATA_STAND_IN,
@@ -64,7 +65,7 @@ pub use options::{
 pub use recording::{EventSink, RecorderChoice};
 pub use remote::audit_remote;
 pub use session_run::HttpServer;
-pub use trace::{trace, Traced};
+pub use trace::{trace, TraceOptions, Traced};
 
 use install_phase::*;
 use manifest::*;

@@ -1,6 +1,9 @@
 //! `--isolation microvm`: each run of the server boots a fresh QEMU microVM (crates/vm) in
 //! which this very executable runs the server in the namespace sandbox under the recorder (the
-//! same [`run::start`] as the namespace backend, under the guest's kernel).
+//! same [`run::start`] as the namespace backend, under the guest's kernel). It is the one
+//! microVM path: an audit's runs and `glassbox trace` (a run without MCP, which ends when its
+//! command exits: [`RunEnd::Exit`]) both start here through `Isolation::start`, and
+//! the events port has one reader, `start`'s.
 //!
 //! The host keeps what must be trusted: the MCP client, the planted secrets (made by the host
 //! and sent to the guest, so that the checks know their values), the event sink, the checks,
@@ -22,6 +25,7 @@
 //! A fresh guest per run gives the capture and denied runs the same clean state; it costs a
 //! boot (about 3 s under TCG) per run.
 
+use crate::isolation::Launch;
 use crate::recording::{
     self, EdgeRecord, EdgeServer, EventSink, RecorderChoice, Recording, RunPlan,
 };
@@ -32,7 +36,8 @@ use glassbox_model::{Event, Flow, SandboxSettings, ServerExit, VmRecord};
 use glassbox_trace::{Clock, RecorderStats};
 use glassbox_vm::mux::{Mux, MuxStream};
 use glassbox_vm::wire::{
-    GuestRequest, Record, WireCertificate, WireLimits, WireSecrets, WireTarget, RECORD_PREFIX,
+    GuestRequest, Record, RunEnd, WireCertificate, WireLimits, WireSecrets, WireTarget,
+    RECORD_PREFIX,
 };
 use glassbox_vm::{agent, Accel, GuestCommand, Vm, VmConfig};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -228,7 +233,7 @@ fn choice_name(c: RecorderChoice) -> &'static str {
 /// The host directories the guest needs: the working directory and the read-only paths (a
 /// file's directory: 9p shares directories). The host's root is never shared whole (its
 /// `/proc` would be readable through the share).
-pub fn shares(cwd: &Path, read_only: &[PathBuf]) -> Result<Vec<PathBuf>, Error> {
+pub(crate) fn shares(cwd: &Path, read_only: &[PathBuf]) -> Result<Vec<PathBuf>, Error> {
     let mut v = Vec::new();
     if cwd != Path::new("/") {
         v.push(cwd.to_path_buf());
@@ -295,21 +300,6 @@ fn resolved(t: WireTarget) -> target::Resolved {
     }
 }
 
-/// What the host needs to start one run in a guest.
-pub(crate) struct VmPlan<'a> {
-    pub target: &'a target::Resolved,
-    pub cwd: &'a Path,
-    pub exit_grace: Duration,
-    pub linger: Duration,
-    /// `None`: the server's stdin closing ends the run (an MCP session). `Some(bound)`: the
-    /// run ends when the command exits, or at `bound` (an install, whose stdin is closed from
-    /// the start).
-    pub run_for: Option<Duration>,
-    /// The port an HTTP server listens on in its sandbox: the host reaches it through the
-    /// guest's TCP relay ([`VmRun::relay`]).
-    pub http_port: Option<u16>,
-}
-
 /// The guest's end of a run, as the host sees it.
 pub(crate) struct VmRun {
     vm: Vm,
@@ -368,18 +358,15 @@ impl Progress {
 /// guest that writes garbage), with the first one's error.
 type ReaderResult = (Vec<Event>, Option<std::io::Error>, (u64, Option<String>));
 
-/// Boots a guest for one run and starts the server in it; returns once the server runs there.
+/// Boots a guest for the run `vp` and starts the server in it; returns once the server runs
+/// there.
 pub(crate) fn start(
-    vp: &VmPlan<'_>,
+    vp: &Launch<'_>,
     mut sink: Box<dyn EventSink>,
-    keep: bool,
-    choice: RecorderChoice,
     plan: RunPlan,
 ) -> Result<VmRun, Error> {
-    let secrets = match plan.secrets {
-        Some(s) => s,
-        None => Secrets::fresh_eager()?,
-    };
+    let keep = vp.keep;
+    let secrets = plan.secrets;
     if secrets.lazy_rsa.is_some() {
         return Err(Error::Internal(
             "a microVM run needs its secrets made up front".into(),
@@ -388,7 +375,7 @@ pub(crate) fn start(
     let request = GuestRequest {
         target: wire_target(vp.target),
         cwd: vp.cwd.to_path_buf(),
-        run_for_ms: vp.run_for.map(|d| d.as_millis() as u64),
+        end: vp.end,
         secrets: WireSecrets {
             user: secrets.user,
             hostname: secrets.hostname,
@@ -402,7 +389,7 @@ pub(crate) fn start(
             ssh_agent: secrets.ssh_agent,
         },
         network: plan.network,
-        recorder: choice_name(choice).into(),
+        recorder: choice_name(vp.recorder).into(),
         first_event_id: plan.first_event_id,
         exit_grace_ms: vp.exit_grace.as_millis() as u64,
         linger_ms: vp.linger.as_millis() as u64,
@@ -771,6 +758,24 @@ impl VmRun {
         }
     }
 
+    /// Waits for the guest's report of the server's end, however long the server runs (a
+    /// trace's command: the guest reports when it exits). `None`: the guest ended without
+    /// reporting it.
+    pub(crate) fn wait(&mut self) -> Option<ServerExit> {
+        if self.finished.is_none() && self.hung.is_none() {
+            match self.finished_rx.recv() {
+                Ok(r) => self.finished = Some(r),
+                Err(_) => {
+                    self.hung = Some("the guest ended without reporting the end of the run".into())
+                }
+            }
+        }
+        match &self.finished {
+            Some(Record::Finished { exit, .. }) => Some(exit.clone()),
+            _ => None,
+        }
+    }
+
     /// What outlived the server in the guest (known once the run finished).
     pub(crate) fn outlived(&self) -> Vec<String> {
         match &self.finished {
@@ -788,7 +793,7 @@ impl VmRun {
     }
 
     /// The host's end of the TCP relay to the loopback of the guest's sandbox (a run started
-    /// with [`VmPlan::http_port`]).
+    /// with [`Launch::http_port`]).
     pub(crate) fn relay(&self) -> Option<Mux> {
         self.relay.clone()
     }
@@ -1076,7 +1081,7 @@ fn guest_run(sink: &recording::SharedSink) -> Result<Record, Error> {
         false,
         choice,
         RunPlan {
-            secrets: Some(secrets),
+            secrets,
             clock: clock.clone(),
             first_event_id: req.first_event_id,
             network: req.network,
@@ -1144,21 +1149,24 @@ fn guest_run(sink: &recording::SharedSink) -> Result<Record, Error> {
     });
     let grace = Duration::from_millis(req.exit_grace_ms);
     let linger = Duration::from_millis(req.linger_ms);
-    // As on the host: the server runs until its stdin is closed (or it exits); then it has
-    // `grace` to exit, and what it left behind is recorded `linger` longer.
-    // A bounded run (an install) ignores its stdin and ends at its bound.
-    let until = req
-        .run_for_ms
-        .map(|ms| std::time::Instant::now() + Duration::from_millis(ms));
+    // As on the host: a session's server runs until its stdin is closed (or it exits); then
+    // it has `grace` to exit, and what it left behind is recorded `linger` longer. A bounded
+    // run (an install) ignores its stdin and ends at its bound; a trace's command runs until
+    // it exits.
+    let until = match req.end {
+        RunEnd::ExitOrAfter { ms } => Some(std::time::Instant::now() + Duration::from_millis(ms)),
+        RunEnd::StdinClosed | RunEnd::Exit => None,
+    };
     let exited = loop {
         if let Some(e) = running.sandbox.wait_timeout(Duration::from_millis(100)) {
             break Some(e);
         }
-        match until {
-            Some(t) if std::time::Instant::now() >= t => break None,
-            Some(_) => {}
-            None if eof_rx.try_recv().is_ok() => break running.sandbox.wait_timeout(grace),
-            None => {}
+        match (req.end, until) {
+            (_, Some(t)) if std::time::Instant::now() >= t => break None,
+            (RunEnd::StdinClosed, _) if eof_rx.try_recv().is_ok() => {
+                break running.sandbox.wait_timeout(grace)
+            }
+            _ => {}
         }
     };
     guest_step("the server ended; recording what outlived it");
@@ -1226,6 +1234,10 @@ impl crate::backend::Backend for VmRun {
 
     fn wait_timeout(&mut self, timeout: Duration) -> Option<ServerExit> {
         VmRun::wait_timeout(self, timeout)
+    }
+
+    fn wait(&mut self) -> Option<ServerExit> {
+        VmRun::wait(self)
     }
 
     /// The guest lingers by itself.
@@ -1396,8 +1408,29 @@ mod tests {
             shares(Path::new("/work"), &ro).unwrap(),
             [PathBuf::from("/work"), PathBuf::from("/srv/data")]
         );
+        // A file's directory is shared (9p shares directories), once.
+        assert_eq!(
+            shares(
+                Path::new("/work"),
+                &[PathBuf::from("/usr"), PathBuf::from("/usr/lib")]
+            )
+            .unwrap(),
+            [PathBuf::from("/work"), PathBuf::from("/usr")]
+        );
+        // Never the host's root: not as a working directory (the guest's own is used),
+        // refused as a read-only path.
         assert!(shares(Path::new("/"), &[]).unwrap().is_empty());
+        let e = shares(Path::new("/"), &[PathBuf::from("/")])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not supported"), "{e}");
+        // Nor what would cover the guest's own: its /tmp, the agent's /run, the kernel's.
         assert!(shares(Path::new("/tmp"), &[]).is_err());
+        assert!(shares(Path::new("/run"), &[]).is_err());
         assert!(shares(Path::new("/work"), &[PathBuf::from("/proc/1")]).is_err());
+        assert_eq!(
+            shares(Path::new("/tmp/project"), &[]).unwrap(),
+            [PathBuf::from("/tmp/project")]
+        );
     }
 }

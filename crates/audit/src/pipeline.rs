@@ -110,10 +110,7 @@ impl<'a> Pipeline<'a> {
         bundle.write_manifest(&manifest)?;
         let events = recording::SharedSink::new(bundle.events()?);
         // A guest's secrets are made here, whole: the host's checks must know their values.
-        let secrets = match opts.isolation {
-            Isolation::Namespace => secrets::Secrets::fresh()?,
-            Isolation::MicroVm => secrets::Secrets::fresh_eager()?,
-        };
+        let secrets = opts.isolation.secrets()?;
         let server_cwd = opts.cwd.clone();
         let audit = Pipeline {
             opts,

@@ -199,8 +199,8 @@ pub(crate) struct Recording {
 
 /// How to start one run.
 pub(crate) struct RunPlan {
-    /// The secrets to plant; `None`: fresh ones.
-    pub secrets: Option<Secrets>,
+    /// The secrets to plant ([`crate::Isolation::secrets`] makes fresh ones).
+    pub secrets: Secrets,
     /// The audit's clock, shared by every run.
     pub clock: Arc<Clock>,
     /// The first event id of this run.

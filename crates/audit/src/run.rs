@@ -100,10 +100,7 @@ pub(crate) fn start(
         }
     };
     // An audit settles a key made in an earlier run before it hands the secrets over.
-    let secrets = match plan.secrets {
-        Some(s) => s,
-        None => Secrets::fresh()?,
-    };
+    let secrets = plan.secrets;
     let rsa_path = secrets.rsa_path();
     let Secrets {
         user,
@@ -462,6 +459,17 @@ impl crate::backend::Backend for Running {
 
     fn wait_timeout(&mut self, timeout: std::time::Duration) -> Option<glassbox_model::ServerExit> {
         self.sandbox.wait_timeout(timeout)
+    }
+
+    fn wait(&mut self) -> Option<glassbox_model::ServerExit> {
+        loop {
+            if let Some(e) = self
+                .sandbox
+                .wait_timeout(std::time::Duration::from_millis(200))
+            {
+                return Some(e);
+            }
+        }
     }
 
     fn outlived(&self) -> Vec<String> {

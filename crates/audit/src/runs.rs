@@ -30,8 +30,8 @@ impl<'a> Pipeline<'a> {
         let from = self.all_events.len();
         self.network_run(&changed, false, NetworkMode::Trigger, Some(&triggers))?;
         // In a microVM the guest's own wall clock was set forward: every program's moved.
-        let unmoved = match (self.opts.isolation, triggers.clock_days, first) {
-            (Isolation::Namespace, Some(_), true) => {
+        let unmoved = match (triggers.clock_days, first) {
+            (Some(_), true) if !self.opts.isolation.moves_every_wall_clock() => {
                 triggers::unmoved(&self.all_events[from..], &self.secrets.home)
             }
             _ => Vec::new(),
@@ -98,11 +98,11 @@ impl<'a> Pipeline<'a> {
                 events: Box::new(self.events.clone()),
             },
             recording::RunPlan {
-                secrets: Some({
+                secrets: {
                     // A key made in an earlier run is planted as is.
                     self.secrets.settle_rsa();
                     self.secrets.clone()
-                }),
+                },
                 clock: self.clock.clone(),
                 first_event_id,
                 network: Some(mode),
@@ -382,7 +382,7 @@ impl<'a> Pipeline<'a> {
                 events: Box::new(recording::Discard),
             },
             recording::RunPlan {
-                secrets: Some(secrets),
+                secrets,
                 clock: self.clock.clone(),
                 first_event_id: 1,
                 network: Some(NetworkMode::Capture),

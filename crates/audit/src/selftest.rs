@@ -45,11 +45,9 @@ pub fn build_id() -> String {
 /// its wire to the edge) and with the recorder that saw them (the eBPF channel and seccomp
 /// notification see the open and stat families differently).
 fn record_path(isolation: Isolation, recorder: &str) -> PathBuf {
-    let name = match isolation {
-        Isolation::Namespace => format!("{}-{recorder}.json", build_id()),
-        Isolation::MicroVm => format!("{}-microvm-{recorder}.json", build_id()),
-    };
-    glassbox_plan::state_dir().join("selftest").join(name)
+    glassbox_plan::state_dir()
+        .join("selftest")
+        .join(isolation.selftest_record(&build_id(), recorder))
 }
 
 /// The recorder a run's `manifest.recorder.mechanism` names, as records are kept by: `ebpf`
@@ -62,32 +60,8 @@ pub fn recorder_key(mechanism: &str) -> &'static str {
     }
 }
 
-/// The recorder `choice` gives a run under `isolation` here, as a [`recorder_key`] (`None`:
-/// only the run knows, as in a microVM guest, which decides `auto` for itself).
-pub fn expected_recorder(isolation: Isolation, choice: RecorderChoice) -> Option<&'static str> {
-    match (choice, isolation) {
-        (RecorderChoice::Notify, _) => Some("notify"),
-        (RecorderChoice::Ebpf, _) => Some("ebpf"),
-        (RecorderChoice::Auto, Isolation::MicroVm) => None,
-        (RecorderChoice::Auto, Isolation::Namespace) => {
-            Some(match glassbox_trace::file_channel_available() {
-                Ok(()) => "ebpf",
-                Err(_) => "notify",
-            })
-        }
-    }
-}
-
-/// The backend's name in records and messages.
-pub fn isolation_name(isolation: Isolation) -> &'static str {
-    match isolation {
-        Isolation::Namespace => "namespace",
-        Isolation::MicroVm => "microvm",
-    }
-}
-
 fn namespace() -> String {
-    "namespace".into()
+    Isolation::Namespace.name().into()
 }
 
 /// The controls' manifest.
@@ -334,11 +308,10 @@ impl Record {
 /// The proofs of this build for the run whose manifest is `manifest`: the selftest record
 /// made on its backend with its recorder.
 pub fn proofs_for(manifest: &glassbox_model::Manifest) -> Proofs {
-    let isolation = match manifest.vm {
-        Some(_) => Isolation::MicroVm,
-        None => Isolation::Namespace,
-    };
-    load_proofs_for(isolation, recorder_key(&manifest.recorder.mechanism))
+    load_proofs_for(
+        Isolation::of(manifest),
+        recorder_key(&manifest.recorder.mechanism),
+    )
 }
 
 /// The proofs of this build for audits under `isolation` recorded by `recorder` (a
@@ -350,7 +323,7 @@ pub fn load_proofs_for(isolation: Isolation, recorder: &str) -> Proofs {
 /// Whether this build has a selftest record for audits under `isolation` with `choice`
 /// (for a choice only the run decides, any of its recorders).
 pub fn has_proofs(isolation: Isolation, choice: RecorderChoice) -> bool {
-    let keys = match expected_recorder(isolation, choice) {
+    let keys = match isolation.expected_recorder(choice) {
         Some(k) => vec![k],
         None => vec!["notify", "ebpf"],
     };
@@ -380,22 +353,22 @@ fn proofs_from(path: &Path, isolation: Isolation, recorder: &str) -> Proofs {
     match std::fs::read(path).map(|b| serde_json::from_slice::<Record>(&b)) {
         Ok(Ok(r))
             if r.build == build_id()
-                && r.isolation == isolation_name(isolation)
+                && r.isolation == isolation.name()
                 && r.recorder == recorder
                 && r.only.is_empty() =>
         {
             r.proofs()
         }
-        _ => Proofs::none(match isolation {
-            Isolation::Namespace => format!(
-                "no selftest recorded for this build {} with the {recorder} recorder (run `glassbox selftest --recorder {recorder}`)",
+        _ => {
+            let (under, asked) = match isolation.option() {
+                Some(o) => (format!(" under {o}"), format!(" {o}")),
+                None => (String::new(), String::new()),
+            };
+            Proofs::none(format!(
+                "no selftest recorded for this build {}{under} with the {recorder} recorder (run `glassbox selftest{asked} --recorder {recorder}`)",
                 build_id()
-            ),
-            Isolation::MicroVm => format!(
-                "no selftest recorded for this build {} under --isolation microvm with the {recorder} recorder (run `glassbox selftest --isolation microvm --recorder {recorder}`)",
-                build_id()
-            ),
-        }),
+            ))
+        }
     }
 }
 
@@ -479,7 +452,7 @@ pub fn run(
             .find(|c| !c.recorder.is_empty())
             .map(|c| c.recorder.clone())
             .unwrap_or_else(|| format!("{:?}", opts.recorder).to_lowercase()),
-        isolation: isolation_name(opts.isolation).into(),
+        isolation: opts.isolation.name().into(),
         checks,
         cases,
         only: if opts.only.is_empty() {
@@ -676,7 +649,9 @@ enum Attempt {
 }
 
 fn run_case(case: &Case, opts: &Options, lib: &Path, scratch: &Path) -> Result<Attempt, Error> {
-    if let Some(why) = expected_recorder(opts.isolation, opts.recorder)
+    if let Some(why) = opts
+        .isolation
+        .expected_recorder(opts.recorder)
         .and_then(|r| not_for(case, r).map(|why| (r, why)))
     {
         return Ok(Attempt::Done(CaseResult::skipped(case, why.0, why.1)));
@@ -845,7 +820,7 @@ mod tests {
             glassbox_version: glassbox_model::GLASSBOX_VERSION.into(),
             created_at: "2026-12-04T00:00:00Z".into(),
             recorder: "notify".into(),
-            isolation: isolation_name(isolation).into(),
+            isolation: isolation.name().into(),
             checks: glassbox_checks::registry()
                 .iter()
                 .map(|c| Tally {
@@ -911,11 +886,11 @@ mod tests {
             "ebpf"
         );
         assert_eq!(
-            expected_recorder(Isolation::MicroVm, RecorderChoice::Auto),
+            Isolation::MicroVm.expected_recorder(RecorderChoice::Auto),
             None
         );
         assert_eq!(
-            expected_recorder(Isolation::MicroVm, RecorderChoice::Ebpf),
+            Isolation::MicroVm.expected_recorder(RecorderChoice::Ebpf),
             Some("ebpf")
         );
     }

@@ -163,7 +163,8 @@ pub(crate) fn one_run(
         suffix,
         events,
     } = files;
-    let mut running = match opts.isolation.start(opts, target, cwd, events, plan, None) {
+    let launch = Launch::audit(opts, target, cwd, None);
+    let mut running = match opts.isolation.start(&launch, events, plan) {
         Ok(s) => s,
         Err(Error::GuestLost(why)) => {
             return Ok(RunResult::lost(why, start_ns, clock.now_ns()));

@@ -249,7 +249,7 @@ pub(crate) fn left_out(m: &glassbox_model::Manifest) -> Vec<String> {
         return Vec::new();
     };
     let mut out = Vec::new();
-    if t.clock_offset_days.is_some() && m.vm.is_none() {
+    if t.clock_offset_days.is_some() && !crate::Isolation::of(m).moves_every_wall_clock() {
         out.push(format!(
             "the trigger run ({}) moved the wall clock of dynamically linked programs only: a \
              statically linked one, a raw clock call or a child started without LD_PRELOAD saw \

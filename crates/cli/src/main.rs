@@ -13,7 +13,6 @@ mod audit;
 mod batch;
 mod history;
 mod man;
-mod microvm;
 mod progress;
 mod review;
 mod trace;
@@ -26,7 +25,6 @@ use progress::{Readable, StderrProgress};
 use std::ffi::OsString;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -172,7 +170,7 @@ enum Command {
         /// Set an environment variable for the command: NAME=VALUE (repeatable).
         #[arg(long = "env", short = 'e', value_name = "NAME=VALUE")]
         env: Vec<String>,
-        /// What the network edge answers (as for `audit`; namespace isolation only).
+        /// What the network edge answers (as for `audit`).
         #[arg(long, value_enum, default_value_t = Responder::Ok)]
         responder: Responder,
         /// How to record the open and stat families.
@@ -489,8 +487,8 @@ fn selftest_cmd(
     only: Vec<String>,
 ) -> Result<i32> {
     let fixtures = fixtures.unwrap_or_else(selftest::default_fixtures);
-    let isolation = isolation.into();
-    let jobs = jobs.unwrap_or_else(|| selftest_jobs(isolation, 4));
+    let isolation: glassbox_audit::Isolation = isolation.into();
+    let jobs = jobs.unwrap_or_else(|| isolation.default_jobs(4));
     let record = run_selftest(&fixtures, recorder, isolation, jobs, only, false)?;
     if let Some(p) = json {
         write_json(&p, &record)?;
@@ -671,16 +669,6 @@ fn write_json<T: serde::Serialize>(path: &std::path::Path, value: &T) -> Result<
     Ok(())
 }
 
-/// Controls run at a time by a selftest under `isolation` that was not told: `jobs` in
-/// namespaces, one under microVM (emulated guests on the same cores starve each other, and
-/// controls with a time budget then miss).
-fn selftest_jobs(isolation: glassbox_audit::Isolation, jobs: usize) -> usize {
-    match isolation {
-        glassbox_audit::Isolation::Namespace => jobs,
-        glassbox_audit::Isolation::MicroVm => 1,
-    }
-}
-
 /// Runs the selftest now (the controls in the source tree, `jobs` at a time) when this build
 /// has no record for audits under `isolation` with `recorder` and `no_selftest` is not set;
 /// its record is saved, and each audit reads the one of the recorder it ran with.
@@ -695,9 +683,9 @@ fn selftest_unless_recorded(
         eprintln!(
             "glassbox: no selftest recorded for this build {} under --isolation {}: running the controls once (--no-selftest to skip)",
             selftest::build_id(),
-            selftest::isolation_name(isolation)
+            isolation.name()
         );
-        let jobs = selftest_jobs(isolation, jobs);
+        let jobs = isolation.default_jobs(jobs);
         run_selftest(&fixtures, recorder, isolation, jobs, Vec::new(), quiet)?;
     }
     Ok(())
@@ -719,10 +707,7 @@ fn run_selftest(
         // An emulated guest (TCG) runs an interpreter several times slower: a Python server
         // that imports `requests` may take more than 5 s to answer `initialize` there (the
         // microVM suite lost https-post-docker-auth-requests so once).
-        request_timeout: match isolation {
-            glassbox_audit::Isolation::MicroVm => Duration::from_secs(15),
-            glassbox_audit::Isolation::Namespace => Duration::from_secs(5),
-        },
+        request_timeout: isolation.selftest_request_timeout(),
         isolation,
         only,
     };

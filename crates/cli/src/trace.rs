@@ -1,7 +1,8 @@
-//! `glassbox trace`: a command run in the sandbox under the recorder, without MCP; its events
-//! on stderr (or to `--out`), then what the recorder lost and the flows the edge saw.
+//! `glassbox trace`: a command run in the sandbox under the recorder, without MCP
+//! ([`glassbox_audit::trace`], on either isolation); its events on stderr (or to `--out`), then
+//! what the recorder lost and the flows the edge saw.
 
-use crate::{absolute, microvm, Isolation, Readable, Recorder, Responder};
+use crate::{absolute, Isolation, Readable, Recorder, Responder};
 use anyhow::{Context, Result};
 use glassbox_audit::EventSink;
 use glassbox_model::bundle;
@@ -34,33 +35,20 @@ pub(crate) fn trace_cmd(
         ))),
         None => Box::new(Readable(std::io::stderr())),
     };
-    if isolation == Isolation::Microvm {
-        let read_only = absolute(read_only)?;
-        let recorder = clap::ValueEnum::to_possible_value(&recorder)
-            .map(|v| v.get_name().to_string())
-            .unwrap_or_else(|| "auto".into());
-        let req = microvm::TraceRequest {
-            cmd: &cmd,
-            cwd,
-            read_only: &read_only,
-            env: &env,
-            recorder: &recorder,
-        };
-        let (code, events) = microvm::trace(&req, sink)?;
-        if let Some(p) = &out {
-            eprintln!("glassbox: {events} events written to {}", p.display());
+    let mut opts = glassbox_audit::TraceOptions::new(cmd, cwd.to_path_buf());
+    opts.extra_ro = absolute(read_only)?;
+    opts.env = env;
+    opts.recorder = recorder.into();
+    opts.responder = responder.into();
+    opts.isolation = isolation.into();
+    let traced = glassbox_audit::trace(&opts, sink, &mut |vm| {
+        if let Some(vm) = vm {
+            eprintln!(
+                "glassbox: isolation microvm (accel {}: {}, kernel {})",
+                vm.accelerator, vm.accelerator_reason, vm.kernel_release
+            );
         }
-        return Ok(code);
-    }
-    let traced = glassbox_audit::trace(
-        &cmd,
-        cwd,
-        &absolute(read_only)?,
-        &env,
-        sink,
-        recorder.into(),
-        responder.into(),
-    )?;
+    })?;
     if let Some(p) = &out {
         eprintln!(
             "glassbox: {} events written to {}",

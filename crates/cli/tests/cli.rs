@@ -479,4 +479,73 @@ fn an_error_says_its_cause_once() {
         "{err}"
     );
     assert_eq!(err.matches("No such file or directory").count(), 1, "{err}");
+
+/// `glassbox trace` on this kernel: the command's streams are glassbox's (stdin forwarded),
+/// its events go to `--out` as JSON lines (the bundle's codec) or to stderr as readable
+/// lines, its exit status is glassbox's (128 + N for signal N), and the edge's flows are
+/// said. The microVM's trace, the same run through the guest, is in `tests/microvm.rs`.
+#[test]
+fn trace_copies_the_commands_streams_writes_its_events_and_exits_with_its_status() {
+    let out = tmp("trace.jsonl");
+    let mut child = glassbox()
+        .args(["trace", "--env", "GREETING=hi", "--out"])
+        .arg(&out)
+        .args([
+            "--",
+            "python3",
+            "-c",
+            "import os,sys; open('/etc/hostname').read(); print(os.environ['GREETING'], sys.stdin.read().strip()); sys.exit(3)",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(b"there\n").unwrap();
+    }
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "hi there\n");
+    let events: Vec<serde_json::Value> = std::fs::read_to_string(&out)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let _ = std::fs::remove_file(&out);
+    assert!(events.iter().any(|e| e["kind"] == "exec"), "{events:?}");
+    assert!(
+        events
+            .iter()
+            .any(|e| e["kind"] == "open" && e["path"] == "/etc/hostname"),
+        "{events:?}"
+    );
+    assert!(
+        err.contains(&format!("{} events written to", events.len())),
+        "{err}"
+    );
+    assert!(err.contains("flows at the network edge"), "{err}");
+
+    // Without --out: readable lines on stderr; a signal is 128 + its number.
+    let o = glassbox()
+        .args([
+            "trace",
+            "--",
+            "sh",
+            "-c",
+            "cat /etc/hostname >/dev/null; kill -TERM $$",
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(128 + 15), "{err}");
+    assert!(
+        err.lines()
+            .any(|l| l.contains("openat /etc/hostname") && l.contains("O_RDONLY")),
+        "{err}"
+    );
 }

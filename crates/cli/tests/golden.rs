@@ -18,11 +18,18 @@ fn golden() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden")
 }
 
-/// The bundles, by name, in order.
+/// The bundles, by name, in order, as paths relative to the crate (where cargo runs its
+/// tests): a report names its bundle's folder, and what is rendered must not depend on where
+/// the repository was cloned.
 fn bundles() -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(golden().join("bundles"))
+    let relative = Path::new("tests/golden/bundles");
+    assert!(
+        golden().join("bundles") == std::env::current_dir().unwrap().join(relative),
+        "the golden test runs in its crate's folder (as cargo runs it)"
+    );
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(relative)
         .expect("tests/golden/bundles readable")
-        .map(|e| e.expect("a directory entry").path())
+        .map(|e| relative.join(e.expect("a directory entry").file_name()))
         .filter(|p| p.is_dir())
         .collect();
     dirs.sort();

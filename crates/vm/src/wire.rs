@@ -82,8 +82,8 @@ pub struct GuestRequest {
     pub target: WireTarget,
     /// The server's working folder (a host path, shared).
     pub cwd: PathBuf,
-    /// How long the server may run before its stdin is closed (none: until the host says).
-    pub run_for_ms: Option<u64>,
+    /// When the run ends.
+    pub end: RunEnd,
     /// What to plant.
     pub secrets: WireSecrets,
     /// The run's network mode (none: no network at all).
@@ -115,6 +115,25 @@ pub struct GuestRequest {
     /// The server's clocks moved forward by so many days (a trigger run); `None`: the guest's.
     #[serde(default)]
     pub clock_shift_days: Option<u32>,
+}
+
+/// When a run ends in the guest: what its glassbox waits for before it records what outlived
+/// the command and reports the end of the run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunEnd {
+    /// When the host closes the server's stdin (an MCP session): the server then has the exit
+    /// grace to exit.
+    StdinClosed,
+    /// When the command exits, or after `ms` milliseconds, whichever comes first (an install,
+    /// whose stdin is closed from the start).
+    ExitOrAfter {
+        /// The bound, in milliseconds.
+        ms: u64,
+    },
+    /// When the command exits, however long it runs (`glassbox trace`: its stdin is the
+    /// user's, and closing it does not end the command).
+    Exit,
 }
 
 /// A line of the events port that is not an event.
@@ -221,5 +240,20 @@ mod tests {
         .unwrap();
         let line = serde_json::to_string(&event).unwrap();
         assert!(!line.starts_with(RECORD_PREFIX), "{line}");
+    }
+
+    #[test]
+    fn a_run_end_crosses_as_its_name() {
+        for (end, text) in [
+            (RunEnd::StdinClosed, r#""stdin_closed""#),
+            (
+                RunEnd::ExitOrAfter { ms: 5 },
+                r#"{"exit_or_after":{"ms":5}}"#,
+            ),
+            (RunEnd::Exit, r#""exit""#),
+        ] {
+            assert_eq!(serde_json::to_string(&end).unwrap(), text);
+            assert_eq!(serde_json::from_str::<RunEnd>(text).unwrap(), end);
+        }
     }
 }
