@@ -479,6 +479,7 @@ fn an_error_says_its_cause_once() {
         "{err}"
     );
     assert_eq!(err.matches("No such file or directory").count(), 1, "{err}");
+}
 
 /// `glassbox trace` on this kernel: the command's streams are glassbox's (stdin forwarded),
 /// its events go to `--out` as JSON lines (the bundle's codec) or to stderr as readable
