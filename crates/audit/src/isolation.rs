@@ -4,12 +4,9 @@
 //! method here rather than a `match` where it is used.
 
 use crate::backend::Backend;
-use crate::recording::{RecorderChoice, RunPlan};
+use crate::recording::{Launch, RecorderChoice, RunPlan};
 use crate::secrets::Secrets;
-use crate::{microvm, run, AuditOptions, Error};
-use glassbox_plan::target;
-use glassbox_vm::wire::RunEnd;
-use std::path::Path;
+use crate::{microvm, run, Error};
 use std::time::Duration;
 
 /// Where the server runs.
@@ -139,63 +136,6 @@ impl Isolation {
             )?),
             Isolation::MicroVm => Box::new(microvm::start(launch, events, plan)?),
         })
-    }
-}
-
-/// One run to start on a backend ([`Isolation::start`]): what runs and where, how it is
-/// recorded, and when it ends.
-pub(crate) struct Launch<'a> {
-    /// The command, resolved on this host.
-    pub target: &'a target::Resolved,
-    /// Its working folder.
-    pub cwd: &'a Path,
-    /// How the open and stat families are recorded.
-    pub recorder: RecorderChoice,
-    /// Whether the events are also kept in memory for the checks (an audit's runs); a trace
-    /// only writes them to its sink.
-    pub keep: bool,
-    /// When the run ends. A microVM's guest ends it by itself and must be told; on this
-    /// kernel the caller ends it ([`Backend::finish`]).
-    pub end: RunEnd,
-    /// How long the server has to exit once its stdin is closed.
-    pub exit_grace: Duration,
-    /// How long what the server left running is still recorded once it exited.
-    pub linger: Duration,
-    /// The port an HTTP server listens on in its sandbox (in a microVM the host reaches it
-    /// through the guest's TCP relay).
-    pub http_port: Option<u16>,
-}
-
-impl<'a> Launch<'a> {
-    /// A run of the audit `opts`: an MCP session with the server (`bound` `None`: it ends
-    /// when its stdin is closed), or an install (`Some(bound)`: it ends when the installer
-    /// exits or at the bound; its stdin is closed from the start, and it is not the server:
-    /// nothing to reach over HTTP).
-    pub(crate) fn audit(
-        opts: &AuditOptions,
-        target: &'a target::Resolved,
-        cwd: &'a Path,
-        bound: Option<Duration>,
-    ) -> Launch<'a> {
-        Launch {
-            target,
-            cwd,
-            recorder: opts.recorder,
-            keep: true,
-            end: match bound {
-                None => RunEnd::StdinClosed,
-                Some(b) => RunEnd::ExitOrAfter {
-                    ms: b.as_millis() as u64,
-                },
-            },
-            exit_grace: opts.exit_grace,
-            linger: opts.linger,
-            http_port: opts
-                .http
-                .as_ref()
-                .filter(|_| bound.is_none())
-                .map(|h| h.port),
-        }
     }
 }
 

@@ -57,11 +57,11 @@ pub mod triggers;
 mod usage;
 
 pub use isolation::Isolation;
-use isolation::Launch;
 pub use options::{
     metadata_probe_default, AuditOptions, NetworkChoice, ResponderChoice, METADATA_ADDRESS,
     METADATA_PROBE_VAR, METADATA_STAND_IN,
 };
+use recording::Launch;
 pub use recording::{EventSink, RecorderChoice};
 pub use remote::audit_remote;
 pub use session_run::HttpServer;

@@ -25,7 +25,7 @@
 //! A fresh guest per run gives the capture and denied runs the same clean state; it costs a
 //! boot (about 3 s under TCG) per run.
 
-use crate::isolation::Launch;
+use crate::recording::Launch;
 use crate::recording::{
     self, EdgeRecord, EdgeServer, EventSink, RecorderChoice, Recording, RunPlan,
 };
