@@ -1,7 +1,12 @@
 //! The install phase: a package installed in the sandbox, traced, with the registry its only
 //! reachable destination ([`install_phase`]).
 
-use crate::*;
+use crate::recording::Launch;
+use crate::{recording, secrets, AuditOptions, Error, Progress};
+use glassbox_model::{bundle, Manifest, NetworkMode, NetworkRun, Phase, PhaseTiming, ServerExit};
+use glassbox_plan::{config, install, target};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// What the install phase shares with the server's runs.
 pub(crate) struct InstallContext<'a> {
@@ -395,5 +400,22 @@ pub(crate) fn install_destinations(
 impl InstallContext<'_> {
     pub(crate) fn bundle_path(&self, name: &str) -> PathBuf {
         self.bundle.dir().join(name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_version_has_its_own_install_lock() {
+        let a = InstallLock::path(Path::new("/c/npm/@scope+pkg@1.0.2"));
+        let b = InstallLock::path(Path::new("/c/npm/@scope+pkg@1.0.3"));
+        assert_eq!(a, Path::new("/c/npm/@scope+pkg@1.0.2.lock"));
+        assert_ne!(a, b);
+        assert_eq!(
+            InstallLock::path(Path::new("/c/pypi/mcp-server-time==0.6.2")),
+            Path::new("/c/pypi/mcp-server-time==0.6.2.lock")
+        );
     }
 }

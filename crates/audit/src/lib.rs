@@ -61,31 +61,19 @@ pub use options::{
     metadata_probe_default, AuditOptions, NetworkChoice, ResponderChoice, METADATA_ADDRESS,
     METADATA_PROBE_VAR, METADATA_STAND_IN,
 };
-use recording::Launch;
 pub use recording::{EventSink, RecorderChoice};
 pub use remote::audit_remote;
 pub use session_run::HttpServer;
 pub use trace::{trace, TraceOptions, Traced};
 
-use install_phase::*;
-use manifest::*;
-use pipeline::*;
-use probes::*;
-use session_run::*;
-
 use glassbox_model::bundle;
+use pipeline::Pipeline;
 
 use glassbox_model::{
-    AuditReport, CheckVersion, Evidence, Manifest, NetworkMode, NetworkRun, NetworkSettings, Phase,
-    PhaseTiming, RecorderSettings, ServerExit, SessionSummary, Target, ToolSummary,
-    TranscriptEntry, GLASSBOX_VERSION,
+    AuditReport, Evidence, Manifest, NetworkMode, Phase, ToolSummary, GLASSBOX_VERSION,
 };
-use glassbox_plan::{config, explain, install, target};
-use std::ffi::OsString;
-use std::io::Read;
+use glassbox_plan::{config, install, target};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 /// Why an audit could not be carried out (as opposed to a server found inconclusive).
 #[derive(Debug, thiserror::Error)]
@@ -295,18 +283,6 @@ pub fn report(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn each_version_has_its_own_install_lock() {
-        let a = InstallLock::path(Path::new("/c/npm/@scope+pkg@1.0.2"));
-        let b = InstallLock::path(Path::new("/c/npm/@scope+pkg@1.0.3"));
-        assert_eq!(a, Path::new("/c/npm/@scope+pkg@1.0.2.lock"));
-        assert_ne!(a, b);
-        assert_eq!(
-            InstallLock::path(Path::new("/c/pypi/mcp-server-time==0.6.2")),
-            Path::new("/c/pypi/mcp-server-time==0.6.2.lock")
-        );
-    }
 
     /// The suite's audits of fixtures give URL parameters a documentation address, never the
     /// real metadata address: a fixture may target only those (`.cargo/config.toml` sets

@@ -1,7 +1,13 @@
 //! The manifest an audit starts from: its run id, the kernel, the target and the settings,
 //! and the names the server's entry points go by.
 
-use crate::*;
+use crate::AuditOptions;
+use glassbox_model::{
+    CheckVersion, Manifest, NetworkSettings, RecorderSettings, SessionSummary, Target,
+    GLASSBOX_VERSION,
+};
+use glassbox_plan::{config, explain};
+use std::path::Path;
 
 /// A run id: UTC time and 6 random hex digits, sortable and unique.
 pub(crate) fn run_id() -> String {

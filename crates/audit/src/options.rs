@@ -1,7 +1,12 @@
 //! How to run an audit ([`AuditOptions`]): what a caller sets, and what the binary's
 //! defaults are.
 
-use crate::*;
+use crate::{triggers, Error, HttpServer, Isolation, Planned, RecorderChoice};
+use glassbox_model::NetworkMode;
+use glassbox_plan::{config, install};
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
 
 /// How to run an audit.
 #[derive(Clone, Debug)]

@@ -2,7 +2,18 @@
 //! the server's environment made, and finished into a bundle and a report. The runs
 //! themselves are in `runs.rs`, the install in `install_phase.rs`.
 
-use crate::*;
+use crate::install_phase::{install_phase, InstallContext};
+use crate::manifest::{entry_names, new_manifest, run_id};
+use crate::probes::probes;
+use crate::session_run::set_env;
+use crate::{
+    recheck, recording, secrets, selftest, triggers, Audit, AuditOptions, Error, EventSink,
+    Progress, ResponderChoice,
+};
+use glassbox_model::{bundle, Evidence, Manifest, NetworkMode, TranscriptEntry};
+use glassbox_plan::{config, install, target};
+use std::path::PathBuf;
+use std::sync::Arc;
 
 /// An audit under way, phase by phase ([`audit`]): what each phase adds to, written to the
 /// bundle as it is known.

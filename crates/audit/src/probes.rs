@@ -1,7 +1,9 @@
 //! The role probes of the plans of calls: what path, socket and URL parameters are given
 //! besides the workspace's own values.
 
-use crate::*;
+use crate::canary;
+use std::ffi::OsString;
+use std::path::Path;
 
 /// The role probes of the plans of calls ([`glassbox_mcp::args::Probes`]): a planted cloud
 /// credential and another project's `.env` for paths, the canary Docker socket for sockets,

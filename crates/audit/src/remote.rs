@@ -1,7 +1,12 @@
 //! A remote server (a configuration's URL) audited from this host: the session, and what the
 //! host saw of it ([`audit_remote`]).
 
-use crate::*;
+use crate::manifest::{new_manifest, run_id};
+use crate::pipeline::conclude;
+use crate::session_run::Hooks;
+use crate::{Audit, AuditOptions, Error, Progress};
+use glassbox_model::{bundle, Evidence, Phase};
+use std::sync::{Arc, Mutex};
 
 /// Audits a remote MCP server (a client configuration's `url`, a `server.json` remote) over
 /// streamable HTTP, or the legacy HTTP+SSE transport when `legacy_sse`: it runs elsewhere, so

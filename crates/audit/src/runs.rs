@@ -1,7 +1,11 @@
 //! The server's runs, each a session: the network runs (capture, denied), the trigger runs,
 //! and the dual-execution reruns.
 
-use crate::*;
+use crate::pipeline::{Pipeline, Rerun};
+use crate::session_run::{one_run, say_once, set_env, RunFiles};
+use crate::{dual, left, recording, secrets, triggers, usage, Error};
+use glassbox_model::{bundle, NetworkMode, NetworkRun};
+use glassbox_plan::target;
 
 impl<'a> Pipeline<'a> {
     /// A trigger run ([`triggers`]): the session again with the server's world changed as

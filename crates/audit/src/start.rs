@@ -4,8 +4,10 @@
 //! line of its stderr that says why ([`error_line`]) and the sandbox limits that can have
 //! caused it ([`limits_that_failed`]).
 
-use crate::{config, install, target, Error, Pipeline};
-use glassbox_model::{NetworkMode, ServerExit};
+use crate::pipeline::Pipeline;
+use crate::session_run::{error_line, set_env};
+use crate::{config, install, target, Error};
+use glassbox_model::NetworkMode;
 use std::path::Path;
 
 impl Pipeline<'_> {
@@ -148,7 +150,7 @@ impl Pipeline<'_> {
                     let said = format!("{name}={v}");
                     (v, said)
                 };
-                crate::set_env(&mut target.env, name.clone(), value);
+                set_env(&mut target.env, name.clone(), value);
                 said
             }
             Lack::Option(flag) => {
@@ -191,163 +193,4 @@ fn tail(path: &Path, max: usize) -> String {
     let mut buf = Vec::new();
     let _ = f.take(max as u64).read_to_end(&mut buf);
     String::from_utf8_lossy(&buf).into_owned()
-}
-
-/// Words of a line that says what went wrong (lower case).
-const ERROR_WORDS: &[&str] = &[
-    "error",
-    "exception",
-    "fatal",
-    "panic",
-    "missing",
-    "required",
-    "must be",
-    "not set",
-    "not found",
-    "no such",
-    "invalid",
-    "usage:",
-    "expected",
-    "cannot",
-    "can't",
-    "could not",
-    "failed",
-    "unable",
-    "denied",
-    "refused",
-    "unknown",
-    "not specified",
-    "please set",
-];
-
-/// The line of the server's stderr that says why it stopped, printable and short, for a
-/// reason: the last line that says an error (a Python traceback's exception, Node's `Error:
-/// ...` above its stack and its `Node.js v20` line, a CLI's "required option ... not
-/// specified"), else the last line that is no stack frame; `None` when it wrote nothing.
-pub(crate) fn error_line(s: &str) -> Option<String> {
-    let frame = |l: &str| {
-        let t = l.trim_start();
-        t.starts_with("at ")
-            || t.starts_with("File \"")
-            || t.starts_with("Node.js v")
-            || t.starts_with("^")
-            || t.starts_with("~~~")
-            || t.starts_with("...")
-            || t.starts_with("Traceback (most recent call last)")
-            || t.starts_with("triggerUncaughtException")
-    };
-    let lines: Vec<&str> = s
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !frame(l))
-        .collect();
-    let says_error = |l: &&&str| {
-        let lower = l.to_lowercase();
-        ERROR_WORDS.iter().any(|w| lower.contains(w))
-    };
-    let line = lines.iter().rev().find(says_error).or(lines.last())?;
-    Some(glassbox_model::truncate(
-        &glassbox_model::printable(line),
-        300,
-    ))
-}
-
-/// The limits among `reached` that can have made the server stop: processes killed out of
-/// memory when it was killed or said it ran out; forks refused when it said it could not
-/// start a process or thread; a full mount when it said so; CPU throttling when it answered
-/// nothing in time. Memory reclaimed and throttling alone stop nothing.
-pub(crate) fn limits_that_failed(
-    reached: &[String],
-    exit: Option<&ServerExit>,
-    stderr: &str,
-) -> Vec<String> {
-    let said = stderr.to_lowercase();
-    let says = |words: &[&str]| words.iter().any(|w| said.contains(w));
-    let killed = matches!(
-        exit,
-        Some(ServerExit::Signaled {
-            by_glassbox: false,
-            ..
-        })
-    );
-    reached
-        .iter()
-        .filter(|l| {
-            if l.contains("killed out of memory") {
-                killed || says(&["out of memory", "cannot allocate", "enomem", "memoryerror"])
-            } else if l.starts_with("pids limit") {
-                says(&[
-                    "resource temporarily unavailable",
-                    "eagain",
-                    "can't start new thread",
-                    "cannot create thread",
-                    "pthread_create",
-                    "fork",
-                    "spawn",
-                ])
-            } else if l.contains(" is full (") {
-                says(&["no space left", "enospc", "disk full", "disk quota"])
-            } else if l.starts_with("cpu limit") {
-                exit.is_none()
-            } else {
-                false
-            }
-        })
-        .cloned()
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_reason_quotes_the_line_that_says_the_error() {
-        let node = "file:///app/dist/index.js:12\n    throw new Error('GITHUB_TOKEN is required');\n    ^\n\nError: GITHUB_TOKEN is required\n    at Object.<anonymous> (/app/dist/index.js:12:11)\n    at Module._compile (node:internal/modules/cjs/loader:1256:14)\n\nNode.js v20.11.0\n";
-        assert_eq!(
-            error_line(node).as_deref(),
-            Some("Error: GITHUB_TOKEN is required")
-        );
-        let python = "Traceback (most recent call last):\n  File \"/v/bin/srv\", line 8, in <module>\n    sys.exit(main())\nKeyError: 'API_KEY'\n";
-        assert_eq!(error_line(python).as_deref(), Some("KeyError: 'API_KEY'"));
-        let cli =
-            "Usage: srv [options]\nerror: required option '--dev-server-url <url>' not specified\n";
-        assert_eq!(
-            error_line(cli).as_deref(),
-            Some("error: required option '--dev-server-url <url>' not specified")
-        );
-        assert_eq!(error_line("starting...\nbye\n").as_deref(), Some("bye"));
-        assert_eq!(error_line("\n  \n"), None);
-    }
-
-    #[test]
-    fn a_limit_is_named_only_where_it_can_have_stopped_the_server() {
-        let reached = vec![
-            "memory limit (1 GiB) reached: memory reclaimed, nothing killed".to_string(),
-            "pids limit (512) reached: 3 forks refused".to_string(),
-            "/tmp is full (64 MiB tmpfs)".to_string(),
-        ];
-        let exited = ServerExit::Exited { code: 1 };
-        // A missing token: none of them.
-        assert!(limits_that_failed(&reached, Some(&exited), "Error: TOKEN is required").is_empty());
-        // A fork refused, said by the server: that one.
-        assert_eq!(
-            limits_that_failed(&reached, Some(&exited), "Error: spawn EAGAIN"),
-            vec![reached[1].clone()]
-        );
-        assert_eq!(
-            limits_that_failed(
-                &reached,
-                Some(&exited),
-                "OSError: [Errno 28] No space left on device"
-            ),
-            vec![reached[2].clone()]
-        );
-        let oom = vec!["memory limit (1 GiB) reached: 1 process killed out of memory".to_string()];
-        let killed = ServerExit::Signaled {
-            signal: 9,
-            by_glassbox: false,
-        };
-        assert_eq!(limits_that_failed(&oom, Some(&killed), ""), oom);
-    }
 }

@@ -4,7 +4,15 @@
 //! `audit-guest` run, its records and the one reader of the events port (`microvm.rs`). The
 //! command's standard streams are glassbox's own; it ends when the command exits.
 
-use crate::*;
+use crate::recording::Launch;
+use crate::{recording, Error, EventSink, Isolation, RecorderChoice, ResponderChoice};
+use glassbox_model::{NetworkMode, ServerExit};
+use glassbox_plan::target;
+use std::ffi::OsString;
+use std::io::Read;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
 
 /// What [`trace`] runs, and how.
 #[derive(Clone, Debug)]
