@@ -250,6 +250,8 @@ impl glassbox_registry::batch::Watch for EntryWatch<'_> {
         }
         let label = self.label(index);
         match &job.launch {
+            // A server.json's remote keeps its `type` as written: anything but `sse` is spoken
+            // to as streamable HTTP.
             glassbox_plan::config::Launch::Remote { transport, .. } => eprintln!(
                 "glassbox: auditing {label} (remote, {})",
                 if transport == "sse" {
@@ -263,13 +265,7 @@ impl glassbox_registry::batch::Watch for EntryWatch<'_> {
     }
 
     fn progress<'a>(&'a self, _: usize) -> Box<dyn Progress + 'a> {
-        if self.quiet {
-            Box::new(glassbox_audit::Quiet)
-        } else {
-            Box::new(StderrProgress {
-                start: Instant::now(),
-            })
-        }
+        progress(self.quiet)
     }
 
     fn done(&self, d: &glassbox_registry::batch::Done) {
@@ -327,18 +323,23 @@ fn recorded(
     }
 }
 
+/// An audit's progress: its phases on stderr from now, or nothing when `quiet`.
+fn progress(quiet: bool) -> Box<dyn Progress> {
+    if quiet {
+        Box::new(glassbox_audit::Quiet)
+    } else {
+        Box::new(StderrProgress {
+            start: Instant::now(),
+        })
+    }
+}
+
 /// Runs one audit (`run`, with a progress display unless `quiet`).
 fn run_audit(
     run: impl Fn(&dyn Progress) -> Result<glassbox_audit::Audit, glassbox_audit::Error>,
     quiet: bool,
 ) -> Result<glassbox_audit::Audit, glassbox_audit::Error> {
-    if quiet {
-        run(&glassbox_audit::Quiet)
-    } else {
-        run(&StderrProgress {
-            start: Instant::now(),
-        })
-    }
+    run(progress(quiet).as_ref())
 }
 
 /// Runs one audit, prints its report (and writes `--json`/`--sarif`), records it in the

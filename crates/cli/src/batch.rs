@@ -102,15 +102,13 @@ impl Shared {
         self.show();
     }
 
-    /// The labels of target `index`: as the bar shows it, as lines show it.
-    fn labels(&self, index: usize, job: &Job) -> (String, String) {
-        self.shown.get(&index).cloned().unwrap_or_else(|| {
-            let label = printable(&job.label);
-            (short(&label, 40), short(&label, 60))
-        })
+    /// The labels of target `index` (every target of the batch has them): as the bar shows
+    /// it, as lines show it.
+    fn labels(&self, index: usize) -> (String, String) {
+        self.shown.get(&index).cloned().unwrap_or_default()
     }
 
-    fn finished(&self, index: usize, row: &Row) {
+    fn finished(&self, index: usize, outcome: &Outcome) {
         self.running
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -125,11 +123,11 @@ impl Shared {
             self.bar.position(),
             self.bar.length().unwrap_or(0),
             index + 1,
-            row.outcome.verdict(),
-            row.shown,
-            match &row.outcome {
-                Outcome::Audited { .. } | Outcome::Skipped { .. } => row.outcome.detail(),
-                _ => short(&row.outcome.detail(), 200),
+            outcome.verdict(),
+            self.labels(index).1,
+            match outcome {
+                Outcome::Audited { .. } | Outcome::Skipped { .. } => outcome.detail(),
+                _ => short(&outcome.detail(), 200),
             },
             w = self.width
         );
@@ -142,49 +140,36 @@ impl Shared {
 }
 
 /// The bar and the lines of a batch as it runs.
-struct Shown<'a> {
-    shared: &'a Shared,
-    jobs: &'a BTreeMap<usize, &'a Job>,
-}
-
-impl Watch for Shown<'_> {
-    fn started(&self, index: usize, job: &Job) {
-        self.shared.set(index, self.shared.labels(index, job).0);
+impl Watch for Shared {
+    fn started(&self, index: usize, _: &Job) {
+        self.set(index, self.labels(index).0);
     }
 
     fn progress<'a>(&'a self, index: usize) -> Box<dyn Progress + 'a> {
-        Box::new(JobProgress { shown: self, index })
+        Box::new(JobProgress {
+            shared: self,
+            index,
+        })
     }
 
     fn done(&self, d: &Done) {
-        if let Some(job) = self.jobs.get(&d.index) {
-            let row = Row {
-                number: d.index + 1,
-                shown: self.shared.labels(d.index, job).1,
-                version: d.version.clone(),
-                outcome: d.outcome.clone(),
-                took: d.took,
-            };
-            self.shared.finished(d.index, &row);
-        }
+        self.finished(d.index, &d.outcome);
     }
 }
 
 /// The phases of one audit, shown in the bar.
 struct JobProgress<'a> {
-    shown: &'a Shown<'a>,
+    shared: &'a Shared,
     index: usize,
 }
 
 impl Progress for JobProgress<'_> {
     fn phase(&self, phase: &Phase) {
-        if let Some(job) = self.shown.jobs.get(&self.index) {
-            let label = self.shown.shared.labels(self.index, job).0;
-            self.shown.shared.set(
-                self.index,
-                format!("{label}: {}", printable(&phase.to_string())),
-            );
-        }
+        let label = self.shared.labels(self.index).0;
+        self.shared.set(
+            self.index,
+            format!("{label}: {}", printable(&phase.to_string())),
+        );
     }
 }
 
@@ -302,11 +287,12 @@ pub(crate) fn run(args: BatchArgs, cwd: PathBuf, vars: &dyn Vars) -> Result<i32>
             .progress_chars("=> "),
     );
     bar.enable_steady_tick(Duration::from_millis(500));
+    let width = total.to_string().len();
     let shared = Shared {
         bar,
         running: Mutex::new(BTreeMap::new()),
         quiet: args.quiet,
-        width: total.to_string().len(),
+        width,
         shown: {
             let labels: Vec<String> = jobs.iter().map(|(_, j)| printable(&j.label)).collect();
             let labels: Vec<&str> = labels.iter().map(String::as_str).collect();
@@ -333,25 +319,17 @@ pub(crate) fn run(args: BatchArgs, cwd: PathBuf, vars: &dyn Vars) -> Result<i32>
         resume: !args.force,
         keep_audits: false,
         checks: glassbox_checks::versions(),
-        width: total.to_string().len(),
-    };
-    let by_index: BTreeMap<usize, &Job> = jobs.iter().map(|(n, j)| (*n, j)).collect();
-    let shown = Shown {
-        shared: &shared,
-        jobs: &by_index,
+        width,
     };
     let start = Instant::now();
-    let done = glassbox_registry::batch::run(&batch, &jobs, workers, &shown);
+    let done = glassbox_registry::batch::run(&batch, &jobs, workers, &shared);
     let elapsed = start.elapsed();
     shared.bar.finish_and_clear();
     let rows: Vec<Row> = done
         .into_iter()
         .map(|d| Row {
             number: d.index + 1,
-            shown: by_index
-                .get(&d.index)
-                .map(|job| shared.labels(d.index, job).1)
-                .unwrap_or_default(),
+            shown: shared.labels(d.index).1,
             version: d.version,
             outcome: d.outcome,
             took: d.took,

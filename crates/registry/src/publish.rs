@@ -22,6 +22,12 @@ pub fn load(store: &Store, id: i64) -> Result<Stored, Error> {
         id,
         store: store.location().display().to_string(),
     })?;
+    with_report(store, row)
+}
+
+/// The audit of `row` (a row of `store`), with its report and evidence.
+pub fn with_report(store: &Store, row: AuditRow) -> Result<Stored, Error> {
+    let id = row.id;
     let report = store.report(id)?.ok_or(Error::NoReport(id))?;
     let evidence =
         glassbox_model::bundle::load(&row.evidence_dir).map_err(|source| Error::Evidence {
@@ -41,16 +47,13 @@ pub fn load(store: &Store, id: i64) -> Result<Stored, Error> {
 pub fn published(row: &AuditRow, mut stored: AuditReport, ev: &Evidence) -> AuditReport {
     glassbox_checks::apply_retractions(&mut stored.checks, &ev.manifest, &ev.flows);
     let status = |check: &str, summary: &str| {
-        row.findings
-            .iter()
-            .find(|f| f.check_id == check && f.summary == summary)
-            // A finding the store does not know (the stored report and its rows disagree) is
-            // withheld: nothing is published that no one could review.
-            .and_then(|f| match f.status {
-                FindingStatus::Published => Some(true),
-                FindingStatus::Rejected => Some(false),
-                FindingStatus::Withheld => None,
-            })
+        // A finding the store does not know (the stored report and its rows disagree) is
+        // withheld: nothing is published that no one could review.
+        status(row, check, summary).and_then(|s| match s {
+            FindingStatus::Published => Some(true),
+            FindingStatus::Rejected => Some(false),
+            FindingStatus::Withheld => None,
+        })
     };
     glassbox_audit::recheck::published(&stored, &ev.manifest, &status)
 }
@@ -66,12 +69,7 @@ pub fn sarif(
     include_withheld: bool,
 ) -> String {
     glassbox_checks::apply_retractions(&mut stored.checks, &ev.manifest, &ev.flows);
-    let status = |check: &str, summary: &str| {
-        row.findings
-            .iter()
-            .find(|f| f.check_id == check && f.summary == summary)
-            .map(|f| f.status)
-    };
+    let status = |check: &str, summary: &str| status(row, check, summary);
     let report = glassbox_audit::recheck::published(&stored, &ev.manifest, &|check, summary| {
         Some(status(check, summary) != Some(FindingStatus::Rejected))
     });
@@ -82,4 +80,12 @@ pub fn sarif(
         _ => Publication::Withheld,
     };
     glassbox_report::sarif(ev, &report, &publication)
+}
+
+/// The review status the store holds for the finding of `check` that says `summary`.
+fn status(row: &AuditRow, check: &str, summary: &str) -> Option<FindingStatus> {
+    row.findings
+        .iter()
+        .find(|f| f.check_id == check && f.summary == summary)
+        .map(|f| f.status)
 }

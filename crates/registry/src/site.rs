@@ -1,7 +1,7 @@
 //! Every audit of a store, published as [`publish::published`](crate::publish::published)
 //! publishes it, as a static site (`glassbox_report::site`), written page by page.
 
-use crate::publish::{load, published};
+use crate::publish::{published, with_report};
 use crate::Error;
 use std::path::Path;
 
@@ -35,7 +35,8 @@ pub fn write(
     let mut site = glassbox_report::site::Site::new();
     let mut left_out = Vec::new();
     for row in store.audits()? {
-        let stored = match load(store, row.id) {
+        let id = row.id;
+        let stored = match with_report(store, row) {
             Ok(s) => s,
             // The store failing is the site failing; an audit it cannot show is left out.
             Err(e @ Error::Store(_)) => return Err(e),
@@ -47,13 +48,14 @@ pub fn write(
                     ),
                     e => e.to_string(),
                 };
-                left_out.push((row.id, why));
+                left_out.push((id, why));
                 continue;
             }
         };
         let report = published(&stored.row, stored.report, &stored.evidence);
+        let row = &stored.row;
         write(&site.add(&glassbox_report::site::Audit {
-            id: row.id,
+            id,
             target: &row.target,
             version: row.target_version.as_deref(),
             started_at: &row.started_at,
