@@ -34,6 +34,7 @@ use crate::secrets::Secrets;
 use crate::{target, Error};
 use glassbox_model::{Event, Flow, SandboxSettings, ServerExit, VmRecord};
 use glassbox_trace::{Clock, RecorderStats};
+use glassbox_vm::clock::{Bound, GuestClock, TICK, WALL_FACTOR};
 use glassbox_vm::mux::{Mux, MuxStream};
 use glassbox_vm::wire::{
     GuestRequest, Record, RunEnd, WireCertificate, WireLimits, WireSecrets, WireTarget,
@@ -55,8 +56,10 @@ const GUEST_CARD: &str = "eth0";
 /// The hidden subcommand the guest's glassbox runs: [`guest_main`].
 pub const GUEST_SUBCOMMAND: &str = "audit-guest";
 
-/// The bound on the boot, up to the agent's ready (TCG boots take about 5 s; a loaded host and
-/// a debug build much more).
+/// The bound on the boot, up to the agent's ready (TCG boots take about 5 s; a debug build
+/// more). This and every bound on a guest below are counted in guest time
+/// ([`glassbox_vm::clock`]): the time its QEMU was not kept waiting for a CPU, so a loaded
+/// host makes a guest slow, never lost.
 const BOOT_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The bound from the agent's ready to the guest's sandbox running the server.
@@ -75,9 +78,7 @@ const END_CAP: Duration = Duration::from_secs(600);
 
 /// Environment variable that makes the guest's glassbox hang once the server has ended,
 /// before its end-of-run report: how the tests prove that a hung guest is killed and the audit
-/// is inconclusive with the reason. Passed on to the guest when set; `once:PATH`: only the
-/// run that creates the file PATH hangs (how the tests prove that the selftest runs a control
-/// whose guest was lost once more). Never set it otherwise.
+/// is inconclusive with the reason. Passed on to the guest when set. Never set it otherwise.
 pub const FAULT_GUEST_HANG: &str = "GLASSBOX_FAULT_GUEST_HANG";
 
 /// Environment variable that bounds the guest's boot to this many milliseconds instead of
@@ -330,26 +331,22 @@ pub(crate) struct VmRun {
     hung: Option<String>,
 }
 
-/// When a guest channel last carried something: shared by its reader and the waiter.
+/// How many lines a guest channel carried: shared by its reader and the waiter, which
+/// reads a change as the guest's progress.
 #[derive(Clone)]
-struct Progress(Arc<std::sync::Mutex<std::time::Instant>>);
+struct Progress(Arc<std::sync::atomic::AtomicU64>);
 
 impl Progress {
     fn new() -> Self {
-        Progress(Arc::new(std::sync::Mutex::new(std::time::Instant::now())))
+        Progress(Arc::new(std::sync::atomic::AtomicU64::new(0)))
     }
 
     fn touch(&self) {
-        if let Ok(mut t) = self.0.lock() {
-            *t = std::time::Instant::now();
-        }
+        self.0.fetch_add(1, Ordering::Relaxed);
     }
 
-    fn last(&self) -> std::time::Instant {
-        self.0
-            .lock()
-            .map(|t| *t)
-            .unwrap_or_else(|_| std::time::Instant::now())
+    fn lines(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
     }
 }
 
@@ -427,44 +424,22 @@ pub(crate) fn start(
     // The guest glassbox plants the secrets under TMPDIR, never in a shared read-only /tmp.
     cmd.env.push(("TMPDIR".into(), agent::TMP_IN_GUEST.into()));
     if let Some(v) = std::env::var_os(FAULT_GUEST_HANG) {
-        let hang = match v.to_str().and_then(|s| s.strip_prefix("once:")) {
-            Some(marker) => std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(marker)
-                .is_ok(),
-            None => true,
-        };
-        if hang {
-            cmd.env.push((FAULT_GUEST_HANG.into(), v));
-        }
+        cmd.env.push((FAULT_GUEST_HANG.into(), v));
     }
-    // A guest that does not come up is booted once more: nothing of the server has run yet, so
-    // a second boot changes nothing the audit observes (the first's console is kept in the
-    // manifest). Seen here about once in 150 TCG boots on a loaded two-core host.
-    let mut boot_retries = Vec::new();
-    let mut vm = loop {
-        match Vm::start(&config, &cmd) {
-            Ok(vm) => break vm,
-            Err(e @ glassbox_vm::Error::BootTimeout { .. }) if boot_retries.is_empty() => {
-                boot_retries.push(e.to_string());
-            }
-            Err(e) => {
-                let why = format!("the microVM did not start: {e}");
-                return Err(match e {
-                    // The guest itself failed: the audit is inconclusive, with the reason.
-                    glassbox_vm::Error::BootTimeout { .. }
-                    | glassbox_vm::Error::Hung { .. }
-                    | glassbox_vm::Error::Died { .. } => {
-                        Error::GuestLost(match boot_retries.first() {
-                            Some(first) => format!("{why} (booted twice; the first: {first})"),
-                            None => why,
-                        })
-                    }
-                    // glassbox or the host cannot run a VM: an error, as for a broken sandbox.
-                    _ => Error::VmStart(e),
-                });
-            }
+    // A guest that does not come up is lost: it is booted once, never again (its boot is
+    // bounded in guest time, so a loaded host does not lose it).
+    let mut vm = match Vm::start(&config, &cmd) {
+        Ok(vm) => vm,
+        Err(e) => {
+            let why = format!("the microVM did not start: {e}");
+            return Err(match e {
+                // The guest itself failed: the audit is inconclusive, with the reason.
+                glassbox_vm::Error::BootTimeout { .. }
+                | glassbox_vm::Error::Hung { .. }
+                | glassbox_vm::Error::Died { .. } => Error::GuestLost(why),
+                // glassbox or the host cannot run a VM: an error, as for a broken sandbox.
+                _ => Error::VmStart(e),
+            });
         }
     };
     // The edge, on the host: every frame of the guest's only network card comes here. It
@@ -509,7 +484,7 @@ pub(crate) fn start(
         .into(),
         accelerator_reason: vm.info.accel.reason.clone(),
         boot_ms: vec![vm.info.ready.as_millis() as u64],
-        boot_retries,
+        boot_retries: Vec::new(),
         memory_mib: config.memory_mib,
         cpus: config.cpus,
         lost: Vec::new(),
@@ -617,23 +592,33 @@ pub(crate) fn start(
         })
         .map_err(Error::io("start the guest events reader"))?;
     // `lost`: the guest hung or ended before it said anything (not a refusal it reported).
-    let (started, lost) = match started_rx.recv_timeout(START_TIMEOUT) {
-        Ok(r) => (r, false),
-        Err(RecvTimeoutError::Timeout) => (
-            Record::Failed {
-                reason: format!(
-                    "the guest did not start the server within {} s; the VM was killed",
-                    START_TIMEOUT.as_secs()
-                ),
-            },
-            true,
-        ),
-        Err(RecvTimeoutError::Disconnected) => (
-            Record::Failed {
-                reason: "the guest ended before it started the server".into(),
-            },
-            true,
-        ),
+    // Counted in guest time: a guest kept waiting for a CPU is slow, not lost.
+    let mut bound = Bound::new(vm.qemu_pid(), START_TIMEOUT);
+    let (started, lost) = loop {
+        let Some(wait) = bound.next_wait() else {
+            break (
+                Record::Failed {
+                    reason: format!(
+                        "the guest did not start the server within {} s{}; the VM was killed",
+                        START_TIMEOUT.as_secs(),
+                        bound.starved_note()
+                    ),
+                },
+                true,
+            );
+        };
+        match started_rx.recv_timeout(wait) {
+            Ok(r) => break (r, false),
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => {
+                break (
+                    Record::Failed {
+                        reason: "the guest ended before it started the server".into(),
+                    },
+                    true,
+                )
+            }
+        }
     };
     let Record::Started {
         guest_now_ns: _,
@@ -711,34 +696,42 @@ impl VmRun {
     /// the server's end.
     pub(crate) fn wait_timeout(&mut self, timeout: Duration) -> Option<ServerExit> {
         if self.finished.is_none() && self.hung.is_none() {
-            let start = std::time::Instant::now();
-            let deadline = start + timeout + self.slack;
-            let cap = deadline + END_CAP;
+            // Counted in guest time: a guest kept waiting for a CPU is slow, not hung.
+            let mut clock = GuestClock::start(self.vm.qemu_pid());
+            let bound = timeout + self.slack;
+            let cap = bound + END_CAP;
+            let mut lines = self.progress.lines();
+            let mut last_line = Duration::ZERO;
             loop {
+                let now = clock.counted();
+                if self.progress.lines() != lines {
+                    lines = self.progress.lines();
+                    last_line = now;
+                }
                 // The bound moves with the guest's last line, up to the cap.
-                let until = deadline.max(self.progress.last() + END_SLACK).min(cap);
-                let now = std::time::Instant::now();
-                if now >= until {
+                let until = bound.max(last_line + END_SLACK).min(cap);
+                if now >= until || clock.wall() >= cap * WALL_FACTOR {
                     let console = self.vm.console_tail();
                     let console = match console.trim().is_empty() {
                         true => String::new(),
                         false => format!("; last console lines:\n{console}"),
                     };
+                    let starved = glassbox_vm::clock::starved_note(&clock);
                     self.hung = Some(if until == cap {
                         format!(
-                            "the guest did not end the run within {} s of the server's stdin closing, though it kept sending; the VM was killed{console}",
-                            (cap - start).as_secs()
+                            "the guest did not end the run within {} s of the server's stdin closing, though it kept sending{starved}; the VM was killed{console}",
+                            now.as_secs()
                         )
                     } else {
                         format!(
-                            "the guest hung: no end of the run within {} s of the server's stdin closing, nothing sent for {} s; the VM was killed{console}",
-                            (now - start).as_secs(),
-                            now.saturating_duration_since(self.progress.last()).as_secs()
+                            "the guest hung: no end of the run within {} s of the server's stdin closing, nothing sent for {} s{starved}; the VM was killed{console}",
+                            now.as_secs(),
+                            (now - last_line).as_secs()
                         )
                     });
                     break;
                 }
-                match self.finished_rx.recv_timeout(until - now) {
+                match self.finished_rx.recv_timeout((until - now).min(TICK)) {
                     Ok(r) => {
                         self.finished = Some(r);
                         break;

@@ -1438,8 +1438,9 @@ pub struct VmRecord {
     /// Milliseconds from starting QEMU to the guest agent's ready, per run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub boot_ms: Vec<u64>,
-    /// Boots that did not come up and were tried again (at most one per run), each with why
-    /// and the end of that guest's console.
+    /// An older bundle's boots that did not come up and were tried again, each with why and
+    /// the end of that guest's console. glassbox no longer boots a guest twice (its bounds
+    /// are counted in guest time; a guest that does not come up is lost, in [`Self::lost`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub boot_retries: Vec<String>,
     /// The guest's memory in MiB (0: not recorded, an older bundle).

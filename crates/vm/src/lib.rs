@@ -51,6 +51,7 @@ compile_error!("glassbox's microVM backend runs x86-64 guests under QEMU on Linu
 
 pub mod accel;
 pub mod agent;
+pub mod clock;
 pub mod initramfs;
 pub mod kernel;
 pub mod mux;
@@ -92,18 +93,22 @@ pub enum Error {
         source: io::Error,
     },
     /// The guest agent did not report ready in time.
-    #[error("the guest did not come up within {} s; the VM was killed{}", after.as_secs(), tail_note(console))]
+    #[error("the guest did not come up within {} s{starved}; the VM was killed{}", after.as_secs(), tail_note(console))]
     BootTimeout {
-        /// The bound.
+        /// The bound, in guest time ([`clock`]).
         after: Duration,
+        /// The wall time it took beyond the bound, in words (empty if none).
+        starved: String,
         /// The end of the guest's console and QEMU's messages.
         console: String,
     },
     /// The command did not end in time: the guest hung (or the command did).
-    #[error("the guest hung: the command had not exited after {} s; the VM was killed{}", after.as_secs(), tail_note(console))]
+    #[error("the guest hung: the command had not exited after {} s{starved}; the VM was killed{}", after.as_secs(), tail_note(console))]
     Hung {
-        /// The bound.
+        /// The bound, in guest time ([`clock`]).
         after: Duration,
+        /// The wall time it took beyond the bound, in words (empty if none).
+        starved: String,
         /// The end of the guest's console and QEMU's messages.
         console: String,
     },
@@ -171,7 +176,7 @@ pub struct VmConfig {
     /// during its install). QEMU writes in them as its own uid (the sandbox's unprivileged
     /// one when glassbox runs as root), so they must be writable by it.
     pub shares_rw: Vec<PathBuf>,
-    /// Bound on the boot, up to the agent's "ready".
+    /// Bound on the boot, up to the agent's "ready", in guest time ([`clock`]).
     pub boot_timeout: Duration,
     /// Forced accelerator; `None`: detect ([`accel::detect`]).
     pub accel: Option<Accel>,
@@ -385,6 +390,8 @@ impl Drop for StdinPort {
 pub struct Vm {
     child: Option<Child>,
     ctl: UnixStream,
+    /// Bytes of the control stream read but not yet a whole frame.
+    ctl_buf: Vec<u8>,
     /// The command's standard input (dropping it closes the guest command's stdin).
     pub stdin: Option<StdinPort>,
     /// The command's standard output.
@@ -915,6 +922,7 @@ impl Vm {
         let mut vm = Vm {
             child: Some(child),
             ctl,
+            ctl_buf: Vec::new(),
             stdin: stdin.map(StdinPort::new),
             stdout,
             stderr,
@@ -941,9 +949,19 @@ impl Vm {
         request
             .write(&mut vm.ctl)
             .map_err(Error::io("cannot send the request to the guest"))?;
-        let deadline = start + config.boot_timeout;
+        // The boot's bound is counted in guest time: a guest kept waiting for a CPU by a
+        // loaded host is slow, not lost (see [`clock`]).
+        let mut bound = clock::Bound::new(vm.qemu_pid(), config.boot_timeout);
         loop {
-            match vm.next_frame(deadline) {
+            let Some(wait) = bound.next_wait() else {
+                vm.kill();
+                return Err(Error::BootTimeout {
+                    after: config.boot_timeout,
+                    starved: bound.starved_note(),
+                    console: vm.console_tail(),
+                });
+            };
+            match vm.next_frame(wait) {
                 Ok((proto::READY, p)) => {
                     vm.info.ready = start.elapsed();
                     let text = String::from_utf8_lossy(&p).into_owned();
@@ -971,36 +989,41 @@ impl Vm {
                         tag as char
                     )));
                 }
-                Err(FrameError::Timeout) => {
-                    vm.kill();
-                    return Err(Error::BootTimeout {
-                        after: config.boot_timeout,
-                        console: vm.console_tail(),
-                    });
-                }
+                Err(FrameError::Timeout) => {}
                 Err(FrameError::Ended(e)) => return Err(vm.died(e)),
             }
         }
     }
 
-    fn next_frame(&mut self, deadline: Instant) -> Result<(u8, Vec<u8>), FrameError> {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(FrameError::Timeout);
-        }
-        let _ = self.ctl.set_read_timeout(Some(left));
-        match proto::read_frame(&mut self.ctl) {
-            Ok(Some(f)) => Ok(f),
-            Ok(None) => Err(FrameError::Ended(None)),
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                ) =>
-            {
-                Err(FrameError::Timeout)
+    /// The next frame of the control stream, waiting up to `wait` for more bytes. The bytes
+    /// of a frame not yet whole are kept for the next call: a wait may end in a frame's
+    /// middle.
+    fn next_frame(&mut self, wait: Duration) -> Result<(u8, Vec<u8>), FrameError> {
+        let mut chunk = [0u8; 4096];
+        loop {
+            match proto::take_frame(&mut self.ctl_buf) {
+                Ok(Some(f)) => return Ok(f),
+                Ok(None) => {}
+                Err(e) => return Err(FrameError::Ended(Some(e))),
             }
-            Err(e) => Err(FrameError::Ended(Some(e))),
+            let _ = self
+                .ctl
+                .set_read_timeout(Some(wait.max(Duration::from_millis(1))));
+            match self.ctl.read(&mut chunk) {
+                Ok(0) if self.ctl_buf.is_empty() => return Err(FrameError::Ended(None)),
+                Ok(0) => return Err(FrameError::Ended(Some(io::ErrorKind::UnexpectedEof.into()))),
+                Ok(n) => self.ctl_buf.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    return Err(FrameError::Timeout)
+                }
+                Err(e) => return Err(FrameError::Ended(Some(e))),
+            }
         }
     }
 
@@ -1043,12 +1066,21 @@ impl Vm {
         lines[lines.len().saturating_sub(15)..].join("\n")
     }
 
-    /// Waits for the command to end, at most `timeout` from now; a guest that does not report
-    /// by then is killed and [`Error::Hung`] returned.
+    /// Waits for the command to end, at most `timeout` of guest time ([`clock`]) from now; a
+    /// guest that does not report by then is killed and [`Error::Hung`] returned.
     pub fn wait(&mut self, timeout: Duration) -> Result<GuestExit> {
-        let deadline = Instant::now() + timeout;
+        // Counted in guest time, as the boot is.
+        let mut bound = clock::Bound::new(self.qemu_pid(), timeout);
         loop {
-            match self.next_frame(deadline) {
+            let Some(wait) = bound.next_wait() else {
+                self.kill();
+                return Err(Error::Hung {
+                    after: timeout,
+                    starved: bound.starved_note(),
+                    console: self.console_tail(),
+                });
+            };
+            match self.next_frame(wait) {
                 Ok((proto::EXITED, p)) => {
                     let p = String::from_utf8_lossy(&p).into_owned();
                     let n = |s: &str| s.trim().parse::<i32>().unwrap_or(-1);
@@ -1063,13 +1095,7 @@ impl Vm {
                     return Err(Error::Agent(String::from_utf8_lossy(&p).into_owned()));
                 }
                 Ok(_) => {}
-                Err(FrameError::Timeout) => {
-                    self.kill();
-                    return Err(Error::Hung {
-                        after: timeout,
-                        console: self.console_tail(),
-                    });
-                }
+                Err(FrameError::Timeout) => {}
                 Err(FrameError::Ended(e)) => return Err(self.died(e)),
             }
         }

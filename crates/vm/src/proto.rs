@@ -85,6 +85,29 @@ pub fn read_frame(r: &mut impl Read) -> io::Result<Option<(u8, Vec<u8>)>> {
     Ok(Some((head[0], payload)))
 }
 
+/// Takes one whole frame off the front of `buf` (bytes read so far); `Ok(None)` while the
+/// frame is not whole yet. What a reader that may time out between reads uses: a frame read
+/// in parts is never lost.
+pub fn take_frame(buf: &mut Vec<u8>) -> io::Result<Option<(u8, Vec<u8>)>> {
+    if buf.len() < 5 {
+        return Ok(None);
+    }
+    let len = u32::from_le_bytes([buf[1], buf[2], buf[3], buf[4]]) as usize;
+    if len > MAX_FRAME {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("frame of {len} bytes"),
+        ));
+    }
+    if buf.len() < 5 + len {
+        return Ok(None);
+    }
+    let tag = buf[0];
+    let payload = buf[5..5 + len].to_vec();
+    buf.drain(..5 + len);
+    Ok(Some((tag, payload)))
+}
+
 /// What the guest runs, as decoded by the agent.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Request {
@@ -175,6 +198,27 @@ impl Request {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_frame_read_in_parts_is_taken_whole_and_only_once() {
+        let mut wire = Vec::new();
+        write_frame(&mut wire, b'R', b"uptime=12").unwrap();
+        write_frame(&mut wire, b'S', b"42").unwrap();
+        let mut buf = Vec::new();
+        let mut got = Vec::new();
+        // One byte at a time: no frame before it is whole, none lost.
+        for b in wire {
+            buf.push(b);
+            while let Some(f) = take_frame(&mut buf).unwrap() {
+                got.push(f);
+            }
+        }
+        assert_eq!(got, [(b'R', b"uptime=12".to_vec()), (b'S', b"42".to_vec())]);
+        assert!(buf.is_empty());
+        let mut huge = vec![b'X'];
+        huge.extend_from_slice(&u32::MAX.to_le_bytes());
+        assert!(take_frame(&mut huge).is_err());
+    }
 
     #[test]
     fn request_round_trips() {

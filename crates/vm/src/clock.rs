@@ -1,0 +1,283 @@
+//! The time a bound on a guest counts: the wall time in which its QEMU was not kept waiting
+//! for a CPU.
+//!
+//! Under TCG a guest is QEMU's threads emulating it. On a loaded host those threads wait in
+//! the kernel's run queue and the guest runs slower by as much: a guest whose boot takes 5 s
+//! alone takes 30 s beside a compilation. A bound in wall time then "loses" a guest that was
+//! only starved, and whether a run is lost depends on what else the machine did. A bound in
+//! [`GuestClock`] time does not: each interval counts its wall time less the longest time any
+//! of QEMU's threads spent runnable but waiting for a CPU in it (the kernel's
+//! `/proc/PID/task/TID/schedstat`, second field, nanoseconds). A guest that hangs still
+//! spends its bound: an idle guest's threads sleep (they do not wait for a CPU), a spinning
+//! one gets its share of the CPUs. A host that keeps the guest waiting without end is bounded
+//! too: [`Bound`] gives up after [`WALL_FACTOR`] times its bound in wall time.
+//!
+//! Written here because no crate reads a process's run-queue delay (`procfs` parses
+//! `/proc/PID/schedstat` but not per thread, and would be the only user of a large crate).
+//! Where schedstat cannot be read (a kernel without `CONFIG_SCHED_INFO`), every interval
+//! counts whole: the bound is wall time, as before.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+/// A bound in guest time gives up anyway after this many times itself in wall time.
+pub const WALL_FACTOR: u32 = 10;
+
+/// How long a waiter blocks between two readings of the clock.
+pub const TICK: Duration = Duration::from_millis(500);
+
+/// The time counted for a guest since [`GuestClock::start`]: wall time less what its QEMU
+/// waited for a CPU (module docs).
+#[derive(Debug)]
+pub struct GuestClock {
+    pid: Option<u32>,
+    started: Instant,
+    at: Instant,
+    /// Each thread's run-queue delay at the last reading (ns).
+    delays: HashMap<u32, u64>,
+    counted: Duration,
+    /// Whether schedstat could be read at the last reading.
+    readable: bool,
+}
+
+impl GuestClock {
+    /// A clock for QEMU's process `pid`, at zero now (`None`: wall time).
+    pub fn start(pid: Option<u32>) -> GuestClock {
+        let (delays, readable) = match pid {
+            Some(p) => match run_delays(p) {
+                Some(d) => (d, true),
+                None => (HashMap::new(), false),
+            },
+            None => (HashMap::new(), false),
+        };
+        let now = Instant::now();
+        GuestClock {
+            pid,
+            started: now,
+            at: now,
+            delays,
+            counted: Duration::ZERO,
+            readable,
+        }
+    }
+
+    /// Reads the clock: the time counted since it started.
+    pub fn counted(&mut self) -> Duration {
+        let now = Instant::now();
+        let wall = now - self.at;
+        let waited = match self.pid.filter(|_| self.readable).and_then(run_delays) {
+            Some(delays) => {
+                let waited = longest_wait(&self.delays, &delays);
+                self.delays = delays;
+                waited
+            }
+            // Gone (QEMU ended) or unreadable: the interval counts whole.
+            None => Duration::ZERO,
+        };
+        self.counted += wall.saturating_sub(waited);
+        self.at = now;
+        self.counted
+    }
+
+    /// The wall time since the clock started.
+    pub fn wall(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    /// The wall time not counted (QEMU waited for a CPU), as of the last reading.
+    pub fn starved(&self) -> Duration {
+        (self.at - self.started).saturating_sub(self.counted)
+    }
+
+    /// Whether the clock reads QEMU's waits (false: it is wall time).
+    pub fn reads_waits(&self) -> bool {
+        self.readable
+    }
+}
+
+/// The longest run-queue wait of any thread between two readings; a thread new in `now`
+/// waited all its delay since.
+fn longest_wait(before: &HashMap<u32, u64>, now: &HashMap<u32, u64>) -> Duration {
+    let ns = now
+        .iter()
+        .map(|(tid, d)| d.saturating_sub(before.get(tid).copied().unwrap_or(0)))
+        .max()
+        .unwrap_or(0);
+    Duration::from_nanos(ns)
+}
+
+/// Each thread of `pid` with its run-queue delay (ns); `None` when the process or its
+/// schedstat cannot be read.
+fn run_delays(pid: u32) -> Option<HashMap<u32, u64>> {
+    let mut out = HashMap::new();
+    for entry in std::fs::read_dir(format!("/proc/{pid}/task")).ok()? {
+        let Ok(entry) = entry else { continue };
+        let Some(tid) = entry.file_name().to_str().and_then(|s| s.parse().ok()) else {
+            continue;
+        };
+        // A thread that ended between the listing and the read is skipped.
+        if let Some(d) = std::fs::read_to_string(entry.path().join("schedstat"))
+            .ok()
+            .and_then(|s| parse_schedstat(&s))
+        {
+            out.insert(tid, d);
+        }
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+/// The run-queue delay (ns) of a schedstat line: `on-cpu-ns run-delay-ns timeslices`.
+fn parse_schedstat(line: &str) -> Option<u64> {
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// A bound counted on a [`GuestClock`].
+#[derive(Debug)]
+pub struct Bound {
+    clock: GuestClock,
+    limit: Duration,
+}
+
+impl Bound {
+    /// A bound of `limit` of guest time for QEMU's process `pid`, starting now.
+    pub fn new(pid: Option<u32>, limit: Duration) -> Bound {
+        Bound {
+            clock: GuestClock::start(pid),
+            limit,
+        }
+    }
+
+    /// How long to block before reading again (at most [`TICK`]); `None` once the bound is
+    /// spent, in guest time or in [`WALL_FACTOR`] times it of wall time.
+    pub fn next_wait(&mut self) -> Option<Duration> {
+        let counted = self.clock.counted();
+        if counted >= self.limit || self.clock.wall() >= self.limit * WALL_FACTOR {
+            return None;
+        }
+        Some((self.limit - counted).min(TICK))
+    }
+
+    /// The bound.
+    pub fn limit(&self) -> Duration {
+        self.limit
+    }
+
+    /// The clock it counts on.
+    pub fn clock(&mut self) -> &mut GuestClock {
+        &mut self.clock
+    }
+
+    /// How the time was spent, for a message: empty when QEMU never waited for a CPU,
+    /// else ` (and N s more in wall time, which its QEMU spent waiting for a CPU)`.
+    pub fn starved_note(&self) -> String {
+        starved_note(&self.clock)
+    }
+}
+
+/// The words of [`Bound::starved_note`] for any clock.
+pub fn starved_note(clock: &GuestClock) -> String {
+    let s = clock.starved();
+    if s < Duration::from_secs(1) {
+        return String::new();
+    }
+    format!(
+        " (and {} s more of wall time, in which its QEMU waited for a CPU)",
+        s.as_secs()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schedstat_is_read_as_the_kernel_writes_it() {
+        assert_eq!(
+            parse_schedstat("22822363426 13892538141 17337\n"),
+            Some(13892538141)
+        );
+        assert_eq!(parse_schedstat("garbage"), None);
+        assert_eq!(parse_schedstat(""), None);
+    }
+
+    #[test]
+    fn the_longest_wait_of_a_thread_counts_and_a_new_thread_waited_all_it_says() {
+        let before = HashMap::from([(1, 100), (2, 1_000)]);
+        let now = HashMap::from([(1, 600), (2, 1_200), (3, 300)]);
+        assert_eq!(longest_wait(&before, &now), Duration::from_nanos(500));
+        // A counter that went back (a reused thread id) counts nothing, not a wrap.
+        let now = HashMap::from([(1, 50)]);
+        assert_eq!(longest_wait(&before, &now), Duration::ZERO);
+    }
+
+    /// A process kept waiting for a CPU (more runnable threads than CPUs, all spinning) is
+    /// counted less than wall time; one that sleeps is counted its wall time. The host's own
+    /// processes, not timings: the assertion is only that the clock reads the kernel's waits
+    /// where they exist.
+    #[test]
+    fn a_sleeping_process_counts_its_wall_time() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        // Past its exec: from here on it only sleeps.
+        std::thread::sleep(Duration::from_millis(200));
+        let mut clock = GuestClock::start(Some(child.id()));
+        std::thread::sleep(Duration::from_millis(300));
+        let counted = clock.counted();
+        let wall = clock.wall();
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(clock.reads_waits(), "schedstat is readable on this kernel");
+        // A sleeping process never waits for a CPU: all the time between the two readings
+        // counts.
+        assert!(
+            counted >= Duration::from_millis(300),
+            "{counted:?} of {wall:?}"
+        );
+        assert_eq!(clock.starved(), Duration::ZERO);
+    }
+
+    /// The positive control: more spinning threads than CPUs wait for one, and the clock
+    /// counts less than wall time by as much (the test process is the "QEMU").
+    #[test]
+    fn a_process_kept_waiting_for_a_cpu_counts_less_than_its_wall_time() {
+        let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let mut clock = GuestClock::start(Some(std::process::id()));
+        let spinners: Vec<_> = (0..3 * cpus)
+            .map(|_| {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        std::hint::spin_loop();
+                    }
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_secs(3));
+        let counted = clock.counted();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for s in spinners {
+            let _ = s.join();
+        }
+        // Three runnable threads per CPU: each waits about two thirds of the time.
+        assert!(clock.starved() > Duration::from_secs(1), "{counted:?}");
+        assert!(counted < clock.wall(), "{counted:?}");
+        assert!(starved_note(&clock).contains("waited for a CPU"));
+    }
+
+    #[test]
+    fn a_bound_without_a_process_is_wall_time_and_ends() {
+        let mut b = Bound::new(None, Duration::from_millis(50));
+        let mut waits = 0;
+        while let Some(w) = b.next_wait() {
+            assert!(w <= TICK);
+            std::thread::sleep(w);
+            waits += 1;
+        }
+        assert!(waits >= 1);
+        assert!(b.clock().counted() >= Duration::from_millis(50));
+        assert_eq!(b.starved_note(), "");
+    }
+}
