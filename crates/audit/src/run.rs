@@ -398,15 +398,27 @@ impl Running {
 
     /// Kills what is left of the sandbox and collects the recording.
     pub(crate) fn finish(&mut self) -> (glassbox_model::ServerExit, Recording) {
+        self.finish_saying(&|_| {})
+    }
+
+    /// [`Running::finish`], saying each step first (a microVM guest writes them to its
+    /// console: a guest that hangs there is killed, and its console names the step).
+    pub(crate) fn finish_saying(
+        &mut self,
+        step: &dyn Fn(&str),
+    ) -> (glassbox_model::ServerExit, Recording) {
+        step("ending the sandbox");
         let exit = self.sandbox.finish();
         // Every process is gone: the listener hangs up and the recorder ends by itself; the
         // flag is a backstop.
         self.stop.store(true, Ordering::Relaxed);
+        step("waiting for the recorder");
         let (stats, events, write_error) = self
             .recorder
             .take()
             .and_then(|h| h.join().ok())
             .unwrap_or_default();
+        step("waiting for the edge");
         let edge = self.edge.as_mut().map(EdgeRun::finish).unwrap_or_default();
         (
             exit,

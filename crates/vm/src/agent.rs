@@ -96,6 +96,15 @@ fn console(msg: &str) {
     let _ = writeln!(io::stderr(), "{msg}");
 }
 
+/// Says on the guest's console how far the agent got (the kernel's log, at a level a quiet
+/// console prints, with the kernel's time): a guest lost before it reports is killed with its
+/// console's last lines in the reason, so they name the step it stopped in.
+fn step(what: &str) {
+    if let Ok(mut k) = fs::OpenOptions::new().write(true).open("/dev/kmsg") {
+        let _ = k.write_all(format!("<3>glassbox agent: {what}\n").as_bytes());
+    }
+}
+
 fn power_off() -> ! {
     // SAFETY: sync and reboot take no pointers; pid 1 may power the machine off.
     unsafe {
@@ -190,8 +199,10 @@ fn run(ctl_out: &mut Option<Port>) -> io::Result<()> {
         "",
     )?;
     let at_init = uptime_ms();
+    step("loading the modules");
     load_modules(Path::new(crate::initramfs::MODULE_DIR))?;
     let at_modules = uptime_ms();
+    step("waiting for the ports");
     let found = wait_for_ports()?;
     let port = |name: &str| -> io::Result<PathBuf> {
         found
@@ -204,8 +215,9 @@ fn run(ctl_out: &mut Option<Port>) -> io::Result<()> {
     *ctl_out = Some(ctl.try_clone()?);
     let ready = format!("uptime={} init={at_init} modules={at_modules}", uptime_ms());
     proto::write_frame(&mut ctl, proto::READY, ready.as_bytes())?;
+    step("ready; reading the request");
     let req = Request::read(&mut ctl).map_err(err("read the request"))?;
-
+    step("mounting the shares");
     switch_root(&req)?;
     // The port devices moved with /dev; make the names udev would have made.
     let _ = fs::create_dir_all("/dev/virtio-ports");
@@ -226,6 +238,7 @@ fn run(ctl_out: &mut Option<Port>) -> io::Result<()> {
         link_up("eth0", libc::IFF_NOARP).map_err(err("bring eth0 up"))?;
     }
 
+    step("opening the command's ports");
     let stdin_port = Port::open_read(&port(ports::STDIN)?).map_err(err("open the stdin port"))?;
     let stdout_port =
         Port::open_write(&port(ports::STDOUT)?).map_err(err("open the stdout port"))?;
@@ -255,6 +268,7 @@ fn run(ctl_out: &mut Option<Port>) -> io::Result<()> {
         String::from_utf8_lossy(program)
     )))?;
     let pid = child.id() as libc::pid_t;
+    step(&format!("started the command (pid {pid})"));
     proto::write_frame(&mut ctl, proto::STARTED, pid.to_string().as_bytes())?;
 
     let child_stdin = child.stdin.take();
