@@ -1003,10 +1003,109 @@ pub fn guest_main() -> Result<i32, Error> {
 /// quiet console prints): a guest that never reports the server started is killed, and the
 /// console's last lines are in the reason, so they name the step it stopped in.
 fn guest_step(what: &str) {
+    step_to(what, true);
+}
+
+/// [`guest_step`] for a step that lasts as long as the server's session: not watched.
+fn guest_step_unwatched(what: &str) {
+    step_to(what, false);
+}
+
+fn step_to(what: &str, watched: bool) {
+    if let Ok(mut s) = GUEST_STEP.lock() {
+        *s = Some((what.to_string(), std::time::Instant::now(), !watched));
+    }
+    guest_console(what);
+}
+
+fn guest_console(what: &str) {
     use std::io::Write as _;
     if let Ok(mut k) = std::fs::OpenOptions::new().write(true).open("/dev/kmsg") {
         let _ = k.write_all(format!("<3>glassbox guest: {what}\n").as_bytes());
     }
+}
+
+/// The guest's current step ([`guest_step`]): what, since when, and whether
+/// [`watch_steps`] has said where it waits.
+static GUEST_STEP: std::sync::Mutex<Option<(String, std::time::Instant, bool)>> =
+    std::sync::Mutex::new(None);
+
+/// How long one step of the guest may last before [`watch_steps`] says where its threads wait.
+const STEP_STALL: Duration = Duration::from_secs(10);
+
+/// Watches the guest's steps: once one has lasted [`STEP_STALL`], says on the console where
+/// each of glassbox's threads waits (its name, the kernel's wait channel, the system call it is
+/// in, the top of its kernel stack), once per step. A guest that hangs is killed by the host,
+/// and these lines, in its console's last ones, name the call that hung (a guest lost as its
+/// run ended, about once in a hundred guests, is the case this was written for).
+fn watch_steps() {
+    std::thread::Builder::new()
+        .name("step-watch".into())
+        .spawn(|| loop {
+            std::thread::sleep(Duration::from_secs(1));
+            let stalled = match GUEST_STEP.lock() {
+                Ok(mut s) => match s.as_mut() {
+                    Some((what, since, said)) if !*said && since.elapsed() >= STEP_STALL => {
+                        *said = true;
+                        Some(what.clone())
+                    }
+                    _ => None,
+                },
+                Err(_) => return,
+            };
+            if let Some(what) = stalled {
+                guest_console(&format!(
+                    "{} s in \"{what}\"; where each thread waits:",
+                    STEP_STALL.as_secs()
+                ));
+                for line in thread_waits() {
+                    guest_console(&line);
+                }
+            }
+        })
+        .ok();
+}
+
+/// A line per thread of this process: name, wait channel, system call, top of the kernel stack.
+fn thread_waits() -> Vec<String> {
+    let read = |p: &Path| {
+        std::fs::read_to_string(p)
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default()
+    };
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return Vec::new();
+    };
+    let mut out: Vec<String> = tasks
+        .flatten()
+        .map(|t| {
+            let dir = t.path();
+            let stack: Vec<String> = read(&dir.join("stack"))
+                .lines()
+                .take(4)
+                .map(|l| {
+                    l.split_whitespace()
+                        .last()
+                        .unwrap_or_default()
+                        .split('+')
+                        .next()
+                        .unwrap_or_default()
+                        .to_string()
+                })
+                .collect();
+            let syscall = read(&dir.join("syscall"));
+            format!(
+                "  {} ({}): wchan {}, syscall {}, stack {}",
+                read(&dir.join("comm")),
+                t.file_name().to_string_lossy(),
+                read(&dir.join("wchan")),
+                syscall.split_whitespace().next().unwrap_or("?"),
+                stack.join(" < ")
+            )
+        })
+        .collect();
+    out.sort();
+    out
 }
 
 /// Sets the guest's wall clock `seconds` ahead (the guest is the run's alone: nothing else
@@ -1033,6 +1132,7 @@ fn set_wall_clock_forward(seconds: i64) -> Result<(), Error> {
 }
 
 fn guest_run(sink: &recording::SharedSink) -> Result<Record, Error> {
+    watch_steps();
     guest_step("reading the request");
     // The request: the first line of stdin. What the reader buffered past it is the server's.
     let mut input = BufReader::new(std::io::stdin());
@@ -1110,7 +1210,7 @@ fn guest_run(sink: &recording::SharedSink) -> Result<Record, Error> {
         .as_ref()
         .map(|e| (e.isolation.clone(), e.canary_sockets.clone()))
         .unwrap_or_default();
-    guest_step("the server started");
+    guest_step_unwatched("the server started");
     sink.record(&Record::Started {
         guest_now_ns: clock.now_ns(),
         settings: running.settings.clone(),

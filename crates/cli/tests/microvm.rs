@@ -675,6 +675,13 @@ fn a_hung_guest_is_killed_and_the_audit_is_inconclusive() {
         failure.contains("glassbox guest: sending the end of the run"),
         "{failure}"
     );
+    // A step that stalls says where each of the guest glassbox's threads waits (here its main
+    // thread, in the hang the fault asked for: a sleep).
+    assert!(
+        failure.contains("s in \"sending the end of the run\"; where each thread waits:")
+            && failure.contains("wchan"),
+        "{failure}"
+    );
     // The manifest says which runs lost their guest (what the selftest runs again).
     let lost = manifest["vm"]["lost"].as_array().unwrap();
     assert!(

@@ -385,6 +385,10 @@ impl Drop for StdinPort {
     }
 }
 
+/// How many of the console's last lines an error keeps: enough for the guest agent's and the
+/// guest glassbox's steps and, for a guest that stalled, where each of its threads waits.
+const CONSOLE_TAIL_LINES: usize = 30;
+
 /// A running microVM with one command in it.
 #[derive(Debug)]
 pub struct Vm {
@@ -1063,7 +1067,7 @@ impl Vm {
         let t = self.console.lock().map(|t| t.0.clone()).unwrap_or_default();
         let text = String::from_utf8_lossy(&t).replace('\r', "");
         let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-        lines[lines.len().saturating_sub(15)..].join("\n")
+        lines[lines.len().saturating_sub(CONSOLE_TAIL_LINES)..].join("\n")
     }
 
     /// Waits for the command to end, at most `timeout` of guest time ([`clock`]) from now; a
