@@ -33,9 +33,11 @@ pub struct GuestClock {
     pid: Option<u32>,
     started: Instant,
     at: Instant,
-    /// Each thread's run-queue delay at the last reading (ns).
-    delays: HashMap<u32, u64>,
+    /// Each thread's time on a CPU and run-queue delay at the last reading (ns).
+    delays: HashMap<u32, Stat>,
     counted: Duration,
+    /// QEMU's threads' time on a CPU since the start, all together.
+    ran: Duration,
     /// Whether schedstat could be read at the last reading.
     readable: bool,
 }
@@ -57,6 +59,7 @@ impl GuestClock {
             at: now,
             delays,
             counted: Duration::ZERO,
+            ran: Duration::ZERO,
             readable,
         }
     }
@@ -68,6 +71,7 @@ impl GuestClock {
         let waited = match self.pid.filter(|_| self.readable).and_then(run_delays) {
             Some(delays) => {
                 let waited = longest_wait(&self.delays, &delays);
+                self.ran += time_on_cpu(&self.delays, &delays);
                 self.delays = delays;
                 waited
             }
@@ -89,26 +93,56 @@ impl GuestClock {
         (self.at - self.started).saturating_sub(self.counted)
     }
 
+    /// The time QEMU's threads ran on a CPU since the clock started, all together, as of the
+    /// last reading: about the guest's vCPUs at work (a guest that spins runs about a CPU per
+    /// vCPU; one that waits for an interrupt runs almost nothing).
+    pub fn ran(&self) -> Duration {
+        self.ran
+    }
+
     /// Whether the clock reads QEMU's waits (false: it is wall time).
     pub fn reads_waits(&self) -> bool {
         self.readable
     }
 }
 
+/// A thread's schedstat: its time on a CPU and its run-queue delay (ns).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Stat {
+    on_cpu: u64,
+    delay: u64,
+}
+
 /// The longest run-queue wait of any thread between two readings; a thread new in `now`
 /// waited all its delay since.
-fn longest_wait(before: &HashMap<u32, u64>, now: &HashMap<u32, u64>) -> Duration {
+fn longest_wait(before: &HashMap<u32, Stat>, now: &HashMap<u32, Stat>) -> Duration {
     let ns = now
         .iter()
-        .map(|(tid, d)| d.saturating_sub(before.get(tid).copied().unwrap_or(0)))
+        .map(|(tid, s)| {
+            s.delay
+                .saturating_sub(before.get(tid).map_or(0, |b| b.delay))
+        })
         .max()
         .unwrap_or(0);
     Duration::from_nanos(ns)
 }
 
-/// Each thread of `pid` with its run-queue delay (ns); `None` when the process or its
-/// schedstat cannot be read.
-fn run_delays(pid: u32) -> Option<HashMap<u32, u64>> {
+/// The time all threads ran on a CPU between two readings (a thread new in `now`: all its
+/// time).
+fn time_on_cpu(before: &HashMap<u32, Stat>, now: &HashMap<u32, Stat>) -> Duration {
+    let ns = now
+        .iter()
+        .map(|(tid, s)| {
+            s.on_cpu
+                .saturating_sub(before.get(tid).map_or(0, |b| b.on_cpu))
+        })
+        .sum();
+    Duration::from_nanos(ns)
+}
+
+/// Each thread of `pid` with its schedstat; `None` when the process or its schedstat cannot be
+/// read.
+fn run_delays(pid: u32) -> Option<HashMap<u32, Stat>> {
     let mut out = HashMap::new();
     for entry in std::fs::read_dir(format!("/proc/{pid}/task")).ok()? {
         let Ok(entry) = entry else { continue };
@@ -126,9 +160,13 @@ fn run_delays(pid: u32) -> Option<HashMap<u32, u64>> {
     (!out.is_empty()).then_some(out)
 }
 
-/// The run-queue delay (ns) of a schedstat line: `on-cpu-ns run-delay-ns timeslices`.
-fn parse_schedstat(line: &str) -> Option<u64> {
-    line.split_whitespace().nth(1)?.parse().ok()
+/// A schedstat line: `on-cpu-ns run-delay-ns timeslices`.
+fn parse_schedstat(line: &str) -> Option<Stat> {
+    let mut f = line.split_whitespace();
+    Some(Stat {
+        on_cpu: f.next()?.parse().ok()?,
+        delay: f.next()?.parse().ok()?,
+    })
 }
 
 /// A bound counted on a [`GuestClock`].
@@ -167,23 +205,34 @@ impl Bound {
         &mut self.clock
     }
 
-    /// How the time was spent, for a message: empty when QEMU never waited for a CPU,
-    /// else ` (and N s more in wall time, which its QEMU spent waiting for a CPU)`.
+    /// How the time was spent, for a message ([`starved_note`]).
     pub fn starved_note(&self) -> String {
         starved_note(&self.clock)
     }
 }
 
-/// The words of [`Bound::starved_note`] for any clock.
+/// The words of [`Bound::starved_note`] for any clock: how QEMU spent the time, read from the
+/// kernel (empty when it could not be read): ` (its QEMU ran N s on a CPU in that time)`, and
+/// when it was kept waiting, `; it took N s more of wall time, in which it waited for a CPU`.
+/// A guest that hung spinning ran about a CPU per vCPU; one that waits for an interrupt that
+/// never comes ran almost nothing.
 pub fn starved_note(clock: &GuestClock) -> String {
-    let s = clock.starved();
-    if s < Duration::from_secs(1) {
+    if !clock.reads_waits() {
         return String::new();
     }
-    format!(
-        " (and {} s more of wall time, in which its QEMU waited for a CPU)",
-        s.as_secs()
-    )
+    let mut note = format!(
+        " (its QEMU ran {:.1} s on a CPU in that time",
+        clock.ran().as_secs_f64()
+    );
+    let s = clock.starved();
+    if s >= Duration::from_secs(1) {
+        note.push_str(&format!(
+            "; it took {} s more of wall time, in which it waited for a CPU",
+            s.as_secs()
+        ));
+    }
+    note.push(')');
+    note
 }
 
 #[cfg(test)]
@@ -194,7 +243,10 @@ mod tests {
     fn schedstat_is_read_as_the_kernel_writes_it() {
         assert_eq!(
             parse_schedstat("22822363426 13892538141 17337\n"),
-            Some(13892538141)
+            Some(Stat {
+                on_cpu: 22822363426,
+                delay: 13892538141
+            })
         );
         assert_eq!(parse_schedstat("garbage"), None);
         assert_eq!(parse_schedstat(""), None);
@@ -202,12 +254,16 @@ mod tests {
 
     #[test]
     fn the_longest_wait_of_a_thread_counts_and_a_new_thread_waited_all_it_says() {
-        let before = HashMap::from([(1, 100), (2, 1_000)]);
-        let now = HashMap::from([(1, 600), (2, 1_200), (3, 300)]);
+        let st = |on_cpu, delay| Stat { on_cpu, delay };
+        let before = HashMap::from([(1, st(10, 100)), (2, st(20, 1_000))]);
+        let now = HashMap::from([(1, st(15, 600)), (2, st(30, 1_200)), (3, st(7, 300))]);
         assert_eq!(longest_wait(&before, &now), Duration::from_nanos(500));
+        // Time on a CPU adds up over threads, a new one's whole.
+        assert_eq!(time_on_cpu(&before, &now), Duration::from_nanos(5 + 10 + 7));
         // A counter that went back (a reused thread id) counts nothing, not a wrap.
-        let now = HashMap::from([(1, 50)]);
+        let now = HashMap::from([(1, st(0, 50))]);
         assert_eq!(longest_wait(&before, &now), Duration::ZERO);
+        assert_eq!(time_on_cpu(&before, &now), Duration::ZERO);
     }
 
     /// A process kept waiting for a CPU (more runnable threads than CPUs, all spinning) is
@@ -236,6 +292,12 @@ mod tests {
             "{counted:?} of {wall:?}"
         );
         assert_eq!(clock.starved(), Duration::ZERO);
+        // It ran (almost) nothing, and the note says so.
+        assert!(
+            starved_note(&clock).starts_with(" (its QEMU ran 0.0 s on a CPU"),
+            "{}",
+            starved_note(&clock)
+        );
     }
 
     /// The positive control: more spinning threads than CPUs wait for one, and the clock
@@ -264,6 +326,8 @@ mod tests {
         // Three runnable threads per CPU: each waits about two thirds of the time.
         assert!(clock.starved() > Duration::from_secs(1), "{counted:?}");
         assert!(counted < clock.wall(), "{counted:?}");
+        // Every CPU was busy with the spinners for the 3 s.
+        assert!(clock.ran() > Duration::from_secs(2), "{:?}", clock.ran());
         assert!(starved_note(&clock).contains("waited for a CPU"));
     }
 
