@@ -317,9 +317,9 @@ fn audit_command(
 
 /// [`audit_command`] in microVMs, one guest at a time; once more when a guest was lost. The
 /// bounds on a guest count only the time its QEMU was not kept waiting for a CPU, so a loaded
-/// host no longer loses one; what is still lost, about one guest in a hundred here, hangs in
-/// the guest as its run ends (docs/testing.md: a defect not yet found, its step named in the
-/// reason). The loss is honest (its run's channels are not claimed), but these tests compare
+/// host no longer loses one; what was still lost, about one guest in thirty with a thread per
+/// vCPU, froze as its run ended, and has not with single-threaded TCG (docs/testing.md; the
+/// rerun goes once that holds over more runs). The loss is honest (its run's channels are not claimed), but these tests compare
 /// what a guest records with the namespace's, which needs every run to happen. Losing guests
 /// is `a_hung_guest_is_killed_and_the_audit_is_inconclusive`'s subject.
 fn vm_audit_command(
