@@ -605,8 +605,8 @@ impl Vm {
             // thirty froze as its run ended (its sandbox's and its edge's teardown: the
             // guest's own watchdog could not print either), a kind of the lost wake-ups the
             // virtio ports had before (docs/microvm.md); with one thread, none in 47
-            // controls, and the controls ran in half the time on two host cores. The guest
-            // still has its vCPUs: the race controls, which need two CPUs, still catch theirs.
+            // controls nor in a whole test suite, for about 15 % more time. The guest still
+            // has its vCPUs: the race controls, which need two CPUs, still catch theirs.
             Accel::Tcg => ("tcg,thread=single", "max,vmx=off,svm=off"),
         };
         for a in [
