@@ -716,8 +716,9 @@ impl VmRun {
             let mut last_line = Duration::ZERO;
             loop {
                 let now = clock.counted();
-                if self.progress.lines() != lines {
-                    lines = self.progress.lines();
+                let seen = self.progress.lines();
+                if seen != lines {
+                    lines = seen;
                     last_line = now;
                 }
                 // The bound moves with the guest's last line, up to the cap.
@@ -1019,10 +1020,7 @@ fn step_to(what: &str, watched: bool) {
 }
 
 fn guest_console(what: &str) {
-    use std::io::Write as _;
-    if let Ok(mut k) = std::fs::OpenOptions::new().write(true).open("/dev/kmsg") {
-        let _ = k.write_all(format!("<3>glassbox guest: {what}\n").as_bytes());
-    }
+    agent::say_on_console("guest", what);
 }
 
 /// The guest's current step ([`guest_step`]): what, since when, and whether

@@ -319,9 +319,10 @@ fn audit_command(
 /// bounds on a guest count only the time its QEMU was not kept waiting for a CPU, so a loaded
 /// host no longer loses one; what was still lost, about one guest in thirty with a thread per
 /// vCPU, froze as its run ended, and has not with single-threaded TCG (docs/testing.md; the
-/// rerun goes once that holds over more runs). The loss is honest (its run's channels are not claimed), but these tests compare
-/// what a guest records with the namespace's, which needs every run to happen. Losing guests
-/// is `a_hung_guest_is_killed_and_the_audit_is_inconclusive`'s subject.
+/// rerun goes once that holds over more runs). The loss is honest (its run's channels are not
+/// claimed), but these tests compare what a guest records with the namespace's, which needs
+/// every run to happen. Losing guests is
+/// `a_hung_guest_is_killed_and_the_audit_is_inconclusive`'s subject.
 fn vm_audit_command(
     dir: &std::path::Path,
     name: &str,

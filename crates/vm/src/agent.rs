@@ -96,12 +96,18 @@ fn console(msg: &str) {
     let _ = writeln!(io::stderr(), "{msg}");
 }
 
-/// Says on the guest's console how far the agent got (the kernel's log, at a level a quiet
-/// console prints, with the kernel's time): a guest lost before it reports is killed with its
-/// console's last lines in the reason, so they name the step it stopped in.
+/// Says on the guest's console how far the agent got: a guest lost before it reports is
+/// killed with its console's last lines in the reason, so they name the step it stopped in.
 fn step(what: &str) {
+    say_on_console("agent", what);
+}
+
+/// Writes `glassbox WHO: WHAT` to the guest's console, in the kernel's log at a level a quiet
+/// console prints, with the kernel's time: how the agent and the guest glassbox say their
+/// steps.
+pub fn say_on_console(who: &str, what: &str) {
     if let Ok(mut k) = fs::OpenOptions::new().write(true).open("/dev/kmsg") {
-        let _ = k.write_all(format!("<3>glassbox agent: {what}\n").as_bytes());
+        let _ = k.write_all(format!("<3>glassbox {who}: {what}\n").as_bytes());
     }
 }
 

@@ -46,7 +46,7 @@ impl GuestClock {
     /// A clock for QEMU's process `pid`, at zero now (`None`: wall time).
     pub fn start(pid: Option<u32>) -> GuestClock {
         let (delays, readable) = match pid {
-            Some(p) => match run_delays(p) {
+            Some(p) => match schedstats(p) {
                 Some(d) => (d, true),
                 None => (HashMap::new(), false),
             },
@@ -68,7 +68,7 @@ impl GuestClock {
     pub fn counted(&mut self) -> Duration {
         let now = Instant::now();
         let wall = now - self.at;
-        let waited = match self.pid.filter(|_| self.readable).and_then(run_delays) {
+        let waited = match self.pid.filter(|_| self.readable).and_then(schedstats) {
             Some(delays) => {
                 let waited = longest_wait(&self.delays, &delays);
                 self.ran += time_on_cpu(&self.delays, &delays);
@@ -113,36 +113,34 @@ struct Stat {
     delay: u64,
 }
 
-/// The longest run-queue wait of any thread between two readings; a thread new in `now`
-/// waited all its delay since.
-fn longest_wait(before: &HashMap<u32, Stat>, now: &HashMap<u32, Stat>) -> Duration {
-    let ns = now
-        .iter()
-        .map(|(tid, s)| {
-            s.delay
-                .saturating_sub(before.get(tid).map_or(0, |b| b.delay))
-        })
-        .max()
-        .unwrap_or(0);
-    Duration::from_nanos(ns)
+/// Each thread's schedstat counters grown between two readings; a thread new in `now` grew
+/// by all it says (a counter that went back, a reused thread id, grew by nothing).
+fn grown<'a>(
+    before: &'a HashMap<u32, Stat>,
+    now: &'a HashMap<u32, Stat>,
+) -> impl Iterator<Item = Stat> + 'a {
+    now.iter().map(|(tid, s)| {
+        let b = before.get(tid).copied().unwrap_or_default();
+        Stat {
+            on_cpu: s.on_cpu.saturating_sub(b.on_cpu),
+            delay: s.delay.saturating_sub(b.delay),
+        }
+    })
 }
 
-/// The time all threads ran on a CPU between two readings (a thread new in `now`: all its
-/// time).
+/// The longest run-queue wait of any thread between two readings.
+fn longest_wait(before: &HashMap<u32, Stat>, now: &HashMap<u32, Stat>) -> Duration {
+    Duration::from_nanos(grown(before, now).map(|g| g.delay).max().unwrap_or(0))
+}
+
+/// The time all threads ran on a CPU between two readings.
 fn time_on_cpu(before: &HashMap<u32, Stat>, now: &HashMap<u32, Stat>) -> Duration {
-    let ns = now
-        .iter()
-        .map(|(tid, s)| {
-            s.on_cpu
-                .saturating_sub(before.get(tid).map_or(0, |b| b.on_cpu))
-        })
-        .sum();
-    Duration::from_nanos(ns)
+    Duration::from_nanos(grown(before, now).map(|g| g.on_cpu).sum())
 }
 
 /// Each thread of `pid` with its schedstat; `None` when the process or its schedstat cannot be
 /// read.
-fn run_delays(pid: u32) -> Option<HashMap<u32, Stat>> {
+fn schedstats(pid: u32) -> Option<HashMap<u32, Stat>> {
     let mut out = HashMap::new();
     for entry in std::fs::read_dir(format!("/proc/{pid}/task")).ok()? {
         let Ok(entry) = entry else { continue };
@@ -193,16 +191,6 @@ impl Bound {
             return None;
         }
         Some((self.limit - counted).min(TICK))
-    }
-
-    /// The bound.
-    pub fn limit(&self) -> Duration {
-        self.limit
-    }
-
-    /// The clock it counts on.
-    pub fn clock(&mut self) -> &mut GuestClock {
-        &mut self.clock
     }
 
     /// How the time was spent, for a message ([`starved_note`]).
@@ -341,7 +329,7 @@ mod tests {
             waits += 1;
         }
         assert!(waits >= 1);
-        assert!(b.clock().counted() >= Duration::from_millis(50));
+        assert!(b.clock.counted() >= Duration::from_millis(50));
         assert_eq!(b.starved_note(), "");
     }
 }

@@ -73,6 +73,15 @@ pub fn read_frame(r: &mut impl Read) -> io::Result<Option<(u8, Vec<u8>)>> {
             Err(e) => return Err(e),
         }
     }
+    let len = payload_len(&head)?;
+    let mut payload = vec![0u8; len];
+    r.read_exact(&mut payload)?;
+    Ok(Some((head[0], payload)))
+}
+
+/// The payload's length a frame's 5-byte head says (a tag, then a little-endian `u32`); longer
+/// than [`MAX_FRAME`] is a protocol error.
+fn payload_len(head: &[u8]) -> io::Result<usize> {
     let len = u32::from_le_bytes([head[1], head[2], head[3], head[4]]) as usize;
     if len > MAX_FRAME {
         return Err(io::Error::new(
@@ -80,9 +89,7 @@ pub fn read_frame(r: &mut impl Read) -> io::Result<Option<(u8, Vec<u8>)>> {
             format!("frame of {len} bytes"),
         ));
     }
-    let mut payload = vec![0u8; len];
-    r.read_exact(&mut payload)?;
-    Ok(Some((head[0], payload)))
+    Ok(len)
 }
 
 /// Takes one whole frame off the front of `buf` (bytes read so far); `Ok(None)` while the
@@ -92,13 +99,7 @@ pub fn take_frame(buf: &mut Vec<u8>) -> io::Result<Option<(u8, Vec<u8>)>> {
     if buf.len() < 5 {
         return Ok(None);
     }
-    let len = u32::from_le_bytes([buf[1], buf[2], buf[3], buf[4]]) as usize;
-    if len > MAX_FRAME {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("frame of {len} bytes"),
-        ));
-    }
+    let len = payload_len(&buf[..5])?;
     if buf.len() < 5 + len {
         return Ok(None);
     }
