@@ -67,12 +67,19 @@ fn packets_to_documentation_addresses_reach_the_edge_and_no_host_interface() {
     probe
         .send_to(b"glassbox-host-watch-probe", "127.0.0.1:9")
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(50));
-    let before = drain(&watch);
-    assert!(
-        before
+    // Read until it is seen (a watchdog of 30 s ends the wait, far from the microseconds the
+    // loopback takes).
+    let seen = (0..1500).any(|_| {
+        let now = drain(&watch)
             .iter()
-            .any(|f| contains(f, b"glassbox-host-watch-probe")),
+            .any(|f| contains(f, b"glassbox-host-watch-probe"));
+        if !now {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        now
+    });
+    assert!(
+        seen,
         "the packet socket did not see the host's own loopback datagram"
     );
 

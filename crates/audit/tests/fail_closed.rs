@@ -27,7 +27,6 @@ fn a_dead_recorder_kills_the_server_and_claims_nothing() {
     o.evidence_dir = Some(evidence.clone());
     o.proofs = Some(Proofs::all_proven());
     o.network = NetworkChoice::Capture;
-    let started = std::time::Instant::now();
     let a = audit(&o, &Quiet).expect("the audit itself runs");
     assert_eq!(a.report.verdict, Verdict::Inconclusive, "{:?}", a.report);
     let why = a.report.inconclusive_reason.clone().unwrap_or_default();
@@ -36,7 +35,17 @@ fn a_dead_recorder_kills_the_server_and_claims_nothing() {
     // Ended (killed, or failing once the recorder's listener was gone), not left to run.
     assert!(a.evidence.manifest.server_exit.is_some());
     assert!(!a.evidence.manifest.session.completed);
-    // Well before the 20 s request timeout: the sandbox was killed.
-    assert!(started.elapsed().as_secs() < 12, "{:?}", started.elapsed());
+    // The kill ended the session, not the request timeout (the server never answers).
+    let failure = a
+        .evidence
+        .manifest
+        .session
+        .failure
+        .clone()
+        .unwrap_or_default();
+    assert!(
+        !failure.is_empty() && !failure.starts_with("no answer to "),
+        "{failure}"
+    );
     let _ = std::fs::remove_dir_all(evidence);
 }

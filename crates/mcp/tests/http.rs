@@ -376,8 +376,6 @@ fn an_event_stream_that_never_ends_times_out_and_the_session_goes_on() {
             ("confirm".to_string(), CallResult::Timeout)
         ]
     );
-    // Two calls of 2 s each, plus the rest: no hang.
-    assert!(r.elapsed < Duration::from_secs(10), "{:?}", r.elapsed);
     // The final listing was answered after the timed-out streams.
     assert_eq!(
         sent_methods(&r.hooks.entries()).last().unwrap(),
@@ -418,7 +416,8 @@ fn a_server_that_is_not_there_is_a_clear_failure() {
         failure.starts_with("could not connect to the server during server/discover: "),
         "{failure}"
     );
-    assert!(r.elapsed < Duration::from_secs(3));
+    // Refused at once, not given up on after the connect timeout.
+    assert!(failure.contains("refused"), "{failure}");
 }
 
 #[test]

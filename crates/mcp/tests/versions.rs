@@ -151,5 +151,4 @@ fn a_legacy_server_that_ignores_the_probe_is_reached_after_it() {
         Some("server closed stdout after initialize")
     );
     assert_eq!(r.summary.protocol_version.as_deref(), Some("2025-11-25"));
-    assert!(r.elapsed < Duration::from_secs(5), "{:?}", r.elapsed);
 }

@@ -412,9 +412,7 @@ pub(crate) mod tests {
             e.write_all(&zeros).unwrap();
         }
         let bomb = e.finish().unwrap();
-        let start = std::time::Instant::now();
         let d = decode(Coding::Gzip, &bomb, 4096);
-        assert!(start.elapsed() < std::time::Duration::from_secs(10));
         assert_eq!(d.len, DECODE_LIMIT);
         assert_eq!(d.body.len(), BODY_LIMIT);
         assert!(d.error.unwrap().contains("stopped"));

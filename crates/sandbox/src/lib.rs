@@ -755,7 +755,9 @@ impl Sandbox {
         let deadline = Instant::now() + timeout;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            match sys::poll_readable(self.status_r.as_raw_fd(), left.as_millis() as i32) {
+            // At most i32::MAX ms a poll (a longer timeout is polled again).
+            let ms = left.as_millis().min(i32::MAX as u128) as i32;
+            match sys::poll_readable(self.status_r.as_raw_fd(), ms) {
                 Ok(true) => {
                     let mut buf = [0u8; 4];
                     let n = sys::read(self.status_r.as_raw_fd(), &mut buf).unwrap_or(0);

@@ -1232,9 +1232,8 @@ mod tests {
         assert_eq!(cg.procs(), vec![child.id() as i32]);
         let dirs: Vec<PathBuf> = cg.dirs.iter().map(|d| d.path.clone()).collect();
         assert!(dirs.iter().all(|d| d.exists()));
-        let start = Instant::now();
         cg.remove().unwrap();
-        assert!(start.elapsed() < Duration::from_secs(2));
+        // Killed, not waited for (its minute's sleep would end it with a status).
         assert_eq!(child.wait().unwrap().signal(), Some(libc::SIGKILL));
         for d in dirs {
             assert!(!d.exists(), "{}", d.display());

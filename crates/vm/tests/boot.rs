@@ -218,16 +218,13 @@ fn a_hung_guest_is_killed_with_the_reason() {
     let mut vm = Vm::start(&c, &GuestCommand::new(["/bin/sleep", "infinity"]))
         .unwrap_or_else(|e| panic!("boot: {e}"));
     let pid = vm.qemu_pid().expect("QEMU runs");
-    let t = Instant::now();
     let err = vm
         .wait(Duration::from_secs(3))
         .expect_err("sleep infinity cannot exit");
-    let waited = t.elapsed();
     let msg = err.to_string();
     eprintln!("{msg}");
     assert!(matches!(err, Error::Hung { .. }), "{err:?}");
     assert!(msg.contains("hung") && msg.contains("killed"), "{msg}");
-    assert!(waited < Duration::from_secs(10), "waited {waited:?}");
     assert!(
         !Path::new(&format!("/proc/{pid}")).exists(),
         "QEMU (pid {pid}) is still there"
@@ -307,7 +304,8 @@ fn the_vm_dies_with_its_owner() {
     owner.kill().unwrap();
     owner.wait().unwrap();
     let t = Instant::now();
-    while Path::new(&format!("/proc/{pid}")).exists() && t.elapsed() < Duration::from_secs(5) {
+    // A watchdog, far from the moment QEMU takes to die.
+    while Path::new(&format!("/proc/{pid}")).exists() && t.elapsed() < Duration::from_secs(60) {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert!(
