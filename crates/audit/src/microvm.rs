@@ -78,9 +78,7 @@ const END_CAP: Duration = Duration::from_secs(600);
 
 /// Environment variable that makes the guest's glassbox hang once the server has ended,
 /// before its end-of-run report: how the tests prove that a hung guest is killed and the audit
-/// is inconclusive with the reason. Passed on to the guest when set; `once:PATH`: only the
-/// run that creates the file PATH hangs (how the tests prove that the selftest runs a control
-/// whose guest was lost once more). Never set it otherwise.
+/// is inconclusive with the reason. Passed on to the guest when set. Never set it otherwise.
 pub const FAULT_GUEST_HANG: &str = "GLASSBOX_FAULT_GUEST_HANG";
 
 /// Environment variable that bounds the guest's boot to this many milliseconds instead of
@@ -426,17 +424,7 @@ pub(crate) fn start(
     // The guest glassbox plants the secrets under TMPDIR, never in a shared read-only /tmp.
     cmd.env.push(("TMPDIR".into(), agent::TMP_IN_GUEST.into()));
     if let Some(v) = std::env::var_os(FAULT_GUEST_HANG) {
-        let hang = match v.to_str().and_then(|s| s.strip_prefix("once:")) {
-            Some(marker) => std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(marker)
-                .is_ok(),
-            None => true,
-        };
-        if hang {
-            cmd.env.push((FAULT_GUEST_HANG.into(), v));
-        }
+        cmd.env.push((FAULT_GUEST_HANG.into(), v));
     }
     // A guest that does not come up is lost: it is booted once, never again (its boot is
     // bounded in guest time, so a loaded host does not lose it).

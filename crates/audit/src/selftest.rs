@@ -173,11 +173,11 @@ pub struct CaseResult {
     pub misses: Vec<String>,
     /// Known gaps seen (todo expectations), reported without failing.
     pub todo: Vec<String>,
-    /// Earlier attempts at this control that observed nothing whole because their microVM
-    /// guest was lost (hung, died, never came up), each with why: such a control is run once
-    /// more. A control's own outcome is never a reason to run it again, and a loaded host is
-    /// not one either: the bounds on a guest count only the time its QEMU was not kept waiting
-    /// for a CPU ([`glassbox_vm::clock`]), so what is run again is a guest that hung.
+    /// Why its microVM guest was lost (it hung, died, or never came up), when it was: the
+    /// control observed nothing whole and is a miss with the reason. It is not run again: the
+    /// bounds on a guest are counted in the time it was not kept waiting for a CPU
+    /// ([`glassbox_vm::clock`]), so a loaded host does not lose a guest, and a guest lost all
+    /// the same is a defect to find, not chance to retry.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub lost: Vec<String>,
     /// The recorder its audit was recorded by (a [`recorder_key`]).
@@ -212,9 +212,6 @@ fn not_for(case: &Case, recorder: &str) -> Option<String> {
         format!("a control of the eBPF channel's ring buffer ({bytes} bytes): not recorded by it here ({recorder})")
     })
 }
-
-/// How many times in all a control whose guest was lost is run.
-const ATTEMPTS: usize = 2;
 
 /// Per check: the confusion counts.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
@@ -414,7 +411,7 @@ pub fn run(
         for _ in 0..opts.jobs.max(1) {
             s.spawn(|| {
                 while let Some(case) = queue.lock().map(|mut q| q.pop()).ok().flatten() {
-                    match run_case_again_if_lost(&case, opts, &lib, &scratch) {
+                    match run_case(&case, opts, &lib, &scratch) {
                         Ok(r) => {
                             progress(&r);
                             if let Ok(mut v) = results.lock() {
@@ -604,59 +601,32 @@ fn tally(id: &str, version: u32, controls: &Controls, cases: &[CaseResult]) -> T
     t
 }
 
-/// Runs a control; a run whose guest was lost is run once more (see [`CaseResult::lost`]).
-/// A control lost every time is a miss with the reasons, not an error: the other controls'
-/// results are kept.
-fn run_case_again_if_lost(
-    case: &Case,
-    opts: &Options,
-    lib: &Path,
-    scratch: &Path,
-) -> Result<CaseResult, Error> {
-    let mut lost = Vec::new();
-    loop {
-        match run_case(case, opts, lib, scratch)? {
-            Attempt::Done(mut r) => {
-                r.lost = lost;
-                return Ok(r);
-            }
-            Attempt::Lost(why) => {
-                lost.push(why);
-                if lost.len() >= ATTEMPTS {
-                    return Ok(CaseResult {
-                        name: case.name.clone(),
-                        outcomes: BTreeMap::new(),
-                        verdict: None,
-                        misses: vec![format!(
-                            "its guest was lost in each of {ATTEMPTS} attempts: {}",
-                            lost.join("; ")
-                        )],
-                        todo: Vec::new(),
-                        lost,
-                        recorder: String::new(),
-                        skipped: None,
-                    });
-                }
-            }
+impl CaseResult {
+    /// A control whose microVM guest was lost: a miss that says why, and counts for no
+    /// check (see [`CaseResult::lost`]).
+    fn lost(case: &Case, why: String) -> CaseResult {
+        CaseResult {
+            name: case.name.clone(),
+            outcomes: BTreeMap::new(),
+            verdict: None,
+            misses: vec![format!("its guest was lost: {why}")],
+            todo: Vec::new(),
+            lost: vec![why],
+            recorder: String::new(),
+            skipped: None,
         }
     }
 }
 
-/// One attempt at a control.
-enum Attempt {
-    /// It ran: its results.
-    Done(CaseResult),
-    /// Its microVM guest was lost; why.
-    Lost(String),
-}
-
-fn run_case(case: &Case, opts: &Options, lib: &Path, scratch: &Path) -> Result<Attempt, Error> {
+/// Runs a control. A control whose guest was lost is a miss with the reason, not an error:
+/// the other controls' results are kept.
+fn run_case(case: &Case, opts: &Options, lib: &Path, scratch: &Path) -> Result<CaseResult, Error> {
     if let Some(why) = opts
         .isolation
         .expected_recorder(opts.recorder)
         .and_then(|r| not_for(case, r).map(|why| (r, why)))
     {
-        return Ok(Attempt::Done(CaseResult::skipped(case, why.0, why.1)));
+        return Ok(CaseResult::skipped(case, why.0, why.1));
     }
     let dir = opts.fixtures.join(&case.dir);
     let dir =
@@ -664,7 +634,6 @@ fn run_case(case: &Case, opts: &Options, lib: &Path, scratch: &Path) -> Result<A
     let mut o = AuditOptions::new(case.command.iter().map(Into::into).collect(), dir);
     o.extra_ro = vec![std::fs::canonicalize(lib).unwrap_or_else(|_| lib.to_path_buf())];
     let evidence = scratch.join(&case.name);
-    // An attempt run again starts from nothing the lost one left.
     let _ = std::fs::remove_dir_all(&evidence);
     o.evidence_dir = Some(evidence);
     o.recorder = opts.recorder;
@@ -697,7 +666,7 @@ fn run_case(case: &Case, opts: &Options, lib: &Path, scratch: &Path) -> Result<A
     o.proofs = Some(Proofs::all_proven());
     let a = match audit(&o, &Quiet) {
         Ok(a) => a,
-        Err(Error::GuestLost(why)) => return Ok(Attempt::Lost(why)),
+        Err(Error::GuestLost(why)) => return Ok(CaseResult::lost(case, why)),
         Err(e) => return Err(e),
     };
     if let Some(vm) = a
@@ -707,7 +676,7 @@ fn run_case(case: &Case, opts: &Options, lib: &Path, scratch: &Path) -> Result<A
         .as_ref()
         .filter(|v| !v.lost.is_empty())
     {
-        return Ok(Attempt::Lost(vm.lost.join("; ")));
+        return Ok(CaseResult::lost(case, vm.lost.join("; ")));
     }
     // A case that attempts network traffic must have run behind a verified edge in every run
     // (the audit refuses to start a server otherwise; this says so if that ever changed).
@@ -723,7 +692,7 @@ fn run_case(case: &Case, opts: &Options, lib: &Path, scratch: &Path) -> Result<A
     let recorder = recorder_key(&a.evidence.manifest.recorder.mechanism);
     // A guest that chose its recorder itself (`auto` in a microVM) chose another.
     if let Some(why) = not_for(case, recorder) {
-        return Ok(Attempt::Done(CaseResult::skipped(case, recorder, why)));
+        return Ok(CaseResult::skipped(case, recorder, why));
     }
     let mut r = CaseResult {
         name: case.name.clone(),
@@ -809,7 +778,7 @@ fn run_case(case: &Case, opts: &Options, lib: &Path, scratch: &Path) -> Result<A
             "verdict {got_verdict}, expected {want_verdict}{why}"
         ));
     }
-    Ok(Attempt::Done(r))
+    Ok(r)
 }
 
 #[cfg(test)]
@@ -979,6 +948,35 @@ mod tests {
         assert_eq!((t.fp, t.blind), (1, 1), "{t:?}");
         case.ring = None;
         assert!(not_for(&case, "notify").is_none());
+    }
+
+    /// A control whose guest was lost is a miss that says why, and proves nothing: its
+    /// check's positive control did not fire, so the check is unproven.
+    #[test]
+    fn a_control_whose_guest_was_lost_is_a_miss_and_its_check_unproven() {
+        let case = Case {
+            name: "reads-key".into(),
+            dir: "reads-key".into(),
+            command: vec!["node".into(), "server.js".into()],
+            expect: [("credential-probe".to_string(), "flag".to_string())].into(),
+            verdict: "flagged".into(),
+            network: false,
+            env: BTreeMap::new(),
+            ring: None,
+            triggers: None,
+        };
+        let lost = CaseResult::lost(&case, "the guest hung: nothing sent for 30 s".into());
+        assert_eq!(
+            lost.misses,
+            ["its guest was lost: the guest hung: nothing sent for 30 s"]
+        );
+        assert_eq!(lost.lost, ["the guest hung: nothing sent for 30 s"]);
+        let controls = Controls {
+            checks: vec!["credential-probe".into()],
+            cases: vec![case],
+        };
+        let t = tally("credential-probe", 1, &controls, &[lost]);
+        assert!(!t.proven && t.fn_ == 1 && t.tp == 0, "{t:?}");
     }
 
     #[test]

@@ -723,11 +723,6 @@ fn run_selftest(
                 line.push_str(&format!(": {why}"));
             } else if !c.misses.is_empty() {
                 line.push_str(&format!(": {}", c.misses.join("; ")));
-            } else if !c.lost.is_empty() {
-                line.push_str(&format!(
-                    " (run again: its guest was lost: {})",
-                    c.lost.join("; ")
-                ));
             }
             eprintln!("{line}");
         }

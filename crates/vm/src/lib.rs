@@ -601,12 +601,13 @@ impl Vm {
             // on the shared /usr, and nothing in the guest should run a VM of its own.
             Accel::Kvm => ("kvm", "host,vmx=off,svm=off"),
             // One host thread emulates every vCPU in turn (QEMU's multi-threaded TCG, a
-            // thread per vCPU, is its default). With a thread per vCPU, about one guest in
-            // thirty froze as its run ended (its sandbox's and its edge's teardown: the
-            // guest's own watchdog could not print either), a kind of the lost wake-ups the
-            // virtio ports had before (docs/microvm.md); with one thread, none in 47
-            // controls nor in a whole test suite, for about 15 % more time. The guest still
-            // has its vCPUs: the race controls, which need two CPUs, still catch theirs.
+            // thread per vCPU, is its default). With a thread per vCPU, about one control in
+            // thirty lost a guest that froze as its run ended (its sandbox's and its edge's
+            // teardown: the guest's own watchdog could not print either), a kind of the lost
+            // wake-ups the virtio ports had before (docs/microvm.md); with one thread, none in
+            // 507 controls (two whole suites side by side among them), for about 15 % more
+            // time. The guest still has its vCPUs: the race controls, which need two CPUs,
+            // still catch theirs.
             Accel::Tcg => ("tcg,thread=single", "max,vmx=off,svm=off"),
         };
         for a in [
