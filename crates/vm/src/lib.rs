@@ -605,9 +605,9 @@ impl Vm {
             // thirty lost a guest that froze as its run ended (its sandbox's and its edge's
             // teardown: the guest's own watchdog could not print either), a kind of the lost
             // wake-ups the virtio ports had before (docs/microvm.md); with one thread, none in
-            // 507 controls (two whole suites side by side among them), for about 15 % more
-            // time. The guest still has its vCPUs: the race controls, which need two CPUs,
-            // still catch theirs.
+            // 507 controls (two whole suites side by side among them), and the controls'
+            // subset took as long (339 s, against 345 s). The guest still has its vCPUs: the
+            // race controls, which need two CPUs, still catch theirs.
             Accel::Tcg => ("tcg,thread=single", "max,vmx=off,svm=off"),
         };
         for a in [
