@@ -756,9 +756,10 @@ fn run_selftest(
             record.isolation
         );
         if !record.only.is_empty() {
+            let n = record.only.len();
             eprintln!(
-                "glassbox selftest: {} controls ran (--only): not saved as this build's record, which proves a check by all its controls",
-                record.only.len()
+                "glassbox selftest: {n} control{} ran (--only): not saved as this build's record, which proves a check by all its controls",
+                if n == 1 { "" } else { "s" }
             );
         }
     }
