@@ -13,7 +13,7 @@ with the ratio and the microVM's accelerator (KVM or TCG, and why).
 The first microVM run after a kernel or agent change also extracts the kernel or builds the
 initramfs; one warm-up run (not counted) takes that out of the medians.
 
-Then the MCP part (skipped with --no-audit): a whole `glassbox audit` of control fixtures
+Then the MCP part (skipped with --no-audit): a whole `glassbox audit` (its default runs) of control fixtures
 (a Python and a Node server, both clean), microVM against namespaces, N runs each way: the
 median wall time of the audit, and boot-to-first-MCP-response: from the capture run's start
 (`manifest.network.runs[0].start_ns`) to the first line the server wrote
@@ -126,7 +126,7 @@ def audits(glassbox, runs):
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     print()
-    print(f"MCP: glassbox audit (capture + denied run), median of {runs} runs, seconds")
+    print(f"MCP: glassbox audit (its default runs: capture, denied, trigger), median of {runs} runs, seconds")
     print(f"{'fixture':30} {'VM 1st resp':>11} {'NS 1st resp':>11} {'added':>6} {'VM audit':>8} {'NS audit':>8} {'ratio':>6}")
     for r in results:
         print(
