@@ -785,6 +785,22 @@ fn run_case(case: &Case, opts: &Options, lib: &Path, scratch: &Path) -> Result<C
 mod tests {
     use super::*;
 
+    /// A control of `check` that expects `want` of it: a Python server, no network, verdict
+    /// `clean` (the tests set what they are about).
+    fn control(name: &str, check: &str, want: &str) -> Case {
+        Case {
+            name: name.into(),
+            dir: name.into(),
+            command: vec!["python3".into(), "server.py".into()],
+            expect: [(check.to_string(), want.to_string())].into(),
+            verdict: "clean".into(),
+            network: false,
+            env: BTreeMap::new(),
+            ring: None,
+            triggers: None,
+        }
+    }
+
     fn record(isolation: Isolation, only: &[&str]) -> Record {
         Record {
             build: build_id(),
@@ -871,15 +887,8 @@ mod tests {
     #[test]
     fn a_pass_over_what_a_check_cannot_read_leaves_it_unproven() {
         let case = |name: &str, want: &str| Case {
-            name: name.into(),
-            dir: name.into(),
-            command: vec!["python3".into(), "server.py".into()],
-            expect: [("doh".to_string(), want.to_string())].into(),
-            verdict: "clean".into(),
             network: true,
-            env: BTreeMap::new(),
-            ring: None,
-            triggers: None,
+            ..control(name, "doh", want)
         };
         let got = |name: &str, o: Outcome| CaseResult {
             name: name.into(),
@@ -917,15 +926,9 @@ mod tests {
     #[test]
     fn a_control_of_the_ebpf_ring_is_skipped_under_another_recorder_and_counts_for_nothing() {
         let mut case = Case {
-            name: "flood".into(),
-            dir: "flood".into(),
-            command: vec!["python3".into(), "server.py".into()],
-            expect: [("persistence".to_string(), "not-observed".to_string())].into(),
             verdict: "inconclusive".into(),
-            network: false,
-            env: BTreeMap::new(),
             ring: Some(4096),
-            triggers: None,
+            ..control("flood", "persistence", "not-observed")
         };
         assert!(not_for(&case, "ebpf").is_none());
         let why = not_for(&case, "notify").unwrap();
@@ -955,15 +958,9 @@ mod tests {
     #[test]
     fn a_control_whose_guest_was_lost_is_a_miss_and_its_check_unproven() {
         let case = Case {
-            name: "reads-key".into(),
-            dir: "reads-key".into(),
             command: vec!["node".into(), "server.js".into()],
-            expect: [("credential-probe".to_string(), "flag".to_string())].into(),
             verdict: "flagged".into(),
-            network: false,
-            env: BTreeMap::new(),
-            ring: None,
-            triggers: None,
+            ..control("reads-key", "credential-probe", "flag")
         };
         let lost = CaseResult::lost(&case, "the guest hung: nothing sent for 30 s".into());
         assert_eq!(
